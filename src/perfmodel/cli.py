@@ -1,0 +1,140 @@
+"""The ``perfmodel`` command: instructor tools for the course's workbooks.
+
+``perfmodel release`` regenerates the student copies and the Gradescope autograder zips;
+``perfmodel grade`` grades a folder of submissions locally.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["main"]
+
+
+def _positive(kind: type[float] | type[int]) -> object:
+    def parse(text: str) -> float | int:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a {kind.__name__} (got {text!r})") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive (got {text})")
+        return value
+
+    return parse
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="perfmodel", description="Instructor tools for the perfmodel course workbooks."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    release = commands.add_parser(
+        "release", help="regenerate student copies and write autograder zips into dist/"
+    )
+    release.add_argument("--exercises", type=Path, default=Path("exercises"))
+    release.add_argument("--dist", type=Path, default=Path("dist"))
+
+    grade = commands.add_parser("grade", help="grade a folder of submitted notebooks")
+    grade.add_argument(
+        "workbook",
+        help="workbook name (00_warmup), its master notebook, or its autograder zip",
+    )
+    grade.add_argument("submissions", type=Path, help="folder with one notebook per student")
+    grade.add_argument("--out", type=Path, default=Path("grades.csv"), help="CSV to write")
+    grade.add_argument(
+        "--feedback",
+        type=Path,
+        default=None,
+        help="folder for one JSON feedback file per student (default: <out>_feedback)",
+    )
+    grade.add_argument("--exercises", type=Path, default=Path("exercises"))
+    grade.add_argument(
+        "--timeout",
+        type=_positive(float),
+        default=120.0,
+        help="wall-clock seconds per submission (default 120)",
+    )
+    grade.add_argument(
+        "--cell-timeout",
+        type=_positive(float),
+        default=30.0,
+        help="seconds one cell may run before it is interrupted (default 30)",
+    )
+    grade.add_argument(
+        "--memory-gib",
+        type=_positive(float),
+        default=4.0,
+        help="address-space limit per submission, GiB (default 4)",
+    )
+    grade.add_argument("--jobs", type=_positive(int), default=1, help="submissions at once")
+    grade.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    return parser
+
+
+def _tests_for(workbook: str, exercises: Path) -> tuple[str, dict[str, str]]:
+    from perfmodel import workbooks
+
+    path = Path(workbook)
+    if path.suffix == ".zip":
+        if not path.is_file():
+            raise ValueError(f"`workbook` zip {workbook!r} does not exist.")
+        name = path.name.removesuffix(".zip").removesuffix("-autograder")
+        return name, workbooks.load_tests(path)
+    found = workbooks.find_workbook(workbook, exercises)
+    return found.name, workbooks.assign(found).tests
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``perfmodel`` command; returns the process exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "release":
+            from perfmodel.workbooks import release
+
+            for path in release(args.exercises, args.dist):
+                print(f"wrote {path}")
+            return 0
+        return _grade(args)
+    except (ValueError, RuntimeError) as error:
+        print(f"perfmodel {args.command}: error: {error}", file=sys.stderr)
+        return 2
+
+
+def _grade(args: argparse.Namespace) -> int:
+    from perfmodel.grading import grade_folder, write_csv, write_feedback
+    from perfmodel.sandbox import Limits
+
+    name, tests = _tests_for(args.workbook, args.exercises)
+    if args.timeout < args.cell_timeout:
+        args.cell_timeout = args.timeout
+    limits = Limits(
+        wall_s=args.timeout,
+        cell_s=args.cell_timeout,
+        memory_bytes=int(args.memory_gib * 1024**3),
+    )
+    feedback = args.feedback or args.out.with_name(f"{args.out.stem}_feedback")
+    grades = grade_folder(
+        tests,
+        args.submissions,
+        assignment=name,
+        limits=limits,
+        jobs=args.jobs,
+        progress=not args.no_progress,
+    )
+    write_csv(grades, args.out)
+    write_feedback(grades, feedback)
+    failed = sum(grade.status != "graded" for grade in grades)
+    print(
+        f"graded {len(grades)} submissions of {name}: {len(grades) - failed} scored, "
+        f"{failed} failed; wrote {args.out} and {feedback}/"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
