@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable
@@ -36,6 +37,8 @@ __all__ = [
     "write_feedback",
 ]
 
+#: How the read-out marks a variable still set to ``...`` (JSON has no Ellipsis).
+_UNANSWERED = {"$unanswered": True}
 #: Larger files are not notebooks a learner wrote by hand; they are refused unread.
 MAX_NOTEBOOK_BYTES = 20 * 1024**2
 
@@ -90,13 +93,14 @@ def score_answers(tests: dict[str, str], answers: dict[str, Any]) -> tuple[Quest
     """
     from otter.test_files.exception_test import ExceptionTestFile
 
+    env = {name: Ellipsis if value == _UNANSWERED else value for name, value in answers.items()}
     results = []
     with tempfile.TemporaryDirectory(prefix="perfmodel-tests-") as scratch:
         for name, source in tests.items():
             path = Path(scratch) / f"{name}.py"
             path.write_text(source, encoding="utf-8")
             test_file = ExceptionTestFile.from_file(str(path))
-            test_file.run(dict(answers))
+            test_file.run(dict(env))
             cases = tuple(
                 {
                     "hidden": bool(result.test_case.hidden),
@@ -117,8 +121,16 @@ def score_answers(tests: dict[str, str], answers: dict[str, Any]) -> tuple[Quest
 
 
 def _clean_message(message: str) -> str:
-    # otter prefixes each message with an emoji verdict; the JSON keeps the words only.
-    return message.replace("✅ ", "").replace("❌ ", "").strip()
+    """Keep the verdict's last line only: the check's own words, never the test's source.
+
+    otter's message quotes the failing line of the test, which for a hidden test would show
+    the expected value; the learner needs the exception text, not the code.
+    """
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    last = lines[-1] if lines else ""
+    if last.startswith(("✅", "Test case passed")):
+        return "passed"
+    return last.removeprefix("AnswerError: ")
 
 
 def _read_notebook(path: Path, assignment: str) -> tuple[str, str]:
@@ -157,7 +169,9 @@ def _describe_execution(execution: Execution) -> list[str]:
     notes = [f"code cell {cell} timed out and was interrupted" for cell in execution.timed_out_cells]
     errors = [error for error in execution.cell_errors if error.name != "KeyboardInterrupt"]
     for error in errors[:3]:
-        notes.append(f"code cell {error.cell} raised {error.name}: {error.message}")
+        # IPython names each cell's code after a per-process hash; keep only the line number.
+        message = re.sub(r"\([^()]*\.py, line (\d+)\)", r"(line \1)", error.message).strip()
+        notes.append(f"code cell {error.cell} raised {error.name}" + (f": {message}" if message else ""))
     if len(errors) > 3:
         notes.append(f"{len(errors) - 3} more cells raised errors")
     return notes

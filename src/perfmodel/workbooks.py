@@ -143,7 +143,7 @@ def assign(workbook: Workbook) -> Assigned:
             "assign",
             "--no-run-tests",
             "--no-pdfs",
-            str(workbook.master),
+            str(workbook.master.resolve()),
             str(result),
         ]
         done = subprocess.run(command, capture_output=True, text=True, cwd=scratch, check=False)

@@ -1,0 +1,80 @@
+"""Interactive explorers for the lectures: thin wires from sliders to a model function.
+
+Every explorer has a static twin (a plain function of the same arguments) that the
+notebooks call once with the default values, so the page still reads well where widgets
+cannot render: a PDF, GitHub's viewer, a projector with a dead kernel.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from perfmodel.metrics import transfer_time_s
+from perfmodel.units import format_quantity, format_rate
+
+__all__ = ["transfer_time_explorer", "transfer_time_text"]
+
+
+def transfer_time_text(nbytes: float, bandwidth_bytes_per_s: float) -> str:
+    """One sentence: how long moving ``nbytes`` at a bandwidth takes (the static twin).
+
+    Examples
+    --------
+    >>> transfer_time_text(10e6, 400e9)
+    'Moving 10 MB at 400 GB/s takes 25 µs.'
+    """
+    seconds = transfer_time_s(nbytes, bandwidth_bytes_per_s)
+    return (
+        f"Moving {format_quantity(nbytes, 'B')} at {format_rate(bandwidth_bytes_per_s, 'B/s')} "
+        f"takes {format_quantity(seconds, 's')}."
+    )
+
+
+def transfer_time_explorer(
+    nbytes: float = 10e6, bandwidth_bytes_per_s: float = 400e9
+) -> Any:
+    """Two log sliders (size, bandwidth) driving the sentence from :func:`transfer_time_text`.
+
+    Returns
+    -------
+    ipywidgets.VBox
+        Display it (leave it as a cell's last expression).
+    """
+    import ipywidgets as widgets
+
+    size = widgets.FloatLogSlider(
+        value=nbytes,
+        base=10,
+        min=3,
+        max=11,
+        step=0.1,
+        description="bytes",
+        readout_format=".3g",
+        continuous_update=True,
+        style={"description_width": "8em"},
+        layout=widgets.Layout(width="38em"),
+    )
+    bandwidth = widgets.FloatLogSlider(
+        value=bandwidth_bytes_per_s,
+        base=10,
+        min=8,
+        max=13,
+        step=0.1,
+        description="bandwidth (B/s)",
+        readout_format=".3g",
+        continuous_update=True,
+        style={"description_width": "8em"},
+        layout=widgets.Layout(width="38em"),
+    )
+    sentence = widgets.HTML()
+    sentence.add_class("perfmodel-transfer-time")
+
+    def update(_: object = None) -> None:
+        text = html.escape(transfer_time_text(size.value, bandwidth.value))
+        sentence.value = f"<p style='font-size:1.6em;margin:0.4em 0'>{text}</p>"
+
+    size.observe(update, names="value")
+    bandwidth.observe(update, names="value")
+    update()
+    return widgets.VBox([size, bandwidth, sentence])

@@ -1,0 +1,62 @@
+"""Shared helpers: the repository's paths and notebooks built from its workbooks."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from perfmodel.workbooks import Workbook, find_workbooks
+
+ROOT = Path(__file__).resolve().parent.parent
+EXERCISES = ROOT / "exercises"
+WORKBOOKS = find_workbooks(EXERCISES)
+
+
+def read_json(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def solutions(workbook: Workbook) -> list[str]:
+    """The master's solution cells, in order, with the `# SOLUTION` markers removed."""
+    found, inside = [], False
+    for cell in read_json(workbook.master)["cells"]:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "raw" and source.strip() in ("# BEGIN SOLUTION", "# END SOLUTION"):
+            inside = source.strip() == "# BEGIN SOLUTION"
+        elif inside and cell["cell_type"] == "code":
+            found.append(source.replace("  # SOLUTION", ""))
+    return found
+
+
+def answer_cells(nb: dict) -> list[dict]:
+    return [c for c in nb["cells"] if "otter_answer_cell" in c["metadata"].get("tags", [])]
+
+
+def solved_copy(workbook: Workbook) -> dict:
+    """The student copy with every answer cell replaced by the master's solution."""
+    nb = read_json(workbook.student)
+    cells = answer_cells(nb)
+    sols = solutions(workbook)
+    assert len(cells) == len(sols), f"{workbook.name}: answer cells and solutions differ"
+    for cell, source in zip(cells, sols, strict=True):
+        cell["source"] = source
+    return nb
+
+
+def with_code(nb: dict, index: int, source: str) -> dict:
+    """A copy of ``nb`` with a code cell inserted at position ``index``."""
+    nb = copy.deepcopy(nb)
+    nb["cells"].insert(
+        index,
+        {"cell_type": "code", "id": f"extra-{index}", "metadata": {}, "outputs": [],
+         "execution_count": None, "source": source},
+    )
+    return nb
+
+
+@pytest.fixture(scope="session")
+def root() -> Path:
+    return ROOT
