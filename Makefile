@@ -22,8 +22,11 @@ $(VENV)/.installed-test: pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e ".[test]"
 	@touch $@ $(VENV)/.installed-lab
 
+# Jupyter refuses to run as root (a container, CI) unless told it is on purpose.
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+
 lab: $(VENV)/.installed-lab
-	$(BIN)/jupyter lab notebooks/00_start_here.ipynb
+	$(BIN)/jupyter lab $(ALLOW_ROOT) notebooks/00_start_here.ipynb
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests notebooks exercises

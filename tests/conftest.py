@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from pathlib import Path
 
 import pytest
 
-from perfmodel.workbooks import Workbook, find_workbooks
+from perfmodel.workbooks import Assigned, Workbook, assign, find_workbooks
 
 ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = ROOT / "exercises"
 WORKBOOKS = find_workbooks(EXERCISES)
+
+
+@functools.cache
+def assigned(workbook: Workbook) -> Assigned:
+    """otter assign's output for a workbook, computed once per test process."""
+    return assign(workbook)
 
 
 def read_json(path: Path) -> dict:
@@ -51,8 +58,14 @@ def with_code(nb: dict, index: int, source: str) -> dict:
     nb = copy.deepcopy(nb)
     nb["cells"].insert(
         index,
-        {"cell_type": "code", "id": f"extra-{index}", "metadata": {}, "outputs": [],
-         "execution_count": None, "source": source},
+        {
+            "cell_type": "code",
+            "id": f"extra-{index}",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+            "source": source,
+        },
     )
     return nb
 

@@ -12,18 +12,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import WORKBOOKS, answer_cells, read_json, solved_copy, with_code
+from conftest import WORKBOOKS, answer_cells, assigned, read_json, solved_copy, with_code
 
 from perfmodel.grading import grade_folder, grade_submission, score_answers, write_feedback
 from perfmodel.sandbox import Limits
-from perfmodel.workbooks import assign, find_workbook
+from perfmodel.workbooks import find_workbook
 
 LIMITS = Limits(wall_s=90, cell_s=3, memory_bytes=4 * 1024**3, max_processes=64)
 
 
 @pytest.fixture(scope="module")
 def tests_by_workbook() -> dict[str, dict[str, str]]:
-    return {workbook.name: assign(workbook).tests for workbook in WORKBOOKS}
+    return {workbook.name: assigned(workbook).tests for workbook in WORKBOOKS}
 
 
 def write(folder: Path, name: str, nb: dict) -> Path:
@@ -59,7 +59,7 @@ def test_gradescope_zip_scores_the_key_with_otters_own_runner(tmp_path):
     """The released zip, run by otter's non-containerised runner (what Gradescope runs)."""
     workbook = find_workbook("00_warmup", Path("exercises"))
     archive = tmp_path / "autograder.zip"
-    archive.write_bytes(assign(workbook).autograder_zip)
+    archive.write_bytes(assigned(workbook).autograder_zip)
     write(tmp_path, f"{workbook.name}.ipynb", solved_copy(workbook))
     subprocess.run(
         [sys.executable, "-m", "otter", "run", "-a", str(archive), f"{workbook.name}.ipynb"],
@@ -190,10 +190,20 @@ def build_fixtures(workbook, folder: Path, out: Path) -> dict[str, tuple[str, fl
         5,
         "timed out and was interrupted",
     )
-    add("sys_exit", with_code(solved, q1_answer + 1, "import sys\nsys.exit('bye')"), "graded", 5,
-        "SystemExit")
-    add("os_exit", with_code(solved, q1_answer + 1, "import os\nos._exit(3)"), "failed", 0,
-        "the kernel died")
+    add(
+        "sys_exit",
+        with_code(solved, q1_answer + 1, "import sys\nsys.exit('bye')"),
+        "graded",
+        5,
+        "SystemExit",
+    )
+    add(
+        "os_exit",
+        with_code(solved, q1_answer + 1, "import os\nos._exit(3)"),
+        "failed",
+        0,
+        "the kernel died",
+    )
 
     deleted = copy.deepcopy(solved)
     q3 = answer_cells(deleted)[2]
@@ -213,10 +223,20 @@ def build_fixtures(workbook, folder: Path, out: Path) -> dict[str, tuple[str, fl
         {"output_type": "stream", "name": "stdout", "text": "y" * (21 * 1024**2)}
     ]
     add("huge_file", bulky, "failed", 0, "over the 20 MiB limit")
-    add("memory_hog", with_code(solved, q1_answer + 1, "hog = bytearray(64 * 1024**3)"),
-        "graded", 5, "MemoryError")
-    add("fork_many", with_code(solved, q1_answer + 1, FORK_MANY), "failed", 0,
-        "more than 64 processes")
+    add(
+        "memory_hog",
+        with_code(solved, q1_answer + 1, "hog = bytearray(64 * 1024**3)"),
+        "graded",
+        5,
+        "MemoryError",
+    )
+    add(
+        "fork_many",
+        with_code(solved, q1_answer + 1, FORK_MANY),
+        "failed",
+        0,
+        "more than 64 processes",
+    )
     add("fork_few", with_code(solved, q1_answer + 1, FORK_FEW), "graded", 5)
 
     tamper = copy.deepcopy(student)

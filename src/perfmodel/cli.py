@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 __all__ = ["main"]
 
 
-def _positive(kind: type[float] | type[int]) -> object:
+def _positive(kind: type[float] | type[int]) -> Callable[[str], float | int]:
     def parse(text: str) -> float | int:
         try:
             value = kind(text)

@@ -98,8 +98,8 @@ def diagnose(answer: float, expected: float, *, rel_tol: float) -> str | None:
 
     Examples
     --------
-    >>> diagnose(2e-3, 2.0, rel_tol=0.01)
-    'exactly 1000x too small: a factor of 1000 is one metric prefix step (ms vs s, GB vs MB, TFLOP/s vs GFLOP/s)'
+    >>> diagnose(16.0, 2.0, rel_tol=0.01)
+    'exactly 8x too large: a factor of 8 is the bits-vs-bytes slip (1 byte = 8 bits)'
     >>> diagnose(3.0, 2.0, rel_tol=0.01) is None
     True
     """
@@ -227,4 +227,6 @@ def check_choice(name: str, answer: object, options: tuple[str, ...], expected: 
     if not isinstance(answer, str) or answer.strip().lower() not in options:
         raise AnswerError(f"`{name}` must be one of {choices} (got {_describe(answer)}).")
     if answer.strip().lower() != expected:
-        raise AnswerError(f"`{name}` is {answer.strip().lower()!r}, which is not right. Think again.")
+        raise AnswerError(
+            f"`{name}` is {answer.strip().lower()!r}, which is not right. Think again."
+        )

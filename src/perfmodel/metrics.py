@@ -22,7 +22,9 @@ def _require_number(name: str, value: object, *, positive: bool) -> float:
     return number
 
 
-def transfer_time_s(nbytes: float, bandwidth_bytes_per_s: float, *, latency_s: float = 0.0) -> float:
+def transfer_time_s(
+    nbytes: float, bandwidth_bytes_per_s: float, *, latency_s: float = 0.0
+) -> float:
     """Seconds to move ``nbytes`` over a channel.
 
     Parameters

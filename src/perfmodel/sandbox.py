@@ -340,7 +340,7 @@ def _worker() -> None:  # pragma: no cover - exercised through execute_notebook
     readout_index = len(nb.cells) - 1
     timed_out: list[int] = []
 
-    class QuietClient(NotebookClient):  # type: ignore[misc]
+    class QuietClient(NotebookClient):
         """Keeps errors and the read-out; drops every other output instead of storing it."""
 
         def output(self, outs: Any, msg: Any, display_id: Any, cell_index: int) -> Any:

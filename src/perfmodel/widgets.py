@@ -8,12 +8,13 @@ cannot render: a PDF, GitHub's viewer, a projector with a dead kernel.
 from __future__ import annotations
 
 import html
+import math
 from typing import Any
 
 from perfmodel.metrics import transfer_time_s
 from perfmodel.units import format_quantity, format_rate
 
-__all__ = ["transfer_time_explorer", "transfer_time_text"]
+__all__ = ["snap_to_log_grid", "transfer_time_explorer", "transfer_time_text"]
 
 
 def transfer_time_text(nbytes: float, bandwidth_bytes_per_s: float) -> str:
@@ -31,10 +32,32 @@ def transfer_time_text(nbytes: float, bandwidth_bytes_per_s: float) -> str:
     )
 
 
-def transfer_time_explorer(
-    nbytes: float = 10e6, bandwidth_bytes_per_s: float = 400e9
-) -> Any:
+#: Log sliders move in tenths of a decade.
+_LOG_STEP = 0.1
+
+
+def snap_to_log_grid(value: float, step: float = _LOG_STEP) -> float:
+    """The value a log slider with ``step`` (in decades) will show for ``value``.
+
+    A browser snaps a log slider's value to its grid; snapping in Python first keeps the
+    text computed before the first render equal to what the slider then shows.
+
+    Examples
+    --------
+    >>> snap_to_log_grid(400e9)
+    398107170553.49854
+    >>> snap_to_log_grid(1e7)
+    10000000.0
+    """
+    if not value > 0:
+        raise ValueError(f"`value` must be positive to sit on a log slider (got {value!r}).")
+    return float(10 ** (round(math.log10(value) / step) * step))
+
+
+def transfer_time_explorer(nbytes: float = 10e6, bandwidth_bytes_per_s: float = 100e9) -> Any:
     """Two log sliders (size, bandwidth) driving the sentence from :func:`transfer_time_text`.
+
+    Values snap to tenths of a decade, as the sliders do.
 
     Returns
     -------
@@ -44,11 +67,11 @@ def transfer_time_explorer(
     import ipywidgets as widgets
 
     size = widgets.FloatLogSlider(
-        value=nbytes,
+        value=snap_to_log_grid(nbytes),
         base=10,
         min=3,
         max=11,
-        step=0.1,
+        step=_LOG_STEP,
         description="bytes",
         readout_format=".3g",
         continuous_update=True,
@@ -56,11 +79,11 @@ def transfer_time_explorer(
         layout=widgets.Layout(width="38em"),
     )
     bandwidth = widgets.FloatLogSlider(
-        value=bandwidth_bytes_per_s,
+        value=snap_to_log_grid(bandwidth_bytes_per_s),
         base=10,
         min=8,
         max=13,
-        step=0.1,
+        step=_LOG_STEP,
         description="bandwidth (B/s)",
         readout_format=".3g",
         continuous_update=True,

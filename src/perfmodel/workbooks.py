@@ -13,6 +13,7 @@ unchanged master gives a byte-identical file, which is how the tests spot a stal
 from __future__ import annotations
 
 import difflib
+import io
 import subprocess
 import sys
 import tempfile
@@ -94,36 +95,28 @@ def _normalise(text: str) -> str:
     nb = nbformat.reads(text, as_version=4)
     for index, cell in enumerate(nb.cells):
         cell["id"] = f"cell-{index:03d}"
-    return nbformat.writes(nb) + "\n"
+    return str(nbformat.writes(nb)) + "\n"
 
 
 def _bundle_package(zip_bytes: bytes) -> bytes:
     """Rewrite an otter autograder zip reproducibly, adding ``files/perfmodel``."""
-    with tempfile.SpooledTemporaryFile() as buffer:
-        with (
-            zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as out,
-            zipfile.ZipFile(_as_file(zip_bytes)) as original,
-        ):
-            for info in sorted(original.infolist(), key=lambda item: item.filename):
-                entry = zipfile.ZipInfo(info.filename, date_time=_ZIP_DATE)
-                entry.external_attr = info.external_attr
-                out.writestr(entry, original.read(info), zipfile.ZIP_DEFLATED)
-            for source in sorted(_PACKAGE_DIR.rglob("*")):
-                if source.suffix not in {".py", ".typed", ".toml"}:
-                    continue
-                relative = source.relative_to(_PACKAGE_DIR.parent).as_posix()
-                entry = zipfile.ZipInfo(f"files/{relative}", date_time=_ZIP_DATE)
-                entry.external_attr = 0o644 << 16
-                out.writestr(entry, source.read_bytes(), zipfile.ZIP_DEFLATED)
-        buffer.seek(0)
-        return buffer.read()
-
-
-def _as_file(data: bytes) -> tempfile.SpooledTemporaryFile[bytes]:
-    handle: tempfile.SpooledTemporaryFile[bytes] = tempfile.SpooledTemporaryFile()
-    handle.write(data)
-    handle.seek(0)
-    return handle
+    buffer = io.BytesIO()
+    with (
+        zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as out,
+        zipfile.ZipFile(io.BytesIO(zip_bytes)) as original,
+    ):
+        for info in sorted(original.infolist(), key=lambda item: item.filename):
+            entry = zipfile.ZipInfo(info.filename, date_time=_ZIP_DATE)
+            entry.external_attr = info.external_attr
+            out.writestr(entry, original.read(info), zipfile.ZIP_DEFLATED)
+        for source in sorted(_PACKAGE_DIR.rglob("*")):
+            if source.suffix not in {".py", ".typed", ".toml"}:
+                continue
+            relative = source.relative_to(_PACKAGE_DIR.parent).as_posix()
+            entry = zipfile.ZipInfo(f"files/{relative}", date_time=_ZIP_DATE)
+            entry.external_attr = 0o644 << 16
+            out.writestr(entry, source.read_bytes(), zipfile.ZIP_DEFLATED)
+    return buffer.getvalue()
 
 
 def assign(workbook: Workbook) -> Assigned:
@@ -176,7 +169,7 @@ def load_tests(autograder_zip: bytes | Path) -> dict[str, str]:
         Question name (``"q1"``) to the source of its otter test file, in question order.
     """
     data = autograder_zip.read_bytes() if isinstance(autograder_zip, Path) else autograder_zip
-    with zipfile.ZipFile(_as_file(data)) as archive:
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
         names = sorted(
             (n for n in archive.namelist() if n.startswith("tests/") and n.endswith(".py")),
             key=_question_order,

@@ -1,0 +1,72 @@
+"""Student copies and autograder zips generated from the masters."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import pytest
+from conftest import EXERCISES, WORKBOOKS, answer_cells, assigned, read_json
+
+from perfmodel.workbooks import assign, find_workbook, load_tests, release
+
+
+def test_there_is_a_warmup_with_three_or_more_questions():
+    warmup = find_workbook("00_warmup", EXERCISES)
+    assert len(assigned(warmup).tests) >= 3
+
+
+@pytest.mark.parametrize("workbook", WORKBOOKS, ids=lambda workbook: workbook.name)
+def test_committed_student_copy_is_fresh(workbook):
+    assert workbook.student.read_text(encoding="utf-8") == assigned(workbook).student_text, (
+        f"{workbook.student} is stale: run `make release` (or `perfmodel release`) and commit"
+    )
+
+
+@pytest.mark.parametrize("workbook", WORKBOOKS, ids=lambda workbook: workbook.name)
+def test_student_copy_hides_answers_and_hidden_tests(workbook):
+    student = read_json(workbook.student)
+    assert all("".join(cell["source"]).count("...") for cell in answer_cells(student))
+    assert "# SOLUTION" not in workbook.student.read_text(encoding="utf-8")
+    public = student["metadata"]["otter"]["tests"]
+    hidden = assigned(workbook).tests
+    assert set(public) == set(hidden)
+    assert sum(src.count("@test_case") for src in public.values()) < sum(
+        src.count("@test_case") for src in hidden.values()
+    ), "the student copy must carry fewer test cases than the autograder"
+    assert "hidden=True" not in "".join(public.values())
+
+
+def test_release_writes_reproducible_zips_with_the_package(tmp_path):
+    exercises = tmp_path / "exercises"
+    (exercises / "masters").mkdir(parents=True)
+    master = find_workbook("00_warmup", EXERCISES).master
+    (exercises / "masters" / master.name).write_bytes(master.read_bytes())
+    first = release(exercises, tmp_path / "dist")
+    archive = tmp_path / "dist" / "00_warmup-autograder.zip"
+    assert first == [exercises / "00_warmup.ipynb", archive]
+    data = archive.read_bytes()
+    release(exercises, tmp_path / "dist")
+    assert archive.read_bytes() == data, "a release must be byte-for-byte reproducible"
+    names = zipfile.ZipFile(io.BytesIO(data)).namelist()
+    assert "files/perfmodel/exercises.py" in names and "tests/q1.py" in names
+    assert set(load_tests(archive)) == {"q1", "q2", "q3", "q4"}
+
+
+def test_unknown_workbook_lists_the_closest_names():
+    with pytest.raises(ValueError, match=r"got '00_warmpu'.*Did you mean '00_warmup'\?"):
+        find_workbook("00_warmpu", EXERCISES)
+
+
+def test_a_broken_master_fails_with_otters_words(tmp_path):
+    master = tmp_path / "masters" / "bad.ipynb"
+    master.parent.mkdir()
+    master.write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+    with pytest.raises(RuntimeError, match="otter assign"):
+        assign(find_workbook(master, tmp_path))
+
+
+def test_master_path_is_accepted(tmp_path):
+    master = find_workbook("00_warmup", EXERCISES).master
+    assert find_workbook(master, Path("elsewhere")).name == "00_warmup"
