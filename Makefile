@@ -40,7 +40,8 @@ test: lint typecheck
 
 # Re-run every notebook and store its outputs (after editing one).
 notebooks: $(VENV)/.installed-test
-	$(BIN)/jupyter nbconvert --to notebook --execute --inplace notebooks/*.ipynb
+	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
+		--ExecutePreprocessor.record_timing=False notebooks/*.ipynb
 
 release: $(VENV)/.installed-lab
 	$(BIN)/perfmodel release

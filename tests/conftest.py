@@ -7,8 +7,6 @@ import functools
 import json
 from pathlib import Path
 
-import pytest
-
 from perfmodel.workbooks import Assigned, Workbook, assign, find_workbooks
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,8 +66,3 @@ def with_code(nb: dict, index: int, source: str) -> dict:
         },
     )
     return nb
-
-
-@pytest.fixture(scope="session")
-def root() -> Path:
-    return ROOT

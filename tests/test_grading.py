@@ -18,7 +18,7 @@ from perfmodel.grading import grade_folder, grade_submission, score_answers, wri
 from perfmodel.sandbox import Limits
 from perfmodel.workbooks import find_workbook
 
-LIMITS = Limits(wall_s=90, cell_s=3, memory_bytes=4 * 1024**3, max_processes=64)
+LIMITS = Limits(wall_s=90, cell_s=10, memory_bytes=4 * 1024**3, max_processes=64)
 
 
 @pytest.fixture(scope="module")
@@ -273,7 +273,7 @@ def test_fixture_folder_scores_exactly_as_expected(tmp_path):
     expected = build_fixtures(workbook, folder, out)
     command = [
         sys.executable, "-m", "perfmodel.cli", "grade", "00_warmup", str(folder),
-        "--out", str(out / "grades.csv"), "--timeout", "90", "--cell-timeout", "3",
+        "--out", str(out / "grades.csv"), "--timeout", "90", "--cell-timeout", "10",
         "--jobs", "2", "--no-progress",
     ]  # fmt: skip
     first = subprocess.run(command, capture_output=True, text=True, check=True)

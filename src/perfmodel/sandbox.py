@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import signal
 import subprocess
@@ -96,6 +97,12 @@ class Execution:
     problem: str = ""
     seconds: float = 0.0
 
+
+#: The cells otter assign writes into a student copy: its set-up and its check calls.
+_OTTER_CELL = re.compile(
+    r"# Initialize Otter\nimport otter\n+grader = otter\.Notebook\([^)]*\)"
+    r"|grader\.check(_all)?\(\s*(\"[\w-]*\")?\s*\)"
+)
 
 _READOUT = """\
 def _perfmodel_readout(marker):
@@ -335,7 +342,14 @@ def _worker() -> None:  # pragma: no cover - exercised through execute_notebook
     become_subreaper()
     marker = request["marker"]
     nb = nbformat.read(request["notebook"], as_version=4)
+    # Number cells as JupyterLab does (position in the whole notebook, from 1), and run only
+    # code cells. otter's own cells are blanked: scoring happens outside the kernel, so
+    # importing otter here would only cost time.
+    positions = [i + 1 for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
     code_cells = [cell for cell in nb.cells if cell.cell_type == "code"]
+    for cell in code_cells:
+        if _OTTER_CELL.fullmatch(cell.source.strip()):
+            cell.source = ""
     nb.cells = [*code_cells, nbformat.v4.new_code_cell(_READOUT.format(marker=marker))]
     readout_index = len(nb.cells) - 1
     timed_out: list[int] = []
@@ -349,7 +363,7 @@ def _worker() -> None:  # pragma: no cover - exercised through execute_notebook
             return None
 
         async def _async_handle_timeout(self, timeout: int, cell: Any = None) -> Any:
-            timed_out.append(nb.cells.index(cell) + 1 if cell is not None else -1)
+            timed_out.append(positions[nb.cells.index(cell)] if cell is not None else -1)
             return await super()._async_handle_timeout(timeout, cell)
 
     client = QuietClient(
@@ -373,7 +387,7 @@ def _worker() -> None:  # pragma: no cover - exercised through execute_notebook
     for index, cell in enumerate(nb.cells[:readout_index]):
         for output in cell.get("outputs", []):
             if output.get("output_type") == "error":
-                cell_errors.append((index + 1, output["ename"], str(output["evalue"])[:200]))
+                cell_errors.append((positions[index], output["ename"], str(output["evalue"])[:200]))
     answers = None
     text = "".join(
         output.get("text", "")
