@@ -166,16 +166,12 @@ def _read_notebook(path: Path, assignment: str) -> tuple[str, str]:
 
 
 def _describe_execution(execution: Execution) -> list[str]:
-    notes = [
-        f"cell {cell} timed out and was interrupted" for cell in execution.timed_out_cells
-    ]
+    notes = [f"cell {cell} timed out and was interrupted" for cell in execution.timed_out_cells]
     errors = [error for error in execution.cell_errors if error.name != "KeyboardInterrupt"]
     for error in errors[:3]:
         # IPython names each cell's code after a per-process hash; keep only the line number.
         message = re.sub(r"\([^()]*\.py, line (\d+)\)", r"(line \1)", error.message).strip()
-        notes.append(
-            f"cell {error.cell} raised {error.name}" + (f": {message}" if message else "")
-        )
+        notes.append(f"cell {error.cell} raised {error.name}" + (f": {message}" if message else ""))
     if len(errors) > 3:
         notes.append(f"{len(errors) - 3} more cells raised errors")
     return notes
