@@ -1,15 +1,34 @@
-"""Time to move data: the first model of the course.
+"""Metrics and the simplest performance models (lecture 01).
 
-Moving ``nbytes`` over a channel with bandwidth ``B`` (bytes/s) and start-up latency
-``L`` (s) takes ``L + nbytes / B``. The same two numbers describe a memory bus, a PCIe
-link or a network, which is why the course keeps coming back to them.
+* Time: ``T = W · t / P`` (work, average time per unit of work, average parallelism).
+* Throughput: work per second. Utilization: achieved rate over peak rate.
+* Energy: power times time; efficiency in FLOPs per joule.
+* The speed of light: running at a fraction ``f`` of the best possible time leaves at most
+  ``1 / f`` of speed-up on the table (0.5c: 2x left; 0.8c: 1.25x).
+* Moving ``nbytes`` over a channel with bandwidth ``B`` and latency ``L`` takes
+  ``L + nbytes / B``.
+
+Examples
+--------
+>>> round(run_time_s(work=1e12, time_per_work_s=2e-9, parallelism=100), 9)  # seconds
+20.0
+>>> headroom(0.8)
+1.25
 """
 
 from __future__ import annotations
 
 import math
 
-__all__ = ["transfer_time_s"]
+__all__ = [
+    "energy_j",
+    "flops_per_joule",
+    "headroom",
+    "run_time_s",
+    "throughput",
+    "transfer_time_s",
+    "utilization",
+]
 
 
 def _require_number(name: str, value: object, *, positive: bool) -> float:
@@ -57,3 +76,86 @@ def transfer_time_s(
     bandwidth = _require_number("bandwidth_bytes_per_s", bandwidth_bytes_per_s, positive=True)
     latency = _require_number("latency_s", latency_s, positive=False)
     return latency + size / bandwidth
+
+
+def run_time_s(work: float, time_per_work_s: float, parallelism: float = 1.0) -> float:
+    """Total time ``T = W · t / P``.
+
+    Parameters
+    ----------
+    work : float
+        Units of work W (operations, samples, requests).
+    time_per_work_s : float
+        Average cost t of one unit, seconds.
+    parallelism : float, optional
+        Average number of units in progress at once, P >= 1 (default 1).
+
+    Examples
+    --------
+    >>> run_time_s(1e6, 2e-6, parallelism=4)
+    0.5
+    """
+    w = _require_number("work", work, positive=False)
+    t = _require_number("time_per_work_s", time_per_work_s, positive=False)
+    p = _require_number("parallelism", parallelism, positive=True)
+    return w * t / p
+
+
+def throughput(work: float, seconds: float) -> float:
+    """Work done per second.
+
+    >>> throughput(1e6, 7e-6) / 1e9  # FLOP/s -> GFLOP/s
+    142.85714285714286
+    """
+    return _require_number("work", work, positive=False) / _require_number(
+        "seconds", seconds, positive=True
+    )
+
+
+def utilization(achieved: float, peak: float) -> float:
+    """Fraction of the peak rate reached, in [0, 1] for any honest measurement.
+
+    >>> utilization(150e9, 6e12)
+    0.025
+    """
+    return _require_number("achieved", achieved, positive=False) / _require_number(
+        "peak", peak, positive=True
+    )
+
+
+def energy_j(power_w: float, seconds: float) -> float:
+    """Energy used, joules: power times time.
+
+    >>> energy_j(700, 3600) / 3.6e6  # an H100-class board for an hour, in kWh
+    0.7
+    """
+    return _require_number("power_w", power_w, positive=False) * _require_number(
+        "seconds", seconds, positive=False
+    )
+
+
+def flops_per_joule(flops: float, power_w: float, seconds: float) -> float:
+    """Energy efficiency: FLOPs done per joule spent.
+
+    >>> flops_per_joule(1e15, 500, 2.0) / 1e12  # TFLOP per joule
+    1.0
+    """
+    energy = energy_j(power_w, seconds)
+    if energy == 0:
+        raise ValueError("`power_w` and `seconds` must both be positive to spend any energy.")
+    return _require_number("flops", flops, positive=False) / energy
+
+
+def headroom(fraction_of_light: float) -> float:
+    """The most speed-up left when running at ``fraction_of_light`` of the best time.
+
+    >>> headroom(0.5)
+    2.0
+    """
+    f = _require_number("fraction_of_light", fraction_of_light, positive=True)
+    if f > 1:
+        raise ValueError(
+            f"`fraction_of_light` must be at most 1; above 1 the model is wrong, not the code "
+            f"(got {fraction_of_light!r})."
+        )
+    return 1 / f

@@ -1,0 +1,416 @@
+"""Cost models: how many FLOPs an operation performs and how many bytes it moves.
+
+Conventions
+-----------
+* A multiply-add counts as **2 FLOPs** (a multiply and an add). Papers that count
+  multiply-accumulates (MACs) report half: use :func:`flops_from_macs` to convert.
+* Bytes are those read from and written to main memory once each, assuming every operand
+  streams through exactly once (no cache reuse beyond the operation itself).
+* ``exp``, division and square root count as one FLOP each: a simplification, since the
+  hardware spends more, but these ops are memory-bound on every device in the catalogue.
+
+Examples
+--------
+The seed's matrix-vector product, M=1024, N=512, fp32:
+
+>>> mv = matvec(1024, 512, dtype="fp32")
+>>> mv.flops, mv.bytes
+(1048576, 2103296)
+>>> round(mv.intensity, 2)
+0.5
+
+The seed's C = C + A·B with M=K=N=512 in fp32:
+
+>>> matmul(512, 512, 512, dtype="fp32", accumulate=True).intensity
+64.0
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from perfmodel.hardware import dtype_bytes
+
+__all__ = [
+    "Cost",
+    "Fusion",
+    "attention",
+    "conv2d",
+    "dense_backward",
+    "dense_forward",
+    "elementwise",
+    "flops_from_macs",
+    "fusion",
+    "layer_norm",
+    "matmul",
+    "matvec",
+    "reduction",
+    "scan",
+    "softmax",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Cost:
+    """The work of an operation: FLOPs, bytes read and bytes written.
+
+    Costs add (``a + b`` is doing both) and scale (``3 * a`` is doing ``a`` three times).
+    """
+
+    flops: float
+    bytes_read: float
+    bytes_written: float
+    dtype: str | None = None
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("flops", "bytes_read", "bytes_written"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or value < 0:
+                raise ValueError(f"`{name}` must be a non-negative number (got {value!r}).")
+
+    @property
+    def bytes(self) -> float:
+        """Bytes moved: read plus written."""
+        return self.bytes_read + self.bytes_written
+
+    @property
+    def intensity(self) -> float:
+        """Arithmetic intensity, FLOP per byte moved (infinite for an op that moves nothing)."""
+        return self.flops / self.bytes if self.bytes else math.inf
+
+    def __add__(self, other: Cost) -> Cost:
+        if not isinstance(other, Cost):
+            return NotImplemented
+        return Cost(
+            flops=self.flops + other.flops,
+            bytes_read=self.bytes_read + other.bytes_read,
+            bytes_written=self.bytes_written + other.bytes_written,
+            dtype=self.dtype if self.dtype == other.dtype else None,
+            label=" + ".join(label for label in (self.label, other.label) if label),
+        )
+
+    def __mul__(self, times: float) -> Cost:
+        if isinstance(times, bool) or not isinstance(times, numbers.Real) or times < 0:
+            return NotImplemented
+        return Cost(
+            flops=self.flops * times,
+            bytes_read=self.bytes_read * times,
+            bytes_written=self.bytes_written * times,
+            dtype=self.dtype,
+            label=f"{times:g} x {self.label}" if self.label else "",
+        )
+
+    __rmul__ = __mul__
+
+
+def _size(name: str, value: object, *, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        need = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise ValueError(f"`{name}` must be {need} (got {name}={value!r}).")
+    return int(value)
+
+
+def _dtype(dtype: str | int) -> tuple[int, str | None]:
+    width = dtype_bytes(dtype)
+    return width, dtype.strip().lower() if isinstance(dtype, str) else None
+
+
+def flops_from_macs(macs: float) -> float:
+    """FLOPs for a count of multiply-accumulates: each MAC is 2 FLOPs.
+
+    >>> flops_from_macs(4.1e9)  # ResNet-50's often-quoted "4.1 GFLOPs" are MACs
+    8200000000.0
+    """
+    if isinstance(macs, bool) or not isinstance(macs, numbers.Real) or macs < 0:
+        raise ValueError(f"`macs` must be a non-negative number (got {macs!r}).")
+    return 2.0 * macs
+
+
+def matvec(m: int, n: int, *, dtype: str | int = "fp32") -> Cost:
+    """y = A·x with A of shape (m, n).
+
+    Notes
+    -----
+    FLOPs ``2·m·n`` (exactly ``m·(2n-1)``; the difference vanishes for large n).
+    Bytes ``w·(m·n + n + m)``: read A and x, write y.
+    """
+    m, n = _size("m", m), _size("n", n)
+    width, name = _dtype(dtype)
+    return Cost(
+        flops=2 * m * n,
+        bytes_read=width * (m * n + n),
+        bytes_written=width * m,
+        dtype=name,
+        label=f"matvec {m}x{n}",
+    )
+
+
+def matmul(m: int, k: int, n: int, *, dtype: str | int = "fp32", accumulate: bool = False) -> Cost:
+    """C = A·B (or C = C + A·B when ``accumulate``), A of shape (m, k), B of shape (k, n).
+
+    Notes
+    -----
+    FLOPs ``2·m·k·n``. Bytes ``w·(m·k + k·n + m·n)``, plus another ``w·m·n`` to read C
+    when accumulating, which is the seed's ``4·(MK + KN + 2MN)`` for fp32.
+
+    Examples
+    --------
+    >>> matmul(2, 3, 4).flops
+    48
+    """
+    m, k, n = _size("m", m), _size("k", k), _size("n", n)
+    width, name = _dtype(dtype)
+    read = m * k + k * n + (m * n if accumulate else 0)
+    return Cost(
+        flops=2 * m * k * n,
+        bytes_read=width * read,
+        bytes_written=width * m * n,
+        dtype=name,
+        label=f"matmul {m}x{k}x{n}" + (" +=" if accumulate else ""),
+    )
+
+
+def elementwise(
+    n: int,
+    *,
+    flops_per_element: float = 1,
+    inputs: int = 1,
+    outputs: int = 1,
+    dtype: str | int = "fp32",
+    label: str = "elementwise",
+) -> Cost:
+    """An operation applied to each of ``n`` elements (``sin(x)``, ``x + y``, ``relu(x)``).
+
+    >>> add = elementwise(1000, inputs=2)  # z = x + y
+    >>> add.bytes, add.flops
+    (12000, 1000)
+    """
+    n = _size("n", n)
+    inputs, outputs = _size("inputs", inputs, minimum=0), _size("outputs", outputs)
+    if isinstance(flops_per_element, bool) or not isinstance(flops_per_element, numbers.Real):
+        raise ValueError(f"`flops_per_element` must be a number (got {flops_per_element!r}).")
+    if flops_per_element < 0:
+        raise ValueError(f"`flops_per_element` must be >= 0 (got {flops_per_element!r}).")
+    width, name = _dtype(dtype)
+    return Cost(
+        flops=flops_per_element * n,
+        bytes_read=width * n * inputs,
+        bytes_written=width * n * outputs,
+        dtype=name,
+        label=label,
+    )
+
+
+def reduction(n: int, *, dtype: str | int = "fp32") -> Cost:
+    """Sum of ``n`` elements to one: ``n - 1`` adds, read ``n``, write 1."""
+    n = _size("n", n)
+    width, name = _dtype(dtype)
+    return Cost(flops=n - 1, bytes_read=width * n, bytes_written=width, dtype=name, label="sum")
+
+
+def scan(n: int, *, dtype: str | int = "fp32") -> Cost:
+    """Inclusive prefix sum (``cumsum``) of ``n`` elements: ``n - 1`` adds, read and write ``n``.
+
+    The FLOPs equal a reduction's, but each output depends on the one before it, which is
+    why lecture 07 finds far less parallelism in ``cumsum`` than in ``sin``.
+    """
+    n = _size("n", n)
+    width, name = _dtype(dtype)
+    return Cost(flops=n - 1, bytes_read=width * n, bytes_written=width * n, dtype=name, label="cumsum")
+
+
+def softmax(rows: int, cols: int, *, dtype: str | int = "fp32") -> Cost:
+    """Row-wise softmax: max, subtract, exp, sum, divide: about 5 FLOPs per element."""
+    rows, cols = _size("rows", rows), _size("cols", cols)
+    width, name = _dtype(dtype)
+    n = rows * cols
+    return Cost(flops=5 * n, bytes_read=width * n, bytes_written=width * n, dtype=name, label="softmax")
+
+
+def layer_norm(rows: int, cols: int, *, dtype: str | int = "fp32") -> Cost:
+    """Layer norm over the last axis with learned scale and shift: about 8 FLOPs per element.
+
+    Mean (1), subtract and square for the variance (2), sum (1), normalise (2), scale and
+    shift (2). Reads x, gamma and beta; writes y.
+    """
+    rows, cols = _size("rows", rows), _size("cols", cols)
+    width, name = _dtype(dtype)
+    n = rows * cols
+    return Cost(
+        flops=8 * n,
+        bytes_read=width * (n + 2 * cols),
+        bytes_written=width * n,
+        dtype=name,
+        label="layer norm",
+    )
+
+
+def conv2d(
+    batch: int,
+    in_channels: int,
+    out_channels: int,
+    height: int,
+    width: int,
+    kernel: int,
+    *,
+    stride: int = 1,
+    padding: int = 0,
+    dtype: str | int = "fp32",
+) -> Cost:
+    """A 2-D convolution with a square ``kernel``, no bias.
+
+    Notes
+    -----
+    Output size ``(H + 2p - k) // s + 1`` per side. FLOPs
+    ``2 · batch · C_out · H_out · W_out · C_in · k²``. Bytes: read the input and the weights
+    once, write the output once.
+
+    Examples
+    --------
+    >>> c = conv2d(1, 3, 64, 224, 224, 7, stride=2, padding=3)  # ResNet-50's first layer
+    >>> round(c.flops / 1e6)
+    236
+    """
+    batch = _size("batch", batch)
+    c_in, c_out = _size("in_channels", in_channels), _size("out_channels", out_channels)
+    h, w, k = _size("height", height), _size("width", width), _size("kernel", kernel)
+    stride, padding = _size("stride", stride), _size("padding", padding, minimum=0)
+    out_h, out_w = (h + 2 * padding - k) // stride + 1, (w + 2 * padding - k) // stride + 1
+    if out_h < 1 or out_w < 1:
+        raise ValueError(
+            f"`kernel` ({k}) is larger than the padded input ({h + 2 * padding}x"
+            f"{w + 2 * padding}); use a smaller kernel or more padding."
+        )
+    size, name = _dtype(dtype)
+    return Cost(
+        flops=2 * batch * c_out * out_h * out_w * c_in * k * k,
+        bytes_read=size * (batch * c_in * h * w + c_out * c_in * k * k),
+        bytes_written=size * batch * c_out * out_h * out_w,
+        dtype=name,
+        label=f"conv{k}x{k} {c_in}->{c_out}",
+    )
+
+
+def attention(
+    batch: int,
+    heads: int,
+    seq_len: int,
+    head_dim: int,
+    *,
+    fused: bool = False,
+    dtype: str | int = "bf16",
+) -> Cost:
+    """Scaled dot-product attention, softmax(Q·Kᵀ)·V, per the given shapes.
+
+    Notes
+    -----
+    FLOPs: ``4·b·h·s²·d`` for the two matmuls plus ``5·b·h·s²`` for the softmax, fused or
+    not. Unfused, the ``s × s`` score matrix is written, read by the softmax, written again
+    and read by the second matmul: bytes ``w·(4·b·h·s·d + 4·b·h·s²)``. Fused (as in
+    FlashAttention) the scores never leave the chip: bytes ``w·4·b·h·s·d`` (read Q, K, V,
+    write the output).
+
+    References
+    ----------
+    Dao et al., "FlashAttention", NeurIPS 2022.
+    """
+    b, h = _size("batch", batch), _size("heads", heads)
+    s, d = _size("seq_len", seq_len), _size("head_dim", head_dim)
+    width, name = _dtype(dtype)
+    qkv_o = b * h * s * d
+    scores = b * h * s * s
+    flops = 4 * b * h * s * s * d + 5 * scores
+    if fused:
+        read, written = 3 * qkv_o, qkv_o
+    else:
+        read, written = 3 * qkv_o + 2 * scores, qkv_o + 2 * scores
+    return Cost(
+        flops=flops,
+        bytes_read=width * read,
+        bytes_written=width * written,
+        dtype=name,
+        label="attention (fused)" if fused else "attention",
+    )
+
+
+def dense_forward(batch: int, in_features: int, out_features: int, *, dtype: str | int = "fp32") -> Cost:
+    """Y = X·W for a layer with weights (in_features, out_features) and a minibatch.
+
+    For the seed's N×N layer with minibatch M this is FLOPs ``2·N²·M`` and bytes
+    ``4·(N² + 2·N·M)`` in fp32.
+
+    >>> layer = dense_forward(64, 1024, 1024)
+    >>> layer.flops == 2 * 1024**2 * 64, layer.bytes == 4 * (1024**2 + 2 * 1024 * 64)
+    (True, True)
+    """
+    cost = matmul(batch, in_features, out_features, dtype=dtype)
+    return Cost(
+        flops=cost.flops,
+        bytes_read=cost.bytes_read,
+        bytes_written=cost.bytes_written,
+        dtype=cost.dtype,
+        label=f"dense {in_features}->{out_features} fwd",
+    )
+
+
+def dense_backward(batch: int, in_features: int, out_features: int, *, dtype: str | int = "fp32") -> Cost:
+    """Both gradients of a dense layer: dX = dY·Wᵀ and dW = Xᵀ·dY (twice the forward FLOPs)."""
+    grad_input = matmul(batch, out_features, in_features, dtype=dtype)
+    grad_weight = matmul(in_features, batch, out_features, dtype=dtype)
+    total = grad_input + grad_weight
+    return Cost(
+        flops=total.flops,
+        bytes_read=total.bytes_read,
+        bytes_written=total.bytes_written,
+        dtype=total.dtype,
+        label=f"dense {in_features}->{out_features} bwd",
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fusion:
+    """A chain of elementwise ops run one by one (``unfused``) or as one kernel (``fused``)."""
+
+    unfused: Cost
+    fused: Cost
+
+    @property
+    def bytes_saved(self) -> float:
+        return self.unfused.bytes - self.fused.bytes
+
+
+def fusion(n: int, flops_per_element: Sequence[float], *, dtype: str | int = "fp32") -> Fusion:
+    """Fuse a chain of unary elementwise ops over ``n`` elements.
+
+    Unfused, each op reads its input from memory and writes its result back; fused, the
+    chain reads the input once and writes the final result once, keeping temporaries in
+    registers. The FLOPs are the same.
+
+    >>> gelu_like = fusion(1_000_000, [1, 1, 1, 1])  # four ops in a row
+    >>> gelu_like.unfused.bytes // gelu_like.fused.bytes, gelu_like.bytes_saved
+    (4, 24000000)
+    """
+    if isinstance(flops_per_element, (str, bytes)) or not isinstance(flops_per_element, Sequence):
+        raise ValueError("`flops_per_element` must be a sequence, one entry per op in the chain.")
+    if not flops_per_element:
+        raise ValueError("`flops_per_element` must list at least one op.")
+    steps = [
+        elementwise(n, flops_per_element=f, dtype=dtype, label=f"op {i + 1}")
+        for i, f in enumerate(flops_per_element)
+    ]
+    unfused = steps[0]
+    for step in steps[1:]:
+        unfused = unfused + step
+    width, name = _dtype(dtype)
+    fused = Cost(
+        flops=unfused.flops,
+        bytes_read=width * n,
+        bytes_written=width * n,
+        dtype=name,
+        label=f"{len(steps)} ops fused",
+    )
+    return Fusion(unfused=unfused, fused=fused)

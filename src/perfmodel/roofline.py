@@ -1,0 +1,174 @@
+"""The roofline: the fastest an operation can run on a device, and what bounds it.
+
+A device streams memory at ``B`` bytes/s and computes at ``P`` FLOP/s, and (the model's
+key assumption) it can do both at once. An operation with intensity ``I`` FLOP/byte can
+therefore reach at most ``min(P, I·B)`` FLOP/s. Below the ridge point ``P / B`` the
+memory is the limit; above it, the arithmetic.
+
+References
+----------
+Williams, Waterman and Patterson, "Roofline: an insightful visual performance model for
+multicore architectures", Communications of the ACM 52(4), 2009.
+
+Examples
+--------
+The seed's matrix-vector product on the 2015 GPU: memory-bound at about 142 GFLOP/s.
+
+>>> from perfmodel import ops
+>>> e = estimate(ops.matvec(1024, 512), "GPU circa 2015")
+>>> e.bound, round(e.memory_time_s * 1e6, 2), round(e.compute_time_s * 1e6, 2)
+('memory', 7.01, 0.17)
+>>> round(e.achieved_flops / 1e9)
+150
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from perfmodel.hardware import Device, get
+from perfmodel.ops import Cost
+
+__all__ = ["Estimate", "SequenceEstimate", "attainable_flops", "estimate", "estimate_sequence"]
+
+
+def _device(device: str | Device) -> Device:
+    if not isinstance(device, (str, Device)):
+        raise TypeError(
+            f"`device` must be a device name or a hardware.Device (got {type(device).__name__})."
+        )
+    return get(device)
+
+
+def attainable_flops(intensity: float, device: str | Device, dtype: str = "fp32") -> float:
+    """The roof at ``intensity`` (FLOP/byte): ``min(peak, intensity · bandwidth)``.
+
+    >>> attainable_flops(0.5, "GPU circa 2015") / 1e9
+    150.0
+    >>> attainable_flops(1000, "GPU circa 2015") / 1e12
+    6.0
+    """
+    if isinstance(intensity, bool) or not isinstance(intensity, (int, float)) or intensity < 0:
+        raise ValueError(f"`intensity` must be a non-negative number of FLOP/byte (got {intensity!r}).")
+    node = _device(device)
+    return min(node.peak_flops(dtype), intensity * node.memory_bandwidth)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Estimate:
+    """The roofline's verdict on one operation on one device.
+
+    ``time_s`` is the larger of the compute and memory times (they overlap);
+    ``achieved_flops`` is the FLOP rate that time implies.
+    """
+
+    cost: Cost
+    device: str
+    dtype: str
+    compute_time_s: float
+    memory_time_s: float
+
+    @property
+    def time_s(self) -> float:
+        return max(self.compute_time_s, self.memory_time_s)
+
+    @property
+    def bound(self) -> str:
+        """``"compute"`` or ``"memory"``: which of the two limits sets the time."""
+        return "compute" if self.compute_time_s >= self.memory_time_s else "memory"
+
+    @property
+    def achieved_flops(self) -> float:
+        return self.cost.flops / self.time_s if self.time_s > 0 else 0.0
+
+    @property
+    def fraction_of_peak(self) -> float:
+        """Achieved FLOP/s over the device's peak for the dtype."""
+        return self.compute_time_s / self.time_s if self.time_s > 0 else 0.0
+
+
+def estimate(cost: Cost, device: str | Device, *, dtype: str | None = None) -> Estimate:
+    """How fast ``cost`` can run on ``device``: the speed of light for that operation.
+
+    Parameters
+    ----------
+    cost : ops.Cost
+        FLOPs and bytes of the operation.
+    device : str or hardware.Device
+        A catalogue name or a device you built.
+    dtype : str, optional
+        Which peak to use; defaults to the cost's own dtype.
+
+    Raises
+    ------
+    ValueError
+        If no dtype is given or known, or the device has no peak for it.
+    """
+    if not isinstance(cost, Cost):
+        raise TypeError(f"`cost` must be an ops.Cost (got {type(cost).__name__}).")
+    node = _device(device)
+    dtype = dtype or cost.dtype
+    if dtype is None:
+        raise ValueError(
+            "`dtype` is needed: this cost mixes dtypes (or was given a width in bytes); "
+            "pass dtype='bf16' or similar."
+        )
+    return Estimate(
+        cost=cost,
+        device=node.name,
+        dtype=dtype,
+        compute_time_s=cost.flops / node.peak_flops(dtype),
+        memory_time_s=cost.bytes / node.memory_bandwidth,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SequenceEstimate:
+    """Estimates for a sequence of operations run one after another.
+
+    ``time_s`` assumes each op overlaps its own memory traffic with its arithmetic;
+    ``time_no_overlap_s`` assumes nothing overlaps (compute, then memory, op by op).
+    """
+
+    steps: tuple[Estimate, ...]
+
+    @property
+    def time_s(self) -> float:
+        return math.fsum(step.time_s for step in self.steps)
+
+    @property
+    def time_no_overlap_s(self) -> float:
+        return math.fsum(step.compute_time_s + step.memory_time_s for step in self.steps)
+
+    @property
+    def flops(self) -> float:
+        return math.fsum(step.cost.flops for step in self.steps)
+
+    @property
+    def bytes(self) -> float:
+        return math.fsum(step.cost.bytes for step in self.steps)
+
+    def share(self) -> list[tuple[str, float]]:
+        """Each op's label and its share of ``time_s``: where the time goes."""
+        total = self.time_s
+        return [(s.cost.label, s.time_s / total if total else 0.0) for s in self.steps]
+
+
+def estimate_sequence(
+    costs: Iterable[Cost], device: str | Device, *, dtype: str | None = None
+) -> SequenceEstimate:
+    """Estimate each op of a sequence on one device and add them up.
+
+    >>> from perfmodel import ops
+    >>> seq = estimate_sequence(
+    ...     [ops.matmul(512, 512, 512), ops.elementwise(512 * 512)], "GPU circa 2015"
+    ... )
+    >>> [step.bound for step in seq.steps]
+    ['compute', 'memory']
+    """
+    steps = tuple(estimate(cost, device, dtype=dtype) for cost in costs)
+    if not steps:
+        raise ValueError("`costs` must hold at least one ops.Cost.")
+    return SequenceEstimate(steps=steps)
