@@ -1,12 +1,41 @@
 """perfmodel: predict how fast an ML workload runs on a machine, and why.
 
-The package backs the course notebooks. Its model modules are pure and import fast; the
-presentation and course-tooling modules (``widgets``, ``grading``, ``workbooks``, ``cli``)
-import heavy libraries and are loaded only when used.
+The package backs the course notebooks. Its model modules (``hardware``, ``ops``,
+``roofline``, ``metrics``) are pure and import fast; the presentation and course-tooling
+modules (``plotting``, ``widgets``, ``grading``, ``workbooks``, ``cli``) import heavy
+libraries and load only when first used, so ``import perfmodel`` stays quick.
+
+>>> import perfmodel
+>>> perfmodel.hardware.get("H100 SXM").kind
+'gpu'
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+_SUBMODULES = (
+    "environment",
+    "exercises",
+    "grading",
+    "hardware",
+    "metrics",
+    "ops",
+    "plotting",
+    "roofline",
+    "sandbox",
+    "units",
+    "widgets",
+    "workbooks",
+)
+
+__all__ = ["__version__", *_SUBMODULES]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"perfmodel.{name}")
+    raise AttributeError(f"module 'perfmodel' has no attribute {name!r}")

@@ -93,7 +93,9 @@ def _check_rates(name: str, rates: Mapping[str, float], what: str) -> Mapping[st
                 f"(known: {', '.join(DTYPES)})."
             )
         if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0:
-            raise ValueError(f"device {name!r}: `{what}[{dtype!r}]` must be positive (got {rate!r}).")
+            raise ValueError(
+                f"device {name!r}: `{what}[{dtype!r}]` must be positive (got {rate!r})."
+            )
         checked[dtype] = float(rate)
     return MappingProxyType(checked)
 
@@ -142,9 +144,7 @@ class Device:
     memory_capacity: float | None = None
     power_w: float | None = None
     year: int | None = None
-    sparse_flops_by_dtype: Mapping[str, float] = field(
-        default_factory=lambda: MappingProxyType({})
-    )
+    sparse_flops_by_dtype: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     notes: str = ""
 
     def __post_init__(self) -> None:
@@ -152,11 +152,15 @@ class Device:
         if not isinstance(self.name, str) or not self.name.strip():
             raise ValueError(f"`name` must be a non-empty string (got {self.name!r}).")
         if self.kind not in KINDS:
-            raise ValueError(f"{owner}: `kind` must be one of {', '.join(KINDS)} (got {self.kind!r}).")
+            raise ValueError(
+                f"{owner}: `kind` must be one of {', '.join(KINDS)} (got {self.kind!r})."
+            )
         if not self.peak_flops_by_dtype:
             raise ValueError(f"{owner}: `peak_flops_by_dtype` needs at least one dtype.")
         object.__setattr__(
-            self, "peak_flops_by_dtype", _check_rates(self.name, self.peak_flops_by_dtype, "peak_flops")
+            self,
+            "peak_flops_by_dtype",
+            _check_rates(self.name, self.peak_flops_by_dtype, "peak_flops"),
         )
         object.__setattr__(
             self,
@@ -252,7 +256,9 @@ def _device_from_toml(entry: dict[str, Any]) -> Device:
             dtype: cores * clock * per_cycle
             for dtype, per_cycle in derived["flops_per_cycle"].items()
         }
-        entry["notes"] = (entry.get("notes", "") + " Peaks derived: cores x clock x FLOP/cycle.").strip()
+        entry["notes"] = (
+            entry.get("notes", "") + " Peaks derived: cores x clock x FLOP/cycle."
+        ).strip()
     return Device(
         name=entry.pop("name"),
         kind=entry.pop("kind"),

@@ -94,7 +94,7 @@ class Cost:
         )
 
     def __mul__(self, times: float) -> Cost:
-        if isinstance(times, bool) or not isinstance(times, numbers.Real) or times < 0:
+        if not _is_count(times) or times < 0:
             return NotImplemented
         return Cost(
             flops=self.flops * times,
@@ -105,6 +105,11 @@ class Cost:
         )
 
     __rmul__ = __mul__
+
+
+def _is_count(value: object) -> bool:
+    """A real number that is not a bool (bool is an int in Python, never a count here)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def _size(name: str, value: object, *, minimum: int = 1) -> int:
@@ -125,7 +130,7 @@ def flops_from_macs(macs: float) -> float:
     >>> flops_from_macs(4.1e9)  # ResNet-50's often-quoted "4.1 GFLOPs" are MACs
     8200000000.0
     """
-    if isinstance(macs, bool) or not isinstance(macs, numbers.Real) or macs < 0:
+    if not _is_count(macs) or macs < 0:
         raise ValueError(f"`macs` must be a non-negative number (got {macs!r}).")
     return 2.0 * macs
 
@@ -191,7 +196,7 @@ def elementwise(
     """
     n = _size("n", n)
     inputs, outputs = _size("inputs", inputs, minimum=0), _size("outputs", outputs)
-    if isinstance(flops_per_element, bool) or not isinstance(flops_per_element, numbers.Real):
+    if not _is_count(flops_per_element):
         raise ValueError(f"`flops_per_element` must be a number (got {flops_per_element!r}).")
     if flops_per_element < 0:
         raise ValueError(f"`flops_per_element` must be >= 0 (got {flops_per_element!r}).")
@@ -220,7 +225,9 @@ def scan(n: int, *, dtype: str | int = "fp32") -> Cost:
     """
     n = _size("n", n)
     width, name = _dtype(dtype)
-    return Cost(flops=n - 1, bytes_read=width * n, bytes_written=width * n, dtype=name, label="cumsum")
+    return Cost(
+        flops=n - 1, bytes_read=width * n, bytes_written=width * n, dtype=name, label="cumsum"
+    )
 
 
 def softmax(rows: int, cols: int, *, dtype: str | int = "fp32") -> Cost:
@@ -228,7 +235,9 @@ def softmax(rows: int, cols: int, *, dtype: str | int = "fp32") -> Cost:
     rows, cols = _size("rows", rows), _size("cols", cols)
     width, name = _dtype(dtype)
     n = rows * cols
-    return Cost(flops=5 * n, bytes_read=width * n, bytes_written=width * n, dtype=name, label="softmax")
+    return Cost(
+        flops=5 * n, bytes_read=width * n, bytes_written=width * n, dtype=name, label="softmax"
+    )
 
 
 def layer_norm(rows: int, cols: int, *, dtype: str | int = "fp32") -> Cost:
@@ -337,7 +346,9 @@ def attention(
     )
 
 
-def dense_forward(batch: int, in_features: int, out_features: int, *, dtype: str | int = "fp32") -> Cost:
+def dense_forward(
+    batch: int, in_features: int, out_features: int, *, dtype: str | int = "fp32"
+) -> Cost:
     """Y = X·W for a layer with weights (in_features, out_features) and a minibatch.
 
     For the seed's N×N layer with minibatch M this is FLOPs ``2·N²·M`` and bytes
@@ -357,7 +368,9 @@ def dense_forward(batch: int, in_features: int, out_features: int, *, dtype: str
     )
 
 
-def dense_backward(batch: int, in_features: int, out_features: int, *, dtype: str | int = "fp32") -> Cost:
+def dense_backward(
+    batch: int, in_features: int, out_features: int, *, dtype: str | int = "fp32"
+) -> Cost:
     """Both gradients of a dense layer: dX = dY·Wᵀ and dW = Xᵀ·dY (twice the forward FLOPs)."""
     grad_input = matmul(batch, out_features, in_features, dtype=dtype)
     grad_weight = matmul(in_features, batch, out_features, dtype=dtype)

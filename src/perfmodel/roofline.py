@@ -51,7 +51,9 @@ def attainable_flops(intensity: float, device: str | Device, dtype: str = "fp32"
     6.0
     """
     if isinstance(intensity, bool) or not isinstance(intensity, (int, float)) or intensity < 0:
-        raise ValueError(f"`intensity` must be a non-negative number of FLOP/byte (got {intensity!r}).")
+        raise ValueError(
+            f"`intensity` must be a non-negative number of FLOP/byte (got {intensity!r})."
+        )
     node = _device(device)
     return min(node.peak_flops(dtype), intensity * node.memory_bandwidth)
 

@@ -9,12 +9,30 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Callable
 from typing import Any
 
+from perfmodel.hardware import Device
 from perfmodel.metrics import transfer_time_s
 from perfmodel.units import format_quantity, format_rate
 
-__all__ = ["snap_to_log_grid", "transfer_time_explorer", "transfer_time_text"]
+__all__ = [
+    "OP_KINDS",
+    "batch_size_explorer",
+    "batch_size_view",
+    "device_bars",
+    "device_explorer",
+    "named_op",
+    "op_explorer",
+    "op_summary",
+    "roofline_explorer",
+    "roofline_view",
+    "run_time_explorer",
+    "run_time_text",
+    "snap_to_log_grid",
+    "transfer_time_explorer",
+    "transfer_time_text",
+]
 
 
 def transfer_time_text(nbytes: float, bandwidth_bytes_per_s: float) -> str:
@@ -101,3 +119,265 @@ def transfer_time_explorer(nbytes: float = 10e6, bandwidth_bytes_per_s: float = 
     bandwidth.observe(update, names="value")
     update()
     return widgets.VBox([size, bandwidth, sentence])
+
+
+# --- lecture 01 ---------------------------------------------------------------------------
+
+
+def run_time_text(work: float, time_per_work_s: float, parallelism: float) -> str:
+    """T = W·t/P in words (the static twin of :func:`run_time_explorer`).
+
+    >>> run_time_text(1e9, 1e-9, 8)
+    'T = W·t/P = 1e+09 x 1 ns / 8 = 125 ms'
+    """
+    from perfmodel.metrics import run_time_s
+
+    seconds = run_time_s(work, time_per_work_s, parallelism)
+    return (
+        f"T = W·t/P = {work:.3g} x {format_quantity(time_per_work_s, 's')} / {parallelism:g} "
+        f"= {format_quantity(seconds, 's')}"
+    )
+
+
+def run_time_explorer(work: float = 1e9, time_per_work_s: float = 1e-9) -> Any:
+    """Sliders for W, t and P; shows T and how T falls as P grows."""
+    import ipywidgets as widgets
+
+    w = widgets.FloatLogSlider(
+        value=snap_to_log_grid(work),
+        min=3,
+        max=15,
+        step=_LOG_STEP,
+        description="W (work)",
+        readout_format=".3g",
+    )
+    t = widgets.FloatLogSlider(
+        value=snap_to_log_grid(time_per_work_s),
+        min=-12,
+        max=-3,
+        step=_LOG_STEP,
+        description="t (s/work)",
+        readout_format=".3g",
+    )
+    p = widgets.IntSlider(value=8, min=1, max=1024, description="P (parallel)")
+    text = widgets.HTML()
+    text.add_class("perfmodel-run-time")
+
+    def update(_: object = None) -> None:
+        sentence = html.escape(run_time_text(w.value, t.value, p.value))
+        text.value = f"<p style='font-size:1.6em;margin:0.4em 0'>{sentence}</p>"
+
+    for control in (w, t, p):
+        control.observe(update, names="value")
+    update()
+    return widgets.VBox([w, t, p, text])
+
+
+# --- lecture 02 ---------------------------------------------------------------------------
+
+_METRICS: dict[str, tuple[str, Callable[[Device, str], float]]] = {
+    "peak FLOP/s": ("FLOP/s", lambda d, dtype: d.peak_flops(dtype)),
+    "memory bandwidth": ("B/s", lambda d, dtype: d.memory_bandwidth),
+    "ridge point": ("FLOP/B", lambda d, dtype: d.ridge_point(dtype)),
+}
+
+
+def device_bars(dtype: str = "bf16", metric: str = "peak FLOP/s", ax: Any = None) -> Any:
+    """Bars of one metric for every catalogue device with a peak in ``dtype``."""
+    from perfmodel.hardware import catalogue
+    from perfmodel.plotting import bar_compare
+
+    if metric not in _METRICS:
+        raise ValueError(f"`metric` must be one of {', '.join(_METRICS)} (got {metric!r}).")
+    unit, read = _METRICS[metric]
+    devices = [d for d in catalogue().devices.values() if dtype in d.peak_flops_by_dtype]
+    if not devices:
+        raise ValueError(f"no catalogue device has a {dtype!r} peak.")
+    return bar_compare(
+        [d.name for d in devices],
+        [read(d, dtype) for d in devices],
+        unit=unit,
+        title=f"{metric} ({dtype})",
+        ax=ax,
+    )
+
+
+def device_explorer() -> Any:
+    """Pick a dtype and a metric; compare every device in the catalogue."""
+    import ipywidgets as widgets
+    import matplotlib.pyplot as plt
+
+    from perfmodel.hardware import DTYPES
+
+    dtype = widgets.Dropdown(options=DTYPES, value="bf16", description="dtype")
+    metric = widgets.ToggleButtons(options=list(_METRICS), description="metric")
+
+    def draw(dtype: str, metric: str) -> None:
+        device_bars(dtype, metric)
+        plt.show()
+
+    out = widgets.interactive_output(draw, {"dtype": dtype, "metric": metric})
+    return widgets.VBox([widgets.HBox([dtype]), metric, out])
+
+
+# --- lecture 03 ---------------------------------------------------------------------------
+
+
+def named_op(kind: str, n: int, dtype: str = "fp32") -> Any:
+    """A square op of size ``n`` by name, for the explorers."""
+    from perfmodel import ops
+
+    makers = {
+        "vector add": lambda: ops.elementwise(n * n, inputs=2, dtype=dtype, label="vector add"),
+        "matvec": lambda: ops.matvec(n, n, dtype=dtype),
+        "matmul": lambda: ops.matmul(n, n, n, dtype=dtype),
+        "softmax": lambda: ops.softmax(n, n, dtype=dtype),
+        "attention": lambda: ops.attention(1, 1, n, 128, dtype=dtype),
+        "attention (fused)": lambda: ops.attention(1, 1, n, 128, fused=True, dtype=dtype),
+    }
+    if kind not in makers:
+        raise ValueError(f"`kind` must be one of {', '.join(makers)} (got {kind!r}).")
+    return makers[kind]()
+
+
+OP_KINDS = ("vector add", "matvec", "matmul", "softmax", "attention", "attention (fused)")
+
+
+def op_summary(kind: str, n: int, dtype: str = "fp32") -> str:
+    """FLOPs, bytes and intensity of a named op (the static twin of :func:`op_explorer`).
+
+    >>> print(op_summary("matmul", 512))
+    matmul 512x512x512 (fp32): 268 MFLOP, 3.15 MB moved, intensity 85.3 FLOP/B
+    """
+    cost = named_op(kind, n, dtype)
+    return (
+        f"{cost.label} ({dtype}): {format_quantity(cost.flops, 'FLOP')}, "
+        f"{format_quantity(cost.bytes, 'B')} moved, intensity {cost.intensity:.3g} FLOP/B"
+    )
+
+
+def op_explorer() -> Any:
+    """Choose an op, its size and dtype; read its FLOPs, bytes and intensity."""
+    import ipywidgets as widgets
+
+    from perfmodel.hardware import DTYPES
+
+    kind = widgets.Dropdown(options=OP_KINDS, value="matmul", description="op")
+    size = widgets.IntSlider(value=512, min=16, max=8192, step=16, description="size n")
+    dtype = widgets.Dropdown(options=DTYPES, value="fp32", description="dtype")
+    text = widgets.HTML()
+    text.add_class("perfmodel-op-summary")
+
+    def update(_: object = None) -> None:
+        summary = html.escape(op_summary(kind.value, size.value, dtype.value))
+        text.value = f"<p style='font-size:1.4em;margin:0.4em 0'>{summary}</p>"
+
+    for control in (kind, size, dtype):
+        control.observe(update, names="value")
+    update()
+    return widgets.VBox([widgets.HBox([kind, dtype]), size, text])
+
+
+# --- lecture 04 ---------------------------------------------------------------------------
+
+
+def roofline_view(device: str, compare: str | None, dtype: str, n: int) -> Any:
+    """The roofline of ``device`` (and ``compare``) with a matvec and a matmul of size n."""
+    from perfmodel.plotting import roofline_plot
+
+    ops_ = [named_op("matvec", n, dtype), named_op("matmul", n, dtype)]
+    return roofline_plot(device, dtypes=[dtype], ops=ops_, compare=compare)
+
+
+def roofline_explorer(device: str = "H100 SXM", compare: str = "A100 SXM4 80GB") -> Any:
+    """Pick devices, a dtype and a size; see where a matvec and a matmul land."""
+    import ipywidgets as widgets
+    import matplotlib.pyplot as plt
+
+    from perfmodel.hardware import names
+
+    first = widgets.Dropdown(options=names(), value=device, description="device")
+    second = widgets.Dropdown(options=["(none)", *names()], value=compare, description="compare")
+    dtype = widgets.Dropdown(
+        options=["fp32", "bf16", "fp8", "int8"], value="bf16", description="dtype"
+    )
+    size = widgets.IntSlider(value=1024, min=64, max=16384, step=64, description="size n")
+
+    def draw(device: str, compare: str, dtype: str, n: int) -> None:
+        try:
+            roofline_view(device, None if compare == "(none)" else compare, dtype, n)
+        except ValueError as error:  # a device without this dtype: say so, don't crash
+            print(error)
+            return
+        plt.show()
+
+    out = widgets.interactive_output(
+        draw, {"device": first, "compare": second, "dtype": dtype, "n": size}
+    )
+    return widgets.VBox([widgets.HBox([first, second, dtype]), size, out])
+
+
+# --- lecture 05 ---------------------------------------------------------------------------
+
+
+def batch_size_view(width: int = 4096, device: str = "GPU circa 2015", dtype: str = "fp32") -> Any:
+    """Intensity and time per sample of an N×N layer against the minibatch size."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from perfmodel.hardware import get
+    from perfmodel.minibatch import crossover_batch, step_time_s
+    from perfmodel.ops import dense_forward
+    from perfmodel.plotting import style
+
+    node_ridge = get(device).ridge_point(dtype)
+    batches = [2**k for k in range(0, 13)]
+    intensity = [dense_forward(m, width, width, dtype=dtype).intensity for m in batches]
+    per_sample = [step_time_s(width, m, device, dtype) / m for m in batches]
+    with style():
+        fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5), layout="constrained")
+        left.plot(batches, intensity, "o-", label="layer intensity")
+        left.axhline(node_ridge, color="#d1495b", linestyle="--", label=f"ridge {node_ridge:.3g}")
+        crossover = crossover_batch(width, device, dtype)
+        if np.isfinite(crossover):
+            left.axvline(crossover, color="grey", linestyle=":", label=f"M* = {crossover:.3g}")
+        left.set(
+            xscale="log",
+            yscale="log",
+            xlabel="minibatch M",
+            ylabel="FLOP / byte",
+            title=f"{width}x{width} layer, {dtype}",
+        )
+        left.legend()
+        right.plot(batches, per_sample, "o-", color="#2e933c")
+        right.set(
+            xscale="log",
+            yscale="log",
+            xlabel="minibatch M",
+            ylabel="seconds per sample",
+            title=f"time per sample on {device}",
+        )
+    return fig
+
+
+def batch_size_explorer() -> Any:
+    """Layer width, device and dtype sliders for :func:`batch_size_view`."""
+    import ipywidgets as widgets
+    import matplotlib.pyplot as plt
+
+    from perfmodel.hardware import names
+
+    width = widgets.IntSlider(value=4096, min=256, max=16384, step=256, description="width N")
+    device = widgets.Dropdown(options=names(), value="GPU circa 2015", description="device")
+    dtype = widgets.Dropdown(options=["fp32", "bf16"], value="fp32", description="dtype")
+
+    def draw(width: int, device: str, dtype: str) -> None:
+        try:
+            batch_size_view(width, device, dtype)
+        except ValueError as error:
+            print(error)
+            return
+        plt.show()
+
+    out = widgets.interactive_output(draw, {"width": width, "device": device, "dtype": dtype})
+    return widgets.VBox([widgets.HBox([device, dtype]), width, out])

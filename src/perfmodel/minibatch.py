@@ -1,0 +1,107 @@
+"""Minibatch size: when a bigger batch makes a layer faster, and when it stops helping.
+
+An N×N dense layer with minibatch M does ``2·N²·M`` FLOPs and moves ``w·(N² + 2·N·M)``
+bytes (weights once, inputs and outputs once), so its intensity ``2·N·M / (w·(N + 2·M))``
+grows with M and flattens near ``M/w``. It crosses a device's ridge point R at
+
+    M* = R·w·N / (2·(N − R·w)),
+
+below which the layer is memory-bound (a bigger batch is almost free) and above which it
+is compute-bound (time grows in proportion to M).
+
+Throughput is gameable, though: a bigger batch also changes how many steps training
+needs. :func:`steps_to_converge` uses the empirical model of McCandlish et al. (2018),
+``S = S_min · (1 + B_noise / M)``, so :func:`experiment_time_s` falls, then rises, with M.
+
+References
+----------
+McCandlish, Kaplan, Amodei et al., "An Empirical Model of Large-Batch Training",
+arXiv:1812.06162, 2018.
+
+Examples
+--------
+The seed's example: an N×N fp32 layer on the 2015 GPU (ridge 20 FLOP/byte).
+
+>>> round(crossover_batch(4096, "GPU circa 2015", "fp32"), 1)
+40.8
+>>> smallest_compute_bound_power_of_two(4096, "GPU circa 2015", "fp32")
+64
+"""
+
+from __future__ import annotations
+
+import math
+
+from perfmodel.hardware import Device, dtype_bytes, get
+from perfmodel.ops import dense_forward
+from perfmodel.roofline import estimate
+
+__all__ = [
+    "crossover_batch",
+    "experiment_time_s",
+    "smallest_compute_bound_power_of_two",
+    "step_time_s",
+    "steps_to_converge",
+]
+
+
+def crossover_batch(width: int, device: str | Device, dtype: str = "fp32") -> float:
+    """The minibatch at which an N×N dense layer reaches the ridge point (may be fractional).
+
+    Returns ``math.inf`` when the layer is too narrow ever to be compute-bound
+    (``N <= R·w``).
+    """
+    if isinstance(width, bool) or not isinstance(width, int) or width < 1:
+        raise ValueError(f"`width` must be a positive integer (got width={width!r}).")
+    node = get(device)
+    ridge_w = node.ridge_point(dtype) * dtype_bytes(dtype)
+    if width <= ridge_w:
+        return math.inf
+    return ridge_w * width / (2 * (width - ridge_w))
+
+
+def smallest_compute_bound_power_of_two(
+    width: int, device: str | Device, dtype: str = "fp32", *, largest: int = 2**20
+) -> int | None:
+    """The smallest power-of-two minibatch at which the layer is compute-bound, if any."""
+    batch = 1
+    while batch <= largest:
+        if estimate(dense_forward(batch, width, width, dtype=dtype), device).bound == "compute":
+            return batch
+        batch *= 2
+    return None
+
+
+def step_time_s(width: int, batch: int, device: str | Device, dtype: str = "fp32") -> float:
+    """Roofline time of one forward pass of the N×N layer on a minibatch of ``batch``."""
+    return estimate(dense_forward(batch, width, width, dtype=dtype), device).time_s
+
+
+def steps_to_converge(batch: int, *, min_steps: float, noise_scale: float) -> float:
+    """Optimizer steps to reach a target loss: ``S_min · (1 + B_noise / batch)``.
+
+    >>> steps_to_converge(1000, min_steps=1e4, noise_scale=1000)
+    20000.0
+    """
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"`batch` must be a positive integer (got batch={batch!r}).")
+    if not min_steps > 0 or not noise_scale >= 0:
+        raise ValueError(
+            f"`min_steps` must be positive and `noise_scale` non-negative "
+            f"(got min_steps={min_steps!r}, noise_scale={noise_scale!r})."
+        )
+    return min_steps * (1 + noise_scale / batch)
+
+
+def experiment_time_s(
+    width: int,
+    batch: int,
+    device: str | Device,
+    dtype: str = "fp32",
+    *,
+    min_steps: float,
+    noise_scale: float,
+) -> float:
+    """Steps to converge times the time per step: the number a researcher waits for."""
+    steps = steps_to_converge(batch, min_steps=min_steps, noise_scale=noise_scale)
+    return steps * step_time_s(width, batch, device, dtype)
