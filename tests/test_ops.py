@@ -1,0 +1,113 @@
+"""Cost models against the seed's worked examples and hand counts."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from perfmodel import ops
+
+
+def within(value, expected, rel=0.03):
+    """The course's acceptance bar for worked examples: within 3%."""
+    return math.isclose(value, expected, rel_tol=rel)
+
+
+def test_seed_matvec_1024_by_512_fp32():
+    # Seed 004: "Memory: 4 bytes x (1024x512 + 512 + 1024) = 2.1e6 bytes; FLOPs 2x1024x512 = 1e6"
+    cost = ops.matvec(1024, 512, dtype="fp32")
+    assert within(cost.bytes, 2.1e6) and within(cost.flops, 1.05e6)
+    assert within(cost.intensity, 0.5)
+
+
+def test_seed_matmul_accumulate_512_fp32():
+    # Seed 004: bytes 4 (MK + KN + 2MN), FLOPs ~ 2 MKN, intensity 64 FLOP/byte.
+    cost = ops.matmul(512, 512, 512, dtype="fp32", accumulate=True)
+    assert cost.bytes == 4 * (3 * 512**2 + 512**2)
+    assert cost.flops == 2 * 512**3
+    assert cost.intensity == 64
+
+
+def test_seed_dense_layer_with_minibatch():
+    # Seed 004: N x N weights, minibatch M: Ops = 2 N^2 M, Memory = 4 (N^2 + 2 N M).
+    n, m = 1024, 64
+    cost = ops.dense_forward(m, n, n, dtype="fp32")
+    assert cost.flops == 2 * n**2 * m and cost.bytes == 4 * (n**2 + 2 * n * m)
+
+
+def test_macs_are_half_the_flops():
+    assert ops.flops_from_macs(5e9) == 1e10
+
+
+def test_dtypes_change_bytes_not_flops():
+    fp32, bf16, int8 = (ops.matmul(64, 64, 64, dtype=d) for d in ("fp32", "bf16", "int8"))
+    assert fp32.flops == bf16.flops == int8.flops
+    assert fp32.bytes == 2 * bf16.bytes == 4 * int8.bytes
+    assert ops.matvec(8, 8, dtype=2).bytes == ops.matvec(8, 8, dtype="fp16").bytes
+
+
+def test_costs_add_and_scale():
+    a, b = ops.matvec(4, 4), ops.elementwise(4)
+    total = a + 2 * b
+    assert total.flops == a.flops + 2 * b.flops
+    assert total.bytes == a.bytes + 2 * b.bytes
+    assert (ops.matvec(4, 4, dtype="bf16") + b).dtype is None
+
+
+def test_reduction_and_scan_do_the_same_flops_but_scan_writes_everything():
+    r, s = ops.reduction(1000), ops.scan(1000)
+    assert r.flops == s.flops == 999
+    assert s.bytes_written == 1000 * r.bytes_written
+
+
+def test_conv2d_counts():
+    cost = ops.conv2d(2, 3, 8, 32, 32, 3, padding=1)
+    assert cost.flops == 2 * 2 * 8 * 32 * 32 * 3 * 9  # same-size output
+    assert cost.bytes_written == 4 * 2 * 8 * 32 * 32
+    with pytest.raises(ValueError, match="`kernel` \\(9\\) is larger than the padded input"):
+        ops.conv2d(1, 1, 1, 4, 4, 9)
+
+
+def test_fused_attention_moves_far_fewer_bytes_for_long_sequences():
+    unfused = ops.attention(1, 16, 8192, 128)
+    fused = ops.attention(1, 16, 8192, 128, fused=True)
+    assert unfused.flops == fused.flops
+    assert unfused.bytes / fused.bytes > 30
+    assert fused.intensity > unfused.intensity
+
+
+def test_fusion_saves_the_temporaries():
+    chain = ops.fusion(1000, [1, 2, 3], dtype="fp32")
+    assert chain.unfused.flops == chain.fused.flops == 6000
+    assert chain.bytes_saved == (3 - 1) * 2 * 4 * 1000
+
+
+def test_backward_is_twice_forward():
+    fwd, bwd = ops.dense_forward(32, 256, 512), ops.dense_backward(32, 256, 512)
+    assert bwd.flops == 2 * fwd.flops
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: ops.matvec(0, 4), "`m` must be a positive integer \\(got m=0\\)"),
+        (lambda: ops.matmul(4, 4.5, 4), "`k` must be a positive integer"),
+        (lambda: ops.matvec(4, 4, dtype="fp12"), "`dtype` must be one of"),
+        (lambda: ops.elementwise(4, flops_per_element=-1), "`flops_per_element` must be >= 0"),
+        (lambda: ops.fusion(4, []), "at least one op"),
+        (lambda: ops.flops_from_macs(-1), "`macs` must be a non-negative number"),
+    ],
+)
+def test_bad_sizes_and_dtypes(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+@given(m=st.integers(1, 4096), k=st.integers(1, 4096), n=st.integers(1, 4096))
+def test_matmul_intensity_never_exceeds_the_smallest_dimension_bound(m, k, n):
+    # Each operand is read once, so intensity <= 2mkn / (4 * (mk + kn + mn)) <= min(m, k, n) / 2.
+    cost = ops.matmul(m, k, n)
+    assert cost.intensity <= min(m, k, n) / 2 + 1e-9
