@@ -114,7 +114,7 @@ def _si_formatter(unit: str) -> Any:
     from perfmodel.units import format_quantity
 
     return FuncFormatter(
-        lambda value, _: format_quantity(value, unit, digits=2) if value > 0 else ""
+        lambda value, _: format_quantity(value, unit, digits=3) if value > 0 else ""
     )
 
 
