@@ -338,4 +338,4 @@ def test_cli_reports_an_unknown_workbook(tmp_path):
         env={**os.environ},
     )
     assert done.returncode == 2
-    assert "Did you mean '00_warmup'?" in done.stderr
+    assert "Did you mean '00_warmup'" in done.stderr

@@ -55,7 +55,7 @@ def test_release_writes_reproducible_zips_with_the_package(tmp_path):
 
 
 def test_unknown_workbook_lists_the_closest_names():
-    with pytest.raises(ValueError, match=r"got '00_warmpu'.*Did you mean '00_warmup'\?"):
+    with pytest.raises(ValueError, match=r"got '00_warmpu'.*Did you mean '00_warmup'"):
         find_workbook("00_warmpu", EXERCISES)
 
 
