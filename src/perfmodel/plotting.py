@@ -6,8 +6,9 @@ it, so a notebook can add to it or save it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any, cast
+import contextlib
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -35,9 +36,21 @@ STYLE: dict[str, Any] = {
 _COLOURS = ("#1b6ca8", "#d1495b", "#2e933c", "#edae49", "#6b4c9a", "#00798c", "#8c564b")
 
 
-def style() -> Any:
-    """A context manager applying :data:`STYLE`: ``with style(): ...``."""
-    return plt.rc_context(cast(Any, STYLE))
+@contextlib.contextmanager
+def style() -> Iterator[None]:
+    """Apply :data:`STYLE` inside a ``with`` block, then put back exactly those settings.
+
+    Unlike ``plt.rc_context`` this restores only its own keys: rc_context also restores
+    ``interactive``, which the notebook backend switches on when the first figure is made,
+    and the figures of every later cell then never appear.
+    """
+    params: Any = plt.rcParams  # typed with literal keys; STYLE's are checked by matplotlib
+    saved = {key: params[key] for key in STYLE}
+    params.update(STYLE)
+    try:
+        yield
+    finally:
+        params.update(saved)
 
 
 def _axes(ax: Any, figsize: tuple[float, float]) -> Any:
