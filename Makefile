@@ -38,10 +38,13 @@ typecheck: $(VENV)/.installed-test
 test: lint typecheck
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope
 
-# Re-run every notebook and store its outputs (after editing one).
+# Re-run every notebook and store its outputs (after editing one). The nbconvert command
+# line occasionally waits forever for a reply its kernel never sends (seen with ipykernel 6
+# and 7 alike); the timeout turns that into an error to retry instead of a hang.
 notebooks: $(VENV)/.installed-test
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
-		--ExecutePreprocessor.record_timing=False notebooks/*.ipynb
+		--ExecutePreprocessor.record_timing=False --ExecutePreprocessor.timeout=120 \
+		notebooks/*.ipynb
 
 release: $(VENV)/.installed-lab
 	$(BIN)/perfmodel release
