@@ -86,17 +86,9 @@ def test_score_answers_needs_no_notebook(tests_by_workbook):
 
 # --- the fixture folder -------------------------------------------------------------------
 
-FORK_MANY = """
+FORK = """
 import os, time
-for _ in range(200):
-    if os.fork() == 0:
-        time.sleep(120)
-        os._exit(0)
-"""
-
-FORK_FEW = """
-import os, time
-for _ in range(5):
+for _ in range({count}):
     if os.fork() == 0:
         time.sleep(120)
         os._exit(0)
@@ -232,12 +224,12 @@ def build_fixtures(workbook, folder: Path, out: Path) -> dict[str, tuple[str, fl
     )
     add(
         "fork_many",
-        with_code(solved, q1_answer + 1, FORK_MANY),
+        with_code(solved, q1_answer + 1, FORK.format(count=200)),
         "failed",
         0,
         "more than 64 processes",
     )
-    add("fork_few", with_code(solved, q1_answer + 1, FORK_FEW), "graded", 5)
+    add("fork_few", with_code(solved, q1_answer + 1, FORK.format(count=5)), "graded", 5)
 
     tamper = copy.deepcopy(student)
     answer_cells(tamper)[0]["source"] = "vector_bytes = 1e7"

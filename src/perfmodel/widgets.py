@@ -72,6 +72,40 @@ def snap_to_log_grid(value: float, step: float = _LOG_STEP) -> float:
     return float(10 ** (round(math.log10(value) / step) * step))
 
 
+def _log_slider(value: float, low: int, high: int, description: str) -> Any:
+    """A wide log slider from 10**low to 10**high, starting on its grid at ``value``."""
+    import ipywidgets as widgets
+
+    return widgets.FloatLogSlider(
+        value=snap_to_log_grid(value),
+        base=10,
+        min=low,
+        max=high,
+        step=_LOG_STEP,
+        description=description,
+        readout_format=".3g",
+        continuous_update=True,
+        style={"description_width": "8em"},
+        layout=widgets.Layout(width="38em"),
+    )
+
+
+def _live_text(controls: tuple[Any, ...], render: Callable[[], str], css_class: str) -> Any:
+    """An HTML line, large enough for a lecture hall, re-rendered whenever a control moves."""
+    import ipywidgets as widgets
+
+    line = widgets.HTML()
+    line.add_class(css_class)
+
+    def update(_: object = None) -> None:
+        line.value = f"<p style='font-size:1.5em;margin:0.4em 0'>{html.escape(render())}</p>"
+
+    for control in controls:
+        control.observe(update, names="value")
+    update()
+    return line
+
+
 def transfer_time_explorer(nbytes: float = 10e6, bandwidth_bytes_per_s: float = 100e9) -> Any:
     """Two log sliders (size, bandwidth) driving the sentence from :func:`transfer_time_text`.
 
@@ -84,40 +118,13 @@ def transfer_time_explorer(nbytes: float = 10e6, bandwidth_bytes_per_s: float = 
     """
     import ipywidgets as widgets
 
-    size = widgets.FloatLogSlider(
-        value=snap_to_log_grid(nbytes),
-        base=10,
-        min=3,
-        max=11,
-        step=_LOG_STEP,
-        description="bytes",
-        readout_format=".3g",
-        continuous_update=True,
-        style={"description_width": "8em"},
-        layout=widgets.Layout(width="38em"),
+    size = _log_slider(nbytes, 3, 11, "bytes")
+    bandwidth = _log_slider(bandwidth_bytes_per_s, 8, 13, "bandwidth (B/s)")
+    sentence = _live_text(
+        (size, bandwidth),
+        lambda: transfer_time_text(size.value, bandwidth.value),
+        "perfmodel-transfer-time",
     )
-    bandwidth = widgets.FloatLogSlider(
-        value=snap_to_log_grid(bandwidth_bytes_per_s),
-        base=10,
-        min=8,
-        max=13,
-        step=_LOG_STEP,
-        description="bandwidth (B/s)",
-        readout_format=".3g",
-        continuous_update=True,
-        style={"description_width": "8em"},
-        layout=widgets.Layout(width="38em"),
-    )
-    sentence = widgets.HTML()
-    sentence.add_class("perfmodel-transfer-time")
-
-    def update(_: object = None) -> None:
-        text = html.escape(transfer_time_text(size.value, bandwidth.value))
-        sentence.value = f"<p style='font-size:1.6em;margin:0.4em 0'>{text}</p>"
-
-    size.observe(update, names="value")
-    bandwidth.observe(update, names="value")
-    update()
     return widgets.VBox([size, bandwidth, sentence])
 
 
@@ -140,36 +147,15 @@ def run_time_text(work: float, time_per_work_s: float, parallelism: float) -> st
 
 
 def run_time_explorer(work: float = 1e9, time_per_work_s: float = 1e-9) -> Any:
-    """Sliders for W, t and P; shows T and how T falls as P grows."""
+    """Sliders for W, t and P driving the sentence from :func:`run_time_text`."""
     import ipywidgets as widgets
 
-    w = widgets.FloatLogSlider(
-        value=snap_to_log_grid(work),
-        min=3,
-        max=15,
-        step=_LOG_STEP,
-        description="W (work)",
-        readout_format=".3g",
-    )
-    t = widgets.FloatLogSlider(
-        value=snap_to_log_grid(time_per_work_s),
-        min=-12,
-        max=-3,
-        step=_LOG_STEP,
-        description="t (s/work)",
-        readout_format=".3g",
-    )
+    w = _log_slider(work, 3, 15, "W (work)")
+    t = _log_slider(time_per_work_s, -12, -3, "t (s/work)")
     p = widgets.IntSlider(value=8, min=1, max=1024, description="P (parallel)")
-    text = widgets.HTML()
-    text.add_class("perfmodel-run-time")
-
-    def update(_: object = None) -> None:
-        sentence = html.escape(run_time_text(w.value, t.value, p.value))
-        text.value = f"<p style='font-size:1.6em;margin:0.4em 0'>{sentence}</p>"
-
-    for control in (w, t, p):
-        control.observe(update, names="value")
-    update()
+    text = _live_text(
+        (w, t, p), lambda: run_time_text(w.value, t.value, p.value), "perfmodel-run-time"
+    )
     return widgets.VBox([w, t, p, text])
 
 
@@ -265,16 +251,11 @@ def op_explorer() -> Any:
     kind = widgets.Dropdown(options=OP_KINDS, value="matmul", description="op")
     size = widgets.IntSlider(value=512, min=16, max=8192, step=16, description="size n")
     dtype = widgets.Dropdown(options=DTYPES, value="fp32", description="dtype")
-    text = widgets.HTML()
-    text.add_class("perfmodel-op-summary")
-
-    def update(_: object = None) -> None:
-        summary = html.escape(op_summary(kind.value, size.value, dtype.value))
-        text.value = f"<p style='font-size:1.4em;margin:0.4em 0'>{summary}</p>"
-
-    for control in (kind, size, dtype):
-        control.observe(update, names="value")
-    update()
+    text = _live_text(
+        (kind, size, dtype),
+        lambda: op_summary(kind.value, size.value, dtype.value),
+        "perfmodel-op-summary",
+    )
     return widgets.VBox([widgets.HBox([kind, dtype]), size, text])
 
 
