@@ -308,6 +308,12 @@ def test_feedback_refuses_a_folder_with_other_files(tmp_path):
     assert (tmp_path / "notes.txt").exists()
 
 
+def test_feedback_creates_its_folder(tmp_path):
+    target = tmp_path / "new" / "feedback"
+    write_feedback([], target)
+    assert target.is_dir() and not any(target.iterdir())
+
+
 def test_grade_folder_rejects_a_missing_folder(tmp_path):
     with pytest.raises(ValueError, match="`submissions` must be a folder"):
         grade_folder({}, tmp_path / "nope", assignment="00_warmup", progress=False)

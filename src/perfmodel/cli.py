@@ -100,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"wrote {path}")
             return 0
         return _grade(args)
-    except (ValueError, RuntimeError) as error:
+    except (ValueError, RuntimeError, OSError) as error:
         print(f"perfmodel {args.command}: error: {error}", file=sys.stderr)
         return 2
 

@@ -309,6 +309,7 @@ def write_feedback(grades: Iterable[SubmissionGrade], folder: Path) -> None:
                 f"`feedback` folder {str(folder)!r} holds files that are not feedback JSON "
                 f"({', '.join(sorted(strangers)[:3])}); choose an empty or new folder."
             )
+    folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".feedback-", dir=folder.parent))
     for grade in grades:
         record = {
