@@ -24,7 +24,7 @@ from typing import Any
 
 import nbformat
 
-from perfmodel.sandbox import Execution, Limits, become_subreaper, execute_notebook
+from perfmodel.sandbox import Execution, Limits, execute_notebook
 
 __all__ = [
     "MAX_NOTEBOOK_BYTES",
@@ -248,7 +248,6 @@ def grade_folder(
         raise ValueError(f"`jobs` must be at least 1 (got jobs={jobs}).")
     limits = limits or Limits()
     paths = _submissions(submissions)
-    become_subreaper()
 
     def grade(path: Path) -> SubmissionGrade:
         return grade_submission(path, tests, assignment=assignment, limits=limits)

@@ -196,12 +196,14 @@ def _descendants(root_pid: int) -> list[int]:
     return found
 
 
-def kill_descendants(root_pid: int, *, rounds: int = 20) -> int:
+def kill_descendants(root_pid: int, *, rounds: int = 20, reap: bool = False) -> int:
     """SIGKILL every process below ``root_pid``; repeat until none is left.
 
     ``root_pid`` should be a child subreaper (see :func:`become_subreaper`) so that orphans
-    of the submission are re-parented to it instead of escaping to init. Without ``/proc``
-    (macOS) this is a no-op that returns 0.
+    of the submission are re-parented to it instead of escaping to init. Pass ``reap=True``
+    only from ``root_pid`` itself: reaping waits on *any* child, and in the grader, whose
+    other threads wait on their own workers, that would steal their exit statuses.
+    Without ``/proc`` (macOS) this is a no-op that returns 0.
 
     Returns
     -------
@@ -219,7 +221,8 @@ def kill_descendants(root_pid: int, *, rounds: int = 20) -> int:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
         killed += len(found)
-        _reap_children()
+        if reap:
+            _reap_children()
         time.sleep(0.02)
     return killed
 
@@ -382,7 +385,7 @@ def _worker() -> None:  # pragma: no cover - exercised through execute_notebook
     except Exception as error:  # noqa: BLE001 - any failure becomes the submission's reason
         problem = f"the notebook could not be run: {type(error).__name__}: {error}"
     finally:
-        kill_descendants(os.getpid())
+        kill_descendants(os.getpid(), reap=True)
     cell_errors = []
     for index, cell in enumerate(nb.cells[:readout_index]):
         for output in cell.get("outputs", []):
