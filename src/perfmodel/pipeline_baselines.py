@@ -1,0 +1,90 @@
+"""The splits practitioners use today, priced with the same stage-cost model.
+
+* :func:`equal_layers`: the same number of nodes per stage (Megatron-LM's default).
+* :func:`balance_by_params`: the same number of parameters per stage (DeepSpeed's
+  ``partition_method="parameters"``).
+* :func:`balance_by_time`: the contiguous split minimising the largest sum of per-node
+  compute times, communication ignored: the objective of the block-partition heuristic
+  behind torchgpipe's ``balance_by_time`` (computed here exactly, so the heuristic itself
+  can only do as well or worse on that objective).
+
+Each splits the graph's topological order into contiguous stages, so every result is
+feasible, and each is then priced with communication included, which is how
+:func:`perfmodel.pipeline.partition` is judged too.
+
+>>> from perfmodel.pipeline import Graph
+>>> g = Graph.chain([1, 1, 1, 5], [0, 0, 0, 0])
+>>> equal_layers(g, 2).bottleneck, balance_by_time(g, 2).bottleneck
+(6.0, 5.0)
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+
+from perfmodel.pipeline import Graph, Partition, _check_k, stage_cost
+
+__all__ = ["balance_by_params", "balance_by_time", "equal_layers"]
+
+
+def _priced(graph: Graph, cuts: Sequence[int], method: str) -> Partition:
+    """Stages from cut positions in the topological order, priced with communication."""
+    order = graph.order
+    bounds = [0, *cuts, graph.n]
+    stages = tuple(tuple(order[a:b]) for a, b in itertools.pairwise(bounds) if b > a)
+    bottleneck = max(stage_cost(graph, stage) for stage in stages)
+    return Partition(stages=stages, bottleneck=bottleneck, lower_bound=0.0, method=method)
+
+
+def equal_layers(graph: Graph, k: int) -> Partition:
+    """``k`` stages of (as nearly as possible) equal node counts."""
+    k = _check_k(graph, k)
+    cuts = [round(j * graph.n / k) for j in range(1, k)]
+    return _priced(graph, cuts, "equal layers")
+
+
+def balance_by_params(graph: Graph, k: int, params: Sequence[float]) -> Partition:
+    """Cut where the running parameter count crosses each multiple of ``total / k``."""
+    k = _check_k(graph, k)
+    if len(params) != graph.n or any(not p >= 0 for p in params):
+        raise ValueError(
+            f"`params` must give a non-negative count for each of the {graph.n} nodes "
+            f"(got {len(params)} values)."
+        )
+    total = math.fsum(params)
+    running, cuts, target = 0.0, [], 1
+    for position, node in enumerate(graph.order[:-1]):
+        running += params[node]
+        while target < k and running >= target * total / k:
+            cuts.append(position + 1)
+            target += 1
+    return _priced(graph, sorted(set(cuts)), "balance by parameters")
+
+
+def balance_by_time(graph: Graph, k: int) -> Partition:
+    """The contiguous split of the order minimising the largest block of compute time."""
+    k = _check_k(graph, k)
+    work = [graph.work[node] for node in graph.order]
+
+    def cuts_within(limit: float) -> list[int] | None:
+        cuts, block = [], 0.0
+        for position, w in enumerate(work):
+            if block + w > limit and block > 0:
+                cuts.append(position)
+                block = 0.0
+            block += w
+        return cuts if len(cuts) < k else None
+
+    # Summing a block in order can exceed fsum of the total by an ulp; start just above it.
+    low, high = max(work), math.fsum(work) * (1 + 1e-12) + 1e-300
+    for _ in range(100):  # bisection on the largest block; 100 halvings reach float precision
+        middle = (low + high) / 2
+        if cuts_within(middle) is None:
+            low = middle
+        else:
+            high = middle
+    cuts = cuts_within(high)
+    assert cuts is not None  # high is always feasible: it starts at the total
+    return _priced(graph, cuts, "balance by time (block partition)")

@@ -1,0 +1,87 @@
+"""Running a partitioned model as a pipeline: GPipe's fill-and-drain schedule.
+
+A batch is cut into ``m`` micro-batches; stage ``s`` starts micro-batch ``i`` when it has
+finished micro-batch ``i - 1`` and stage ``s - 1`` has finished micro-batch ``i``. With
+``p`` equal stages the pipeline idles for a *bubble* fraction ``(p - 1) / (m + p - 1)``
+of its time: the start-up and wind-down, when some stages have nothing to do.
+
+References
+----------
+Huang et al., "GPipe: Efficient Training of Giant Neural Networks using Pipeline
+Parallelism", NeurIPS 2019.
+
+>>> run = simulate([1.0, 1.0, 1.0, 1.0], micro_batches=8)
+>>> run.makespan, round(run.bubble_fraction, 4), bubble_fraction(4, 8) == run.bubble_fraction
+(11.0, 0.2727, True)
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = ["Schedule", "bubble_fraction", "simulate"]
+
+
+def bubble_fraction(stages: int, micro_batches: int) -> float:
+    """Idle fraction of a fill-and-drain pipeline of equal stages: (p-1)/(m+p-1)."""
+    checks: tuple[tuple[str, object], ...] = (("stages", stages), ("micro_batches", micro_batches))
+    for name, value in checks:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            raise ValueError(f"`{name}` must be a positive integer (got {name}={value!r}).")
+    return (stages - 1) / (micro_batches + stages - 1)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Schedule:
+    """When each stage ran each micro-batch: ``start[s][i]`` and ``end[s][i]``, seconds."""
+
+    stage_times: tuple[float, ...]
+    start: tuple[tuple[float, ...], ...]
+    end: tuple[tuple[float, ...], ...]
+
+    @property
+    def makespan(self) -> float:
+        return self.end[-1][-1]
+
+    @property
+    def latency(self) -> float:
+        """Time for one micro-batch to cross every stage (the first one's, with no waiting)."""
+        return self.end[-1][0]
+
+    @property
+    def throughput(self) -> float:
+        """Micro-batches per second over the whole run, fill and drain included."""
+        return len(self.end[0]) / self.makespan if self.makespan else math.inf
+
+    @property
+    def bubble_fraction(self) -> float:
+        """Share of stage-time spent idle between time 0 and the makespan."""
+        busy = sum(t * len(self.end[0]) for t in self.stage_times)
+        capacity = self.makespan * len(self.stage_times)
+        return 1 - busy / capacity if capacity else 0.0
+
+
+def simulate(stage_times: Sequence[float], micro_batches: int) -> Schedule:
+    """Simulate fill-and-drain over stages with the given per-micro-batch times."""
+    times = [float(t) for t in stage_times]
+    if not times or any(not math.isfinite(t) or t < 0 for t in times):
+        raise ValueError(
+            f"`stage_times` must be one or more non-negative finite times (got {stage_times!r})."
+        )
+    bubble_fraction(len(times), micro_batches)  # validates micro_batches
+    start = [[0.0] * micro_batches for _ in times]
+    end = [[0.0] * micro_batches for _ in times]
+    for s, duration in enumerate(times):
+        for i in range(micro_batches):
+            ready = end[s - 1][i] if s else 0.0
+            free = end[s][i - 1] if i else 0.0
+            start[s][i] = max(ready, free)
+            end[s][i] = start[s][i] + duration
+    return Schedule(
+        stage_times=tuple(times),
+        start=tuple(tuple(row) for row in start),
+        end=tuple(tuple(row) for row in end),
+    )

@@ -1,0 +1,84 @@
+"""Baselines and the GPipe schedule: worked cases and invariants."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from perfmodel import pipeline as pl
+from perfmodel.pipeline_baselines import balance_by_params, balance_by_time, equal_layers
+from perfmodel.pipeline_schedule import bubble_fraction, simulate
+
+
+def test_equal_layers_splits_counts_evenly():
+    g = pl.Graph.chain([1.0] * 10, [0.0] * 10)
+    result = equal_layers(g, 3)
+    assert [len(stage) for stage in result.stages] == [3, 4, 3]
+
+
+def test_balance_by_params_cuts_at_parameter_quantiles():
+    g = pl.Graph.chain([1.0] * 4, [0.0] * 4)
+    result = balance_by_params(g, 2, params=[10, 10, 10, 30])
+    assert result.stages == ((0, 1, 2), (3,))
+    with pytest.raises(ValueError, match="`params` must give a non-negative count"):
+        balance_by_params(g, 2, params=[1, 2])
+
+
+def test_balance_by_time_ignores_communication_and_pays_for_it():
+    # Cutting after node 1 balances compute (2 + 2) but crosses the costly edge 1 -> 2.
+    g = pl.Graph.chain([1.0, 1.0, 1.0, 1.0], [0.0, 5.0, 0.0, 0.0])
+    naive, best = balance_by_time(g, 2), pl.partition(g, 2)
+    assert naive.stages == ((0, 1), (2, 3)) and naive.bottleneck == 7.0
+    assert best.bottleneck == 3.0 and best.optimal
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    work=st.lists(st.floats(0, 10, allow_nan=False), min_size=2, max_size=12),
+    comm_scale=st.floats(0, 3, allow_nan=False),
+    k=st.integers(1, 6),
+)
+def test_the_optimal_chain_split_beats_every_baseline(work, comm_scale, k):
+    k = min(k, len(work))
+    g = pl.Graph.chain(work, [comm_scale * (i % 3) for i in range(len(work))])
+    best = pl.partition(g, k)
+    for baseline in (equal_layers(g, k), balance_by_time(g, k),
+                     balance_by_params(g, k, params=[1.0] * len(work))):  # fmt: skip
+        assert pl.is_feasible(g, baseline.stages) and len(baseline.stages) <= k
+        assert best.bottleneck <= baseline.bottleneck + 1e-9
+
+
+def test_gpipe_equal_stages_match_the_bubble_formula():
+    run = simulate([2.0] * 4, micro_batches=12)
+    assert run.makespan == 2.0 * (12 + 4 - 1)
+    assert run.bubble_fraction == pytest.approx(bubble_fraction(4, 12)) == pytest.approx(3 / 15)
+    assert run.latency == 8.0 and run.throughput == pytest.approx(12 / 30)
+
+
+def test_gpipe_slowest_stage_sets_the_pace():
+    run = simulate([1.0, 3.0, 1.0], micro_batches=10)
+    gaps = [b - a for a, b in zip(run.end[-1], run.end[-1][1:], strict=False)]
+    assert gaps == pytest.approx([3.0] * 9)  # steady state: one micro-batch per bottleneck
+
+
+@given(times=st.lists(st.floats(0.1, 5, allow_nan=False), min_size=1, max_size=6),
+       m=st.integers(1, 20))  # fmt: skip
+def test_schedule_respects_dependences(times, m):
+    run = simulate(times, m)
+    for s in range(len(times)):
+        for i in range(m):
+            if s:
+                assert run.start[s][i] >= run.end[s - 1][i] - 1e-12
+            if i:
+                assert run.start[s][i] >= run.end[s][i - 1] - 1e-12
+    assert run.makespan >= max(times) * m - 1e-9
+
+
+def test_schedule_errors():
+    with pytest.raises(ValueError, match="`micro_batches` must be a positive integer"):
+        simulate([1.0], 0)
+    with pytest.raises(ValueError, match="`stage_times` must be one or more"):
+        simulate([], 3)
+    with pytest.raises(ValueError, match="`stages` must be a positive integer"):
+        bubble_fraction(0, 4)
