@@ -1,0 +1,224 @@
+"""Model graphs to partition, priced from ``perfmodel.ops`` on a device and a link.
+
+Each node's ``work`` is the roofline time of its operation on the device; its ``comm`` is
+the time to move its output tensor over the link (latency plus bytes over bandwidth).
+So every graph here is a prediction for a concrete machine, and changing the device or
+the link changes where the best cut falls.
+
+* :func:`mlp`: a chain of dense layers.
+* :func:`gpt2_like`: a decoder-only transformer with residual connections.
+* :func:`resnet50_like`: ResNet-50's stages of bottleneck blocks with skip connections.
+* :func:`inception_like`: modules of four parallel branches joined by a concatenation.
+* :func:`random_layered_dag`: a seeded random layered DAG, for regenerable testbeds.
+
+>>> g = mlp(layers=4, width=1024, batch=32, device="H100 SXM", link="NVLink 4")
+>>> g.n, g.is_chain
+(4, True)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from perfmodel import ops
+from perfmodel.hardware import Device, Link, dtype_bytes, get, get_link
+from perfmodel.metrics import transfer_time_s
+from perfmodel.pipeline import Graph
+from perfmodel.roofline import estimate
+
+__all__ = ["gpt2_like", "inception_like", "mlp", "random_layered_dag", "resnet50_like"]
+
+
+class _Builder:
+    """Collects nodes (op cost, output bytes) and edges, then prices them on a machine."""
+
+    def __init__(self, device: str | Device, link: str | Link, dtype: str) -> None:
+        self.device, self.link, self.dtype = get(device), get_link(link), dtype
+        self.width = dtype_bytes(dtype)
+        self.work: list[float] = []
+        self.comm: list[float] = []
+        self.edges: list[tuple[int, int]] = []
+
+    def add(self, cost: ops.Cost, out_elements: int, *inputs: int) -> int:
+        node = len(self.work)
+        self.work.append(estimate(cost, self.device, dtype=self.dtype).time_s)
+        nbytes = out_elements * self.width
+        self.comm.append(transfer_time_s(nbytes, self.link.bandwidth, latency_s=self.link.latency))
+        self.edges.extend((i, node) for i in inputs)
+        return node
+
+    def graph(self) -> Graph:
+        return Graph(self.work, self.comm, self.edges)
+
+
+def mlp(
+    *,
+    layers: int = 8,
+    width: int = 4096,
+    batch: int = 64,
+    device: str | Device = "H100 SXM",
+    link: str | Link = "NVLink 4",
+    dtype: str = "bf16",
+) -> Graph:
+    """A chain of ``layers`` dense layers of ``width`` x ``width`` on a minibatch."""
+    b = _Builder(device, link, dtype)
+    previous: tuple[int, ...] = ()
+    for _ in range(layers):
+        node = b.add(ops.dense_forward(batch, width, width, dtype=dtype), batch * width, *previous)
+        previous = (node,)
+    return b.graph()
+
+
+def gpt2_like(
+    *,
+    layers: int = 12,
+    d_model: int = 768,
+    heads: int = 12,
+    seq_len: int = 1024,
+    batch: int = 8,
+    vocab: int = 50257,
+    device: str | Device = "H100 SXM",
+    link: str | Link = "NVLink 4",
+    dtype: str = "bf16",
+) -> Graph:
+    """GPT-2 small's shape by default: 12 blocks of attention and MLP with residual adds."""
+    b = _Builder(device, link, dtype)
+    tokens = batch * seq_len
+    act = tokens * d_model
+    x = b.add(ops.elementwise(act, inputs=1, dtype=dtype, label="embed"), act)
+    for _ in range(layers):
+        ln1 = b.add(ops.layer_norm(tokens, d_model, dtype=dtype), act, x)
+        qkv = b.add(ops.matmul(tokens, d_model, 3 * d_model, dtype=dtype), 3 * act, ln1)
+        attn = b.add(
+            ops.attention(batch, heads, seq_len, d_model // heads, fused=True, dtype=dtype),
+            act,
+            qkv,
+        )
+        proj = b.add(ops.matmul(tokens, d_model, d_model, dtype=dtype), act, attn)
+        x = b.add(ops.elementwise(act, inputs=2, dtype=dtype, label="residual"), act, x, proj)
+        ln2 = b.add(ops.layer_norm(tokens, d_model, dtype=dtype), act, x)
+        up = b.add(ops.matmul(tokens, d_model, 4 * d_model, dtype=dtype), 4 * act, ln2)
+        gelu = b.add(
+            ops.elementwise(4 * act, flops_per_element=8, dtype=dtype, label="gelu"), 4 * act, up
+        )
+        down = b.add(ops.matmul(tokens, 4 * d_model, d_model, dtype=dtype), act, gelu)
+        x = b.add(ops.elementwise(act, inputs=2, dtype=dtype, label="residual"), act, x, down)
+    final = b.add(ops.layer_norm(tokens, d_model, dtype=dtype), act, x)
+    b.add(ops.matmul(tokens, d_model, vocab, dtype=dtype), tokens * vocab, final)
+    return b.graph()
+
+
+def resnet50_like(
+    *,
+    batch: int = 32,
+    image: int = 224,
+    device: str | Device = "H100 SXM",
+    link: str | Link = "NVLink 4",
+    dtype: str = "bf16",
+) -> Graph:
+    """ResNet-50: a 7x7 stem, then 3, 4, 6 and 3 bottleneck blocks with skip connections."""
+    b = _Builder(device, link, dtype)
+    size = image // 2
+    x = b.add(ops.conv2d(batch, 3, 64, image, image, 7, stride=2, padding=3, dtype=dtype),
+              batch * 64 * size * size)  # fmt: skip
+    size //= 2  # max pool
+    channels = 64
+    for stage, (blocks, width) in enumerate(((3, 64), (4, 128), (6, 256), (3, 512))):
+        for block in range(blocks):
+            stride = 2 if stage > 0 and block == 0 else 1
+            out = size // stride
+            a = b.add(ops.conv2d(batch, channels, width, size, size, 1, dtype=dtype),
+                      batch * width * size * size, x)  # fmt: skip
+            c = b.add(
+                ops.conv2d(
+                    batch, width, width, size, size, 3, stride=stride, padding=1, dtype=dtype
+                ),
+                batch * width * out * out,
+                a,
+            )
+            d = b.add(ops.conv2d(batch, width, 4 * width, out, out, 1, dtype=dtype),
+                      batch * 4 * width * out * out, c)  # fmt: skip
+            skip = x
+            if block == 0:  # projection shortcut
+                skip = b.add(
+                    ops.conv2d(
+                        batch, channels, 4 * width, size, size, 1, stride=stride, dtype=dtype
+                    ),
+                    batch * 4 * width * out * out,
+                    x,
+                )
+            elements = batch * 4 * width * out * out
+            x = b.add(
+                ops.elementwise(elements, inputs=2, dtype=dtype, label="add"), elements, d, skip
+            )
+            channels, size = 4 * width, out
+    b.add(ops.matmul(batch, channels, 1000, dtype=dtype), batch * 1000, x)
+    return b.graph()
+
+
+def inception_like(
+    *,
+    modules: int = 9,
+    channels: int = 256,
+    size: int = 28,
+    batch: int = 32,
+    device: str | Device = "H100 SXM",
+    link: str | Link = "NVLink 4",
+    dtype: str = "bf16",
+) -> Graph:
+    """Inception-style modules: 1x1, 1x1-3x3, 1x1-5x5 and pool-1x1 branches, concatenated."""
+    b = _Builder(device, link, dtype)
+    elements = batch * channels * size * size
+    x = b.add(ops.conv2d(batch, 3, channels, size, size, 3, padding=1, dtype=dtype), elements)
+    branch = channels // 4
+    part = batch * branch * size * size
+    for _ in range(modules):
+        one = b.add(ops.conv2d(batch, channels, branch, size, size, 1, dtype=dtype), part, x)
+        r3 = b.add(ops.conv2d(batch, channels, branch, size, size, 1, dtype=dtype), part, x)
+        three = b.add(
+            ops.conv2d(batch, branch, branch, size, size, 3, padding=1, dtype=dtype), part, r3
+        )
+        r5 = b.add(ops.conv2d(batch, channels, branch, size, size, 1, dtype=dtype), part, x)
+        five = b.add(
+            ops.conv2d(batch, branch, branch, size, size, 5, padding=2, dtype=dtype), part, r5
+        )
+        pool = b.add(ops.elementwise(elements, flops_per_element=9, dtype=dtype, label="pool"),
+                     elements, x)  # fmt: skip
+        proj = b.add(ops.conv2d(batch, channels, branch, size, size, 1, dtype=dtype), part, pool)
+        x = b.add(ops.elementwise(elements, inputs=4, dtype=dtype, label="concat"), elements,
+                  one, three, five, proj)  # fmt: skip
+    return b.graph()
+
+
+def random_layered_dag(
+    layers: int,
+    width: int,
+    *,
+    edge_probability: float = 0.3,
+    seed: int = 0,
+    work_range: tuple[float, float] = (1e-4, 1e-3),
+    comm_range: tuple[float, float] = (1e-5, 2e-4),
+) -> Graph:
+    """A random DAG of ``layers`` layers of ``width`` nodes; the same seed, the same graph.
+
+    Every node after the first layer reads at least one node of the layer before it and,
+    with ``edge_probability``, any node of the layers before that. Times are uniform in
+    the given ranges, in seconds.
+    """
+    if layers < 1 or width < 1:
+        raise ValueError(f"`layers` and `width` must be positive (got {layers} and {width}).")
+    if not 0 <= edge_probability <= 1:
+        raise ValueError(f"`edge_probability` must be in [0, 1] (got {edge_probability!r}).")
+    rng = np.random.default_rng(seed)
+    n = layers * width
+    work = rng.uniform(*work_range, size=n).tolist()
+    comm = rng.uniform(*comm_range, size=n).tolist()
+    edges = []
+    for layer in range(1, layers):
+        earlier = layer * width
+        for offset in range(width):
+            node = earlier + offset
+            edges.append((int(rng.integers(earlier - width, earlier)), node))
+            chosen = np.flatnonzero(rng.random(earlier) < edge_probability / layer)
+            edges.extend((int(u), node) for u in chosen)
+    return Graph(work, comm, edges)

@@ -1,0 +1,55 @@
+"""The model zoo: shapes, prices from the cost models, and reproducible random graphs."""
+
+from __future__ import annotations
+
+import pytest
+
+from perfmodel import hardware, ops
+from perfmodel import pipeline_zoo as zoo
+from perfmodel.metrics import transfer_time_s
+from perfmodel.pipeline import is_feasible, partition
+from perfmodel.roofline import estimate
+
+
+def test_mlp_is_priced_by_the_roofline_and_the_link():
+    g = zoo.mlp(layers=3, width=2048, batch=16, device="A100 SXM4 80GB", link="PCIe 4.0 x16")
+    layer = estimate(ops.dense_forward(16, 2048, 2048, dtype="bf16"), "A100 SXM4 80GB").time_s
+    link = hardware.get_link("PCIe 4.0 x16")
+    send = transfer_time_s(16 * 2048 * 2, link.bandwidth, latency_s=link.latency)
+    assert (
+        g.is_chain
+        and g.work == pytest.approx((layer,) * 3)
+        and g.comm == pytest.approx((send,) * 3)
+    )
+
+
+@pytest.mark.parametrize(
+    ("build", "nodes"),
+    [
+        (zoo.gpt2_like, 1 + 12 * 10 + 2),  # embed, 12 blocks of 10 ops, final norm and head
+        (zoo.resnet50_like, 1 + 16 * 4 + 4 + 1),  # stem, 16 bottlenecks, 4 projections, head
+        (zoo.inception_like, 1 + 9 * 8),  # stem, 9 modules of 8 ops
+    ],
+)
+def test_zoo_shapes_have_skips_and_branches(build, nodes):
+    g = build()
+    assert g.n == nodes and not g.is_chain
+    assert any(len(p) > 1 for p in g.predecessors)  # a join: residual add or concat
+    result = partition(g, 4)
+    assert is_feasible(g, result.stages) and 0 < result.lower_bound <= result.bottleneck
+
+
+def test_a_faster_link_only_lowers_communication():
+    slow, fast = zoo.gpt2_like(link="PCIe 3.0 x16"), zoo.gpt2_like(link="NVLink 4")
+    assert slow.work == fast.work
+    assert all(s > f for s, f in zip(slow.comm, fast.comm, strict=True))
+
+
+def test_random_dags_are_reproducible_and_connected():
+    a, b = zoo.random_layered_dag(6, 5, seed=7), zoo.random_layered_dag(6, 5, seed=7)
+    assert (a.work, a.comm, a.edges) == (b.work, b.comm, b.edges)
+    assert zoo.random_layered_dag(6, 5, seed=8).edges != a.edges
+    for node in range(5, 30):  # every node past the first layer reads the layer before
+        assert any(node // 5 - 1 == u // 5 for u in a.predecessors[node])
+    with pytest.raises(ValueError, match="`edge_probability` must be in"):
+        zoo.random_layered_dag(2, 2, edge_probability=2)
