@@ -71,13 +71,13 @@ def test_mip_equals_brute_force_and_bounds_hold(case):
     graph, k = case
     oracle = pl.brute_force(graph, k)
     mip = pl.solve_mip(graph, k)
-    assert mip.bottleneck == pytest.approx(oracle.bottleneck, abs=1e-7)
+    assert mip.bottleneck == pytest.approx(oracle.bottleneck, rel=10 * pl.MIP_REL_GAP, abs=1e-12)
     assert pl.is_feasible(graph, mip.stages)
     order = pl.split_order(graph, graph.order, k)
     assert pl.is_feasible(graph, order.stages)
     assert order.bottleneck >= oracle.bottleneck - 1e-9  # a heuristic never beats the optimum
     for bound in (pl.combinatorial_lower_bound(graph, k), order.lower_bound, mip.lower_bound):
-        assert bound <= oracle.bottleneck + 1e-7  # a lower bound never exceeds the optimum
+        assert bound <= oracle.bottleneck * (1 + 1e-9) + 1e-12  # never above the optimum
 
 
 def test_partition_is_exact_up_to_twelve_nodes():
@@ -87,7 +87,7 @@ def test_partition_is_exact_up_to_twelve_nodes():
     edges = [(0, i) for i in range(1, 11)] + [(i, 11) for i in range(1, 11)]
     result = pl.partition(pl.Graph(work, comm, edges), 3)
     assert result.optimal and result.method.startswith("MIP")
-    assert result.lower_bound == result.bottleneck
+    assert result.lower_bound == pytest.approx(result.bottleneck, rel=10 * pl.MIP_REL_GAP)
 
 
 def test_larger_graphs_report_a_gap():
