@@ -57,6 +57,7 @@ EXACT_NODE_LIMIT = 12
 #: at an absolute gap of 1e-6, so the MIP is posed in units of the combinatorial lower
 #: bound (the scaled optimum is >= 1) to keep that absolute gap a relative one too.
 MIP_REL_GAP = 1e-6
+_HIGHS_ABS_GAP = 1e-6  # HiGHS's default mip_abs_gap, which scipy does not expose
 
 
 def _times(name: str, values: Iterable[object]) -> tuple[float, ...]:
@@ -340,7 +341,10 @@ def solve_mip(graph: Graph, k: int, *, time_limit_s: float = 30.0) -> Partition:
 
     k = _check_k(graph, k)
     n = graph.n
-    unit = combinatorial_lower_bound(graph, k) or max(graph.comm) or 1.0
+    # Pose the MIP in units of the combinatorial bound (the scaled optimum is then >= 1), but
+    # never below 1e-9 of the largest time, or HiGHS rejects the coefficients.
+    largest = max(max(graph.work), max(graph.comm))
+    unit = max(combinatorial_lower_bound(graph, k), 1e-9 * largest) or 1.0
     work = [w / unit for w in graph.work]
     comm = [c / unit for c in graph.comm]
     senders = [u for u in range(n) if graph.successors[u]]
@@ -403,10 +407,13 @@ def solve_mip(graph: Graph, k: int, *, time_limit_s: float = 30.0) -> Partition:
     )
     bottleneck = _bottleneck(graph, stages)
     proven = result.status == 0
-    # HiGHS's dual bound is a proof: no split is better. Report it rather than assuming the
-    # incumbent is optimal, so `optimal` means what HiGHS proved (within MIP_REL_GAP).
+    # HiGHS stops once the incumbent is within max(1e-6, MIP_REL_GAP x incumbent) of its
+    # bound, and may then report the incumbent itself as the "dual bound". Only the
+    # incumbent minus that tolerance is a proof that no split is better.
+    incumbent = float(result.fun)
+    slack = max(_HIGHS_ABS_GAP, MIP_REL_GAP * incumbent)
     dual = getattr(result, "mip_dual_bound", None)
-    proof = float(dual) * unit if dual is not None else 0.0
+    proof = min(float(dual) if dual is not None else 0.0, incumbent - slack) * unit
     bound = max(proof, combinatorial_lower_bound(graph, k))
     return Partition(
         stages=stages,
