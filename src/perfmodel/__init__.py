@@ -1,9 +1,10 @@
 """perfmodel: predict how fast an ML workload runs on a machine, and why.
 
 The package backs the course notebooks. Its model modules (``hardware``, ``ops``,
-``roofline``, ``metrics``) are pure and import fast; the presentation and course-tooling
-modules (``plotting``, ``widgets``, ``grading``, ``workbooks``, ``cli``) import heavy
-libraries and load only when first used, so ``import perfmodel`` stays quick.
+``roofline``, ``metrics``, ``minibatch``, ``pipeline``...) are pure and import fast; the
+presentation and course-tooling modules (``plotting``, ``widgets``, ``grading``,
+``workbooks``, ``cli``) import heavy libraries and load only when first used, so
+``import perfmodel`` stays quick.
 
 >>> import perfmodel
 >>> perfmodel.hardware.get("H100 SXM").kind
@@ -23,7 +24,12 @@ _SUBMODULES = (
     "grading",
     "hardware",
     "metrics",
+    "minibatch",
     "ops",
+    "pipeline",
+    "pipeline_baselines",
+    "pipeline_schedule",
+    "pipeline_zoo",
     "plotting",
     "roofline",
     "sandbox",
