@@ -180,11 +180,16 @@ def _describe_execution(execution: Execution) -> list[str]:
 def grade_submission(
     path: Path, tests: dict[str, str], *, assignment: str, limits: Limits
 ) -> SubmissionGrade:
-    """Grade one submitted notebook; never raises for anything the submission does."""
-    zero = score_answers(tests, {})
+    """Grade one submitted notebook; never raises for anything the submission does.
+
+    A submission that cannot be scored gets every question's result for "no answers", so
+    its row and feedback still list each question and why it scored 0.
+    """
     status, reason = _read_notebook(path, assignment)
     if status:
-        return SubmissionGrade(submission=path.name, status=status, reason=reason, questions=zero)
+        return SubmissionGrade(
+            submission=path.name, status=status, reason=reason, questions=score_answers(tests, {})
+        )
     execution = execute_notebook(path, limits, name=f"{assignment}.ipynb")
     notes = _describe_execution(execution)
     if execution.answers is None:
@@ -193,7 +198,7 @@ def grade_submission(
             submission=path.name,
             status="failed",
             reason=reason,
-            questions=zero,
+            questions=score_answers(tests, {}),
             seconds=execution.seconds,
         )
     if execution.problem:
