@@ -24,7 +24,7 @@ import itertools
 import math
 from collections.abc import Sequence
 
-from perfmodel.pipeline import Graph, Partition, _check_k, stage_cost
+from perfmodel.pipeline_graph import Graph, Partition, check_k, stage_cost
 
 __all__ = ["balance_by_params", "balance_by_time", "equal_layers"]
 
@@ -40,14 +40,14 @@ def _priced(graph: Graph, cuts: Sequence[int], method: str) -> Partition:
 
 def equal_layers(graph: Graph, k: int) -> Partition:
     """``k`` stages of (as nearly as possible) equal node counts."""
-    k = _check_k(graph, k)
+    k = check_k(graph, k)
     cuts = [round(j * graph.n / k) for j in range(1, k)]
     return _priced(graph, cuts, "equal layers")
 
 
 def balance_by_params(graph: Graph, k: int, params: Sequence[float]) -> Partition:
     """Cut where the running parameter count crosses each multiple of ``total / k``."""
-    k = _check_k(graph, k)
+    k = check_k(graph, k)
     if len(params) != graph.n or any(not p >= 0 for p in params):
         raise ValueError(
             f"`params` must give a non-negative count for each of the {graph.n} nodes "
@@ -65,7 +65,7 @@ def balance_by_params(graph: Graph, k: int, params: Sequence[float]) -> Partitio
 
 def balance_by_time(graph: Graph, k: int) -> Partition:
     """The contiguous split of the order minimising the largest block of compute time."""
-    k = _check_k(graph, k)
+    k = check_k(graph, k)
     work = [graph.work[node] for node in graph.order]
 
     def cuts_within(limit: float) -> list[int] | None:

@@ -23,10 +23,35 @@ import numpy as np
 from perfmodel import ops
 from perfmodel.hardware import Device, Link, dtype_bytes, get, get_link
 from perfmodel.metrics import transfer_time_s
-from perfmodel.pipeline import Graph
+from perfmodel.pipeline_graph import Graph
 from perfmodel.roofline import estimate
 
-__all__ = ["gpt2_like", "inception_like", "mlp", "random_layered_dag", "resnet50_like"]
+__all__ = ["Model", "gpt2_like", "inception_like", "mlp", "random_layered_dag", "resnet50_like"]
+
+
+class Model(Graph):
+    """A model graph that also knows each node's parameter count and name.
+
+    The parameter counts are what DeepSpeed-style balancing splits on; the names label
+    plots.
+    """
+
+    __slots__ = ("labels", "params")
+
+    def __init__(
+        self,
+        work: list[float],
+        comm: list[float],
+        edges: list[tuple[int, int]],
+        params: list[int],
+        labels: list[str],
+    ) -> None:
+        super().__init__(work, comm, edges)
+        object.__setattr__(self, "params", tuple(params))
+        object.__setattr__(self, "labels", tuple(labels))
+
+    def __reduce__(self) -> tuple[type[Model], tuple[object, ...]]:  # for process pools
+        return (Model, (self.work, self.comm, self.edges, self.params, self.labels))
 
 
 class _Builder:
@@ -38,17 +63,21 @@ class _Builder:
         self.work: list[float] = []
         self.comm: list[float] = []
         self.edges: list[tuple[int, int]] = []
+        self.params: list[int] = []
+        self.labels: list[str] = []
 
-    def add(self, cost: ops.Cost, out_elements: int, *inputs: int) -> int:
+    def add(self, cost: ops.Cost, out_elements: int, *inputs: int, params: int = 0) -> int:
         node = len(self.work)
+        self.params.append(params)
+        self.labels.append(cost.label)
         self.work.append(estimate(cost, self.device, dtype=self.dtype).time_s)
         nbytes = out_elements * self.width
         self.comm.append(transfer_time_s(nbytes, self.link.bandwidth, latency_s=self.link.latency))
         self.edges.extend((i, node) for i in inputs)
         return node
 
-    def graph(self) -> Graph:
-        return Graph(self.work, self.comm, self.edges)
+    def graph(self) -> Model:
+        return Model(self.work, self.comm, self.edges, self.params, self.labels)
 
 
 def mlp(
@@ -59,12 +88,17 @@ def mlp(
     device: str | Device = "H100 SXM",
     link: str | Link = "NVLink 4",
     dtype: str = "bf16",
-) -> Graph:
+) -> Model:
     """A chain of ``layers`` dense layers of ``width`` x ``width`` on a minibatch."""
     b = _Builder(device, link, dtype)
     previous: tuple[int, ...] = ()
     for _ in range(layers):
-        node = b.add(ops.dense_forward(batch, width, width, dtype=dtype), batch * width, *previous)
+        node = b.add(
+            ops.dense_forward(batch, width, width, dtype=dtype),
+            batch * width,
+            *previous,
+            params=width * width + width,
+        )
         previous = (node,)
     return b.graph()
 
@@ -80,31 +114,47 @@ def gpt2_like(
     device: str | Device = "H100 SXM",
     link: str | Link = "NVLink 4",
     dtype: str = "bf16",
-) -> Graph:
+) -> Model:
     """GPT-2 small's shape by default: 12 blocks of attention and MLP with residual adds."""
     b = _Builder(device, link, dtype)
     tokens = batch * seq_len
     act = tokens * d_model
-    x = b.add(ops.elementwise(act, inputs=1, dtype=dtype, label="embed"), act)
+    x = b.add(
+        ops.elementwise(act, inputs=1, dtype=dtype, label="embed"), act, params=vocab * d_model
+    )
     for _ in range(layers):
-        ln1 = b.add(ops.layer_norm(tokens, d_model, dtype=dtype), act, x)
-        qkv = b.add(ops.matmul(tokens, d_model, 3 * d_model, dtype=dtype), 3 * act, ln1)
+        ln1 = b.add(ops.layer_norm(tokens, d_model, dtype=dtype), act, x, params=2 * d_model)
+        qkv = b.add(
+            ops.matmul(tokens, d_model, 3 * d_model, dtype=dtype), 3 * act, ln1,
+            params=3 * d_model * d_model,
+        )  # fmt: skip
         attn = b.add(
             ops.attention(batch, heads, seq_len, d_model // heads, fused=True, dtype=dtype),
             act,
             qkv,
         )
-        proj = b.add(ops.matmul(tokens, d_model, d_model, dtype=dtype), act, attn)
+        proj = b.add(
+            ops.matmul(tokens, d_model, d_model, dtype=dtype), act, attn, params=d_model * d_model
+        )
         x = b.add(ops.elementwise(act, inputs=2, dtype=dtype, label="residual"), act, x, proj)
-        ln2 = b.add(ops.layer_norm(tokens, d_model, dtype=dtype), act, x)
-        up = b.add(ops.matmul(tokens, d_model, 4 * d_model, dtype=dtype), 4 * act, ln2)
+        ln2 = b.add(ops.layer_norm(tokens, d_model, dtype=dtype), act, x, params=2 * d_model)
+        up = b.add(
+            ops.matmul(tokens, d_model, 4 * d_model, dtype=dtype), 4 * act, ln2,
+            params=4 * d_model * d_model,
+        )  # fmt: skip
         gelu = b.add(
             ops.elementwise(4 * act, flops_per_element=8, dtype=dtype, label="gelu"), 4 * act, up
         )
-        down = b.add(ops.matmul(tokens, 4 * d_model, d_model, dtype=dtype), act, gelu)
+        down = b.add(
+            ops.matmul(tokens, 4 * d_model, d_model, dtype=dtype), act, gelu,
+            params=4 * d_model * d_model,
+        )  # fmt: skip
         x = b.add(ops.elementwise(act, inputs=2, dtype=dtype, label="residual"), act, x, down)
-    final = b.add(ops.layer_norm(tokens, d_model, dtype=dtype), act, x)
-    b.add(ops.matmul(tokens, d_model, vocab, dtype=dtype), tokens * vocab, final)
+    final = b.add(ops.layer_norm(tokens, d_model, dtype=dtype), act, x, params=2 * d_model)
+    b.add(
+        ops.matmul(tokens, d_model, vocab, dtype=dtype), tokens * vocab, final,
+        params=d_model * vocab,
+    )  # fmt: skip
     return b.graph()
 
 
@@ -115,12 +165,12 @@ def resnet50_like(
     device: str | Device = "H100 SXM",
     link: str | Link = "NVLink 4",
     dtype: str = "bf16",
-) -> Graph:
+) -> Model:
     """ResNet-50: a 7x7 stem, then 3, 4, 6 and 3 bottleneck blocks with skip connections."""
     b = _Builder(device, link, dtype)
     size = image // 2
     x = b.add(ops.conv2d(batch, 3, 64, image, image, 7, stride=2, padding=3, dtype=dtype),
-              batch * 64 * size * size)  # fmt: skip
+              batch * 64 * size * size, params=3 * 64 * 49)  # fmt: skip
     size //= 2  # max pool
     channels = 64
     for stage, (blocks, width) in enumerate(((3, 64), (4, 128), (6, 256), (3, 512))):
@@ -128,16 +178,17 @@ def resnet50_like(
             stride = 2 if stage > 0 and block == 0 else 1
             out = size // stride
             a = b.add(ops.conv2d(batch, channels, width, size, size, 1, dtype=dtype),
-                      batch * width * size * size, x)  # fmt: skip
+                      batch * width * size * size, x, params=channels * width)  # fmt: skip
             c = b.add(
                 ops.conv2d(
                     batch, width, width, size, size, 3, stride=stride, padding=1, dtype=dtype
                 ),
                 batch * width * out * out,
                 a,
+                params=9 * width * width,
             )
             d = b.add(ops.conv2d(batch, width, 4 * width, out, out, 1, dtype=dtype),
-                      batch * 4 * width * out * out, c)  # fmt: skip
+                      batch * 4 * width * out * out, c, params=4 * width * width)  # fmt: skip
             skip = x
             if block == 0:  # projection shortcut
                 skip = b.add(
@@ -146,13 +197,14 @@ def resnet50_like(
                     ),
                     batch * 4 * width * out * out,
                     x,
+                    params=channels * 4 * width,
                 )
             elements = batch * 4 * width * out * out
             x = b.add(
                 ops.elementwise(elements, inputs=2, dtype=dtype, label="add"), elements, d, skip
             )
             channels, size = 4 * width, out
-    b.add(ops.matmul(batch, channels, 1000, dtype=dtype), batch * 1000, x)
+    b.add(ops.matmul(batch, channels, 1000, dtype=dtype), batch * 1000, x, params=channels * 1000)
     return b.graph()
 
 
@@ -165,26 +217,41 @@ def inception_like(
     device: str | Device = "H100 SXM",
     link: str | Link = "NVLink 4",
     dtype: str = "bf16",
-) -> Graph:
+) -> Model:
     """Inception-style modules: 1x1, 1x1-3x3, 1x1-5x5 and pool-1x1 branches, concatenated."""
     b = _Builder(device, link, dtype)
     elements = batch * channels * size * size
-    x = b.add(ops.conv2d(batch, 3, channels, size, size, 3, padding=1, dtype=dtype), elements)
+    x = b.add(
+        ops.conv2d(batch, 3, channels, size, size, 3, padding=1, dtype=dtype), elements,
+        params=27 * channels,
+    )  # fmt: skip
     branch = channels // 4
     part = batch * branch * size * size
     for _ in range(modules):
-        one = b.add(ops.conv2d(batch, channels, branch, size, size, 1, dtype=dtype), part, x)
-        r3 = b.add(ops.conv2d(batch, channels, branch, size, size, 1, dtype=dtype), part, x)
+        reduce = channels * branch
+        one = b.add(
+            ops.conv2d(batch, channels, branch, size, size, 1, dtype=dtype), part, x, params=reduce
+        )
+        r3 = b.add(
+            ops.conv2d(batch, channels, branch, size, size, 1, dtype=dtype), part, x, params=reduce
+        )
         three = b.add(
-            ops.conv2d(batch, branch, branch, size, size, 3, padding=1, dtype=dtype), part, r3
+            ops.conv2d(batch, branch, branch, size, size, 3, padding=1, dtype=dtype), part, r3,
+            params=9 * branch * branch,
+        )  # fmt: skip
+        r5 = b.add(
+            ops.conv2d(batch, channels, branch, size, size, 1, dtype=dtype), part, x, params=reduce
         )
-        r5 = b.add(ops.conv2d(batch, channels, branch, size, size, 1, dtype=dtype), part, x)
         five = b.add(
-            ops.conv2d(batch, branch, branch, size, size, 5, padding=2, dtype=dtype), part, r5
-        )
+            ops.conv2d(batch, branch, branch, size, size, 5, padding=2, dtype=dtype), part, r5,
+            params=25 * branch * branch,
+        )  # fmt: skip
         pool = b.add(ops.elementwise(elements, flops_per_element=9, dtype=dtype, label="pool"),
                      elements, x)  # fmt: skip
-        proj = b.add(ops.conv2d(batch, channels, branch, size, size, 1, dtype=dtype), part, pool)
+        proj = b.add(
+            ops.conv2d(batch, channels, branch, size, size, 1, dtype=dtype), part, pool,
+            params=reduce,
+        )  # fmt: skip
         x = b.add(ops.elementwise(elements, inputs=4, dtype=dtype, label="concat"), elements,
                   one, three, five, proj)  # fmt: skip
     return b.graph()

@@ -1,0 +1,174 @@
+"""Benchmark the pipeline partitioner: bounds, baselines and run times.
+
+The testbed is the model zoo (MLP, GPT-2-like, ResNet-50-like, Inception-like, priced on an
+H100 SXM with NVLink 4) and 50 seeded random layered DAGs of 8-40 layers, 1-4 nodes wide,
+for k in {2, 4, 8, 16, 32, 64} (k at most the node count). For every case it records the
+best split, its lower bound, the combinatorial bound and three practitioners' baselines,
+then prints per k the geometric means of
+
+* lower bound / best split (the paper's measure; 1 is a proven optimum),
+* combinatorial bound / best split, for contrast,
+* best split / baseline bottleneck (below 1: better than the baseline; never above 1),
+
+and the run times. Then the two speed goals: a 10,000-layer chain at k=64 and a
+1,000-node random DAG at k=16, split and bounded.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/partition.py            # about 15 min on 2 cores
+    .venv/bin/python benchmarks/partition.py --quick    # 10 DAGs, 2 s MIP budget
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from perfmodel import pipeline, pipeline_zoo
+from perfmodel.pipeline_baselines import balance_by_params, balance_by_time, equal_layers
+
+STAGES = (2, 4, 8, 16, 32, 64)
+
+
+def testbed(dags: int) -> dict[str, pipeline.Graph]:
+    """The zoo on an H100 SXM with NVLink 4, then ``dags`` seeded random layered DAGs."""
+    graphs: dict[str, pipeline.Graph] = {
+        "mlp": pipeline_zoo.mlp(layers=64),
+        "gpt2_like": pipeline_zoo.gpt2_like(),
+        "resnet50_like": pipeline_zoo.resnet50_like(),
+        "inception_like": pipeline_zoo.inception_like(),
+    }
+    rng = np.random.default_rng(2024)
+    for index in range(dags):
+        layers, width = int(rng.integers(8, 41)), int(rng.integers(1, 5))
+        p = float(rng.uniform(0.05, 0.4))
+        graphs[f"dag{index:02d}_{layers}x{width}"] = pipeline_zoo.random_layered_dag(
+            layers, width, edge_probability=p, seed=index
+        )
+    return graphs
+
+
+def run_case(case: tuple[str, pipeline.Graph, int, float]) -> dict[str, object]:
+    name, graph, k, time_limit_s = case
+    start = time.perf_counter()
+    result = pipeline.partition(graph, k, time_limit_s=time_limit_s)
+    seconds = time.perf_counter() - start
+    row: dict[str, object] = {
+        "graph": name,
+        "nodes": graph.n,
+        "k": k,
+        "method": result.method,
+        "best": result.bottleneck,
+        "lower_bound": result.lower_bound,
+        "combinatorial": pipeline.combinatorial_lower_bound(graph, k),
+        "seconds": seconds,
+        "equal_layers": equal_layers(graph, k).bottleneck,
+        "balance_by_time": balance_by_time(graph, k).bottleneck,
+        "balance_by_params": math.nan,
+    }
+    if isinstance(graph, pipeline_zoo.Model):
+        row["balance_by_params"] = balance_by_params(graph, k, graph.params).bottleneck
+    return row
+
+
+def geomean(values: list[float]) -> float:
+    kept = [v for v in values if not math.isnan(v)]
+    return math.exp(sum(math.log(v) for v in kept) / len(kept)) if kept else math.nan
+
+
+def summarise(rows: list[dict[str, object]]) -> str:
+    head = (
+        f"{'k':>3} {'cases':>5} {'LB/best':>8} {'comb/best':>9} {'exact':>5} "
+        f"{'best/equal':>10} {'best/time':>9} {'best/params':>11} {'worst vs any':>12} "
+        f"{'mean s':>7} {'max s':>6}"
+    )
+    lines = [head, "-" * len(head)]
+    for k in STAGES:
+        group = [r for r in rows if r["k"] == k]
+        if not group:
+            continue
+        best = [float(r["best"]) for r in group]  # type: ignore[arg-type]
+
+        def ratio(key: str, over: bool = False, group=group, best=best) -> list[float]:
+            values = [float(r[key]) for r in group]  # type: ignore[arg-type]
+            return [b / v if over else v / b for b, v in zip(best, values, strict=True)]
+
+        worst = max(
+            max(b / float(r[key]) for key in ("equal_layers", "balance_by_time"))  # type: ignore[arg-type]
+            for b, r in zip(best, group, strict=True)
+        )
+        exact = sum(float(r["lower_bound"]) >= 0.99999 * float(r["best"]) for r in group)  # type: ignore[arg-type]
+        seconds = [float(r["seconds"]) for r in group]  # type: ignore[arg-type]
+        lines.append(
+            f"{k:>3} {len(group):>5} {geomean(ratio('lower_bound')):>8.4f} "
+            f"{geomean(ratio('combinatorial')):>9.4f} {exact:>5} "
+            f"{geomean(ratio('equal_layers', True)):>10.4f} "
+            f"{geomean(ratio('balance_by_time', True)):>9.4f} "
+            f"{geomean(ratio('balance_by_params', True)):>11.4f} {worst:>12.4f} "
+            f"{sum(seconds) / len(seconds):>7.2f} {max(seconds):>6.1f}"
+        )
+    return "\n".join(lines)
+
+
+def speed_goals(time_limit_s: float) -> str:
+    rng = np.random.default_rng(7)
+    chain = pipeline.Graph.chain(
+        rng.uniform(1e-4, 1e-3, 10_000).tolist(), rng.uniform(1e-5, 5e-4, 10_000).tolist()
+    )
+    start = time.perf_counter()
+    result = pipeline.partition(chain, 64)
+    chain_s = time.perf_counter() - start
+    lines = [f"10,000-layer chain, k=64: {chain_s:.2f} s ({result.method}, gap {result.gap:.1e})"]
+    big = pipeline_zoo.random_layered_dag(100, 10, edge_probability=0.05, seed=7)
+    start = time.perf_counter()
+    result = pipeline.partition(big, 16, time_limit_s=time_limit_s)
+    big_s = time.perf_counter() - start
+    lines.append(
+        f"{big.n}-node DAG ({len(big.edges)} edges), k=16: {big_s:.1f} s "
+        f"({result.method}, lower bound / best {result.lower_bound / result.bottleneck:.3f})"
+    )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dags", type=int, default=50, help="random DAGs (default 50)")
+    parser.add_argument("--time-limit", type=float, default=10.0, help="MIP seconds per case")
+    parser.add_argument("--jobs", type=int, default=2, help="worker processes")
+    parser.add_argument("--quick", action="store_true", help="10 DAGs and a 2 s MIP budget")
+    parser.add_argument("--csv", type=Path, default=Path("test-output/partition-benchmark.csv"))
+    args = parser.parse_args()
+    if args.quick:
+        args.dags, args.time_limit = 10, 2.0
+    graphs = testbed(args.dags)
+    cases = [
+        (name, graph, k, args.time_limit)
+        for name, graph in graphs.items()
+        for k in STAGES
+        if k <= graph.n
+    ]
+    with ProcessPoolExecutor(args.jobs) as pool:
+        rows = list(tqdm(pool.map(run_case, cases), total=len(cases), desc="cases"))
+    args.csv.parent.mkdir(parents=True, exist_ok=True)
+    with args.csv.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    zoo = [r for r in rows if not str(r["graph"]).startswith("dag")]
+    dags = [r for r in rows if str(r["graph"]).startswith("dag")]
+    print(f"\nAll {len(graphs)} graphs ({len(rows)} cases)\n" + summarise(rows))
+    print("\nZoo only\n" + summarise(zoo))
+    print("\nRandom DAGs only\n" + summarise(dags))
+    print("\nSpeed goals\n" + speed_goals(args.time_limit))
+    print(f"\nPer-case results: {args.csv}")
+
+
+if __name__ == "__main__":
+    main()

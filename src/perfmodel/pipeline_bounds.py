@@ -1,0 +1,245 @@
+"""Lower bounds on the best bottleneck: proofs that no split can be faster.
+
+A lower bound ``L`` turns any split of bottleneck ``B`` into a certificate: it is at most
+``B / L - 1`` worse than the optimum. Three bounds, each at least as strong as the last:
+
+* the *combinatorial* bound ``max(total work / k, largest node)``;
+* the *window* bound: under a bottleneck ``T`` the ancestors of node v fill at least
+  ``ceil(work(ancestors) / T)`` stages, so v sits in stage ``ceil(work(ancestors)/T) - 1``
+  or later, and by the same argument on its descendants in stage
+  ``k - ceil(work(descendants)/T)`` or earlier. When some node's window is empty, no split
+  under ``T`` exists; bisection finds the smallest ``T`` that passes;
+* the *MIP relaxation* bound: the feasibility problem "every stage under ``T``" as a
+  mixed-integer program in cumulative variables ``z[v, s] = [stage(v) <= s]`` with every
+  ``z`` outside the windows fixed, handed to HiGHS with a time limit. A proof of
+  infeasibility raises the bound to ``T``; a feasible answer is a better split, which
+  lowers the upper end instead; a timeout leaves both and the bisection moves down.
+
+>>> from perfmodel.pipeline_zoo import random_layered_dag
+>>> from perfmodel.pipeline_graph import combinatorial_lower_bound
+>>> g = random_layered_dag(6, 3, seed=1)
+>>> window_lower_bound(g, 4) >= combinatorial_lower_bound(g, 4)
+True
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from perfmodel.pipeline_graph import (
+    Graph,
+    Partition,
+    bottleneck_of,
+    check_k,
+    combinatorial_lower_bound,
+)
+
+__all__ = ["MipBound", "mip_lower_bound", "window_lower_bound", "windows"]
+
+_TOLERANCE = 1e-9  # relative: never claim a bound closer than this to a float tie
+#: The MIP relaxation is tried only when ``nodes x stages`` is at most this.
+MIP_SIZE_LIMIT = 4000
+
+
+def _closure_work(graph: Graph, order: tuple[int, ...], neighbours: tuple[tuple[int, ...], ...]):
+    """Work of each node's closure (itself and everything reachable along ``neighbours``)."""
+    n = graph.n
+    reach = [0] * n
+    for v in order:
+        mask = 1 << v
+        for u in neighbours[v]:
+            mask |= reach[u]
+        reach[v] = mask
+    work = np.array(graph.work)
+    bits = np.array([[m >> i & 1 for i in range(n)] for m in reach], dtype=bool)
+    return bits @ work
+
+
+def windows(graph: Graph, k: int, limit: float) -> tuple[np.ndarray, np.ndarray]:
+    """Earliest and latest stage of every node in any split whose bottleneck is at most ``limit``.
+
+    Empty windows (earliest > latest) prove that no such split exists.
+    """
+    ancestors = _closure_work(graph, graph.order, graph.predecessors)
+    descendants = _closure_work(graph, graph.order[::-1], graph.successors)
+    scale = limit * (1 + _TOLERANCE)
+    earliest = np.ceil(ancestors / scale).astype(int) - 1
+    latest = k - np.ceil(descendants / scale).astype(int)
+    return earliest, latest
+
+
+def window_lower_bound(graph: Graph, k: int) -> float:
+    """The smallest bottleneck for which every node still has a stage window (bisection)."""
+    k = check_k(graph, k)
+    ancestors = _closure_work(graph, graph.order, graph.predecessors)
+    descendants = _closure_work(graph, graph.order[::-1], graph.successors)
+
+    def fits(limit: float) -> bool:
+        scale = limit * (1 + _TOLERANCE)
+        early = np.ceil(ancestors / scale) - 1
+        late = k - np.ceil(descendants / scale)
+        return bool(np.all(early <= late))
+
+    low = combinatorial_lower_bound(graph, k)
+    high = max(sum(graph.work), low) * (1 + 2 * _TOLERANCE)
+    if fits(low):
+        return low
+    while high - low > 1e-9 * high:
+        middle = (low + high) / 2
+        if fits(middle):
+            high = middle
+        else:
+            low = middle
+    return low
+
+
+def _feasibility_mip(graph: Graph, k: int, limit: float, time_limit_s: float):
+    """Solve "every stage costs at most ``limit``"; returns (status, labels or None)."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_matrix
+
+    n = graph.n
+    earliest, latest = windows(graph, k, limit)
+    if np.any(earliest > latest):
+        return "infeasible", None
+    unit = limit  # pose it in units of the limit: costs are fractions of 1
+    senders = [u for u in range(n) if graph.successors[u]]
+    nz = n * k
+    size = nz + 2 * len(senders) * k
+
+    def z(i: int, s: int) -> int:  # node i sits in stage s or earlier
+        return i * k + s
+
+    def received(j: int, s: int) -> int:
+        return nz + j * k + s
+
+    def sent(j: int, s: int) -> int:
+        return nz + (len(senders) + j) * k + s
+
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
+    lower: list[float] = []
+    upper: list[float] = []
+
+    def add(terms: list[tuple[int, float]], lo: float, hi: float) -> None:
+        row = len(lower)
+        for col, val in terms:
+            rows.append(row)
+            cols.append(col)
+            vals.append(val)
+        lower.append(lo)
+        upper.append(hi)
+
+    def x(i: int, s: int, sign: float = 1.0) -> list[tuple[int, float]]:  # in stage s exactly
+        return [(z(i, s), sign)] + ([(z(i, s - 1), -sign)] if s else [])
+
+    for i in range(n):
+        for s in range(k - 1):
+            add([(z(i, s), 1.0), (z(i, s + 1), -1.0)], -math.inf, 0)  # z grows with s
+    for j, u in enumerate(senders):
+        for v in graph.successors[u]:
+            for s in range(k - 1):
+                add([(z(v, s), 1.0), (z(u, s), -1.0)], -math.inf, 0)  # u no later than v
+            for s in range(k):
+                add([(received(j, s), 1.0), *x(v, s, -1.0), *x(u, s)], 0, math.inf)
+                add([(sent(j, s), 1.0), *x(u, s, -1.0), *x(v, s)], 0, math.inf)
+    for s in range(k):
+        terms = [term for i in range(n) for term in x(i, s, graph.work[i] / unit)]
+        for j, u in enumerate(senders):
+            terms += [(received(j, s), graph.comm[u] / unit), (sent(j, s), graph.comm[u] / unit)]
+        add(terms, -math.inf, 1.0)
+    low, high = np.zeros(size), np.ones(size)
+    for i in range(n):
+        for s in range(k):
+            if s < earliest[i]:
+                high[z(i, s)] = 0
+            if s >= latest[i]:
+                low[z(i, s)] = 1
+    integrality = np.zeros(size)
+    integrality[:nz] = 1
+    matrix = coo_matrix((vals, (rows, cols)), shape=(len(lower), size)).tocsr()
+    result = milp(
+        np.zeros(size),
+        integrality=integrality,
+        bounds=Bounds(low, high),
+        constraints=LinearConstraint(matrix, lower, upper),
+        options={"time_limit": time_limit_s},
+    )
+    if result.status == 2:
+        return "infeasible", None
+    if result.x is None:
+        return "unknown", None
+    cumulative = result.x[:nz].reshape(n, k) > 0.5
+    return "feasible", [int(np.argmax(row)) for row in cumulative]
+
+
+class MipBound:
+    """Result of :func:`mip_lower_bound`: the proven bound and the best split seen."""
+
+    __slots__ = ("lower_bound", "probes", "split")
+
+    def __init__(self, lower_bound: float, split: Partition | None, probes: int) -> None:
+        self.lower_bound, self.split, self.probes = lower_bound, split, probes
+
+
+def mip_lower_bound(
+    graph: Graph,
+    k: int,
+    upper: float,
+    *,
+    time_limit_s: float = 30.0,
+    probe_limit_s: float = 4.0,
+) -> MipBound:
+    """Raise the window bound by bisection on MIP feasibility probes between it and ``upper``.
+
+    Parameters
+    ----------
+    graph, k
+        The problem.
+    upper : float
+        The bottleneck of a known split.
+    time_limit_s : float
+        Total time for all probes.
+    probe_limit_s : float
+        HiGHS's time limit for one probe; a probe that runs out proves nothing.
+
+    Returns
+    -------
+    MipBound
+        ``lower_bound`` (never above the optimum), ``split`` (a split better than
+        ``upper`` found on the way, or None) and ``probes`` (how many MIPs were solved).
+    """
+    k = check_k(graph, k)
+    low = window_lower_bound(graph, k)
+    high, ceiling = upper, upper
+    split: Partition | None = None
+    deadline = time.monotonic() + time_limit_s
+    probes = 0
+    if graph.n * k > MIP_SIZE_LIMIT:
+        return MipBound(low, None, 0)
+    while ceiling - low > 1e-3 * high:
+        left = deadline - time.monotonic()
+        if left <= 0.2:
+            break
+        probe = (low + ceiling) / 2
+        status, labels = _feasibility_mip(graph, k, probe, min(probe_limit_s, left))
+        probes += 1
+        if status == "infeasible":
+            low = probe * (1 - _TOLERANCE)
+        elif status == "feasible" and labels is not None:
+            stages = [tuple(i for i in range(graph.n) if labels[i] == s) for s in range(k)]
+            stages = [s for s in stages if s]
+            found = bottleneck_of(graph, stages)
+            if found < high:
+                high = found
+                split = Partition(
+                    stages=tuple(stages), bottleneck=found, lower_bound=0.0, method="MIP probe"
+                )
+            ceiling = min(ceiling, found)
+        else:
+            ceiling = probe  # undecided: look lower, where a proof is easier
+    return MipBound(min(low, high), split, probes)

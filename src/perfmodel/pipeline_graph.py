@@ -1,0 +1,221 @@
+"""The pipeline-partitioning problem: a model graph, a split of it, and what a split costs.
+
+A model is a DAG: node ``i`` does ``work[i]`` seconds of compute and its output takes
+``comm[i]`` seconds to send to another stage. A stage's cost is its work, plus the time to
+receive every tensor produced outside it that it uses, plus the time to send every tensor
+it produces that is used outside it (each tensor counted once per stage). A split is
+feasible when no edge goes from a later stage to an earlier one. The pipeline's
+throughput is set by its slowest stage, the *bottleneck*.
+
+>>> g = Graph([1, 2, 3], [0.5, 0.5, 0.5], [(0, 1), (0, 2)])
+>>> stage_cost(g, [1, 2])  # work 5, receives node 0's output once
+5.5
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+__all__ = [
+    "MIP_REL_GAP",
+    "Graph",
+    "Partition",
+    "bottleneck_of",
+    "check_k",
+    "combinatorial_lower_bound",
+    "is_feasible",
+    "stage_cost",
+]
+
+#: The MIP's split is proven within this relative distance of the optimum; a result whose
+#: gap is within ten times this is reported as optimal.
+MIP_REL_GAP = 1e-6
+
+
+def _times(name: str, values: Iterable[object]) -> tuple[float, ...]:
+    out: list[float] = []
+    for index, value in enumerate(values):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"`{name}[{index}]` must be a number of seconds (got {value!r}).")
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(
+                f"`{name}[{index}]` must be a non-negative finite time (got {value!r})."
+            )
+        out.append(float(value))
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Graph:
+    """A model graph: per-node compute time, per-node send time, and data dependences.
+
+    Parameters
+    ----------
+    work : sequence of float
+        ``work[i]``: compute time of node i, seconds.
+    comm : sequence of float
+        ``comm[i]``: time to send node i's output to another stage, seconds.
+    edges : iterable of (int, int)
+        ``(u, v)``: node v reads node u's output.
+
+    Raises
+    ------
+    ValueError
+        On mismatched lengths, negative or non-finite times, unknown nodes, self-loops or
+        a cycle.
+    """
+
+    work: tuple[float, ...]
+    comm: tuple[float, ...]
+    edges: tuple[tuple[int, int], ...]
+    successors: tuple[tuple[int, ...], ...] = field(init=False, repr=False)
+    predecessors: tuple[tuple[int, ...], ...] = field(init=False, repr=False)
+    order: tuple[int, ...] = field(init=False, repr=False)
+
+    def __init__(
+        self, work: Sequence[float], comm: Sequence[float], edges: Iterable[tuple[int, int]]
+    ) -> None:
+        work_t, comm_t = _times("work", work), _times("comm", comm)
+        if not work_t:
+            raise ValueError("`work` must list at least one node.")
+        if len(work_t) != len(comm_t):
+            raise ValueError(
+                f"`work` and `comm` must have one entry per node (got {len(work_t)} and "
+                f"{len(comm_t)})."
+            )
+        n = len(work_t)
+        edge_set: list[tuple[int, int]] = []
+        for edge in cast(Iterable[Any], edges):
+            try:
+                first, second = edge
+            except (TypeError, ValueError):
+                raise ValueError(f"edge {edge!r} must be a pair (u, v) of node indices.") from None
+            if not all(
+                isinstance(end, numbers.Integral) and not isinstance(end, bool)
+                for end in (first, second)
+            ):
+                raise ValueError(f"edge {edge!r} must be a pair (u, v) of node indices.")
+            u, v = int(first), int(second)
+            if not (0 <= u < n and 0 <= v < n):
+                raise ValueError(f"edge {edge!r} names a node outside 0..{n - 1}.")
+            if u == v:
+                raise ValueError(f"edge {edge!r} is a self-loop; a node cannot read itself.")
+            edge_set.append((u, v))
+        unique = tuple(sorted(set(edge_set)))
+        succ: list[list[int]] = [[] for _ in range(n)]
+        pred: list[list[int]] = [[] for _ in range(n)]
+        for u, v in unique:
+            succ[u].append(v)
+            pred[v].append(u)
+        object.__setattr__(self, "work", work_t)
+        object.__setattr__(self, "comm", comm_t)
+        object.__setattr__(self, "edges", unique)
+        object.__setattr__(self, "successors", tuple(tuple(s) for s in succ))
+        object.__setattr__(self, "predecessors", tuple(tuple(p) for p in pred))
+        object.__setattr__(self, "order", self._topological_order())
+
+    def _topological_order(self) -> tuple[int, ...]:
+        indegree = [len(p) for p in self.predecessors]
+        ready = [i for i in range(self.n) if indegree[i] == 0]
+        order: list[int] = []
+        while ready:
+            node = min(ready)  # smallest index first: deterministic
+            ready.remove(node)
+            order.append(node)
+            for v in self.successors[node]:
+                indegree[v] -= 1
+                if indegree[v] == 0:
+                    ready.append(v)
+        if len(order) != self.n:
+            stuck = sorted(set(range(self.n)) - set(order))
+            raise ValueError(f"the graph has a cycle through nodes {stuck[:6]}; a model is a DAG.")
+        return tuple(order)
+
+    @classmethod
+    def chain(cls, work: Sequence[float], comm: Sequence[float]) -> Graph:
+        """A chain of layers, each reading the previous one's output."""
+        return cls(work, comm, [(i, i + 1) for i in range(len(work) - 1)])
+
+    @property
+    def n(self) -> int:
+        return len(self.work)
+
+    @property
+    def is_chain(self) -> bool:
+        return self.edges == tuple((i, i + 1) for i in range(self.n - 1))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Partition:
+    """A split into stages (node indices, in pipeline order) and how good it is.
+
+    ``lower_bound`` never exceeds the best possible bottleneck; ``gap`` is the fraction by
+    which ``bottleneck`` could at most exceed it; ``optimal`` says the split is proven best.
+    """
+
+    stages: tuple[tuple[int, ...], ...]
+    bottleneck: float
+    lower_bound: float
+    method: str
+
+    @property
+    def gap(self) -> float:
+        return 0.0 if self.bottleneck == 0 else 1 - self.lower_bound / self.bottleneck
+
+    @property
+    def optimal(self) -> bool:
+        """Proven optimal, up to the MIP's relative gap and float rounding."""
+        return self.gap <= 10 * MIP_REL_GAP
+
+    @property
+    def throughput(self) -> float:
+        """Inputs per second in steady state: one per bottleneck time."""
+        return math.inf if self.bottleneck == 0 else 1 / self.bottleneck
+
+
+def stage_cost(graph: Graph, stage: Iterable[int]) -> float:
+    """Work of the stage plus each tensor it receives and each tensor it sends, once."""
+    members = set(stage)
+    cost = sum(graph.work[i] for i in members)
+    producers = {u for v in members for u in graph.predecessors[v] if u not in members}
+    senders = {u for u in members if any(v not in members for v in graph.successors[u])}
+    return cost + sum(graph.comm[u] for u in producers | senders)
+
+
+def is_feasible(graph: Graph, stages: Sequence[Sequence[int]]) -> bool:
+    """Every node in exactly one stage, and no edge from a later stage to an earlier one."""
+    where: dict[int, int] = {}
+    for index, stage in enumerate(stages):
+        for node in stage:
+            if node in where:
+                return False
+            where[node] = index
+    if sorted(where) != list(range(graph.n)):
+        return False
+    return all(where[u] <= where[v] for u, v in graph.edges)
+
+
+def bottleneck_of(graph: Graph, stages: Sequence[Sequence[int]]) -> float:
+    """The costliest stage's cost: the time per input of the whole pipeline."""
+    return max(stage_cost(graph, s) for s in stages)
+
+
+def check_k(graph: Graph, k: object) -> int:
+    """``k`` as an int, or a clear error when it is not a stage count this graph allows."""
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or int(k) < 1:
+        raise ValueError(f"`k` must be a positive integer number of stages (got k={k!r}).")
+    if int(k) > graph.n:
+        raise ValueError(
+            f"`k` must be between 1 and the number of nodes (got k={k} for {graph.n} nodes)."
+        )
+    return int(k)
+
+
+def combinatorial_lower_bound(graph: Graph, k: int) -> float:
+    """``max(total work / k, largest node work)``: no split into k stages can beat it."""
+    k = check_k(graph, k)
+    return max(sum(graph.work) / k, max(graph.work))

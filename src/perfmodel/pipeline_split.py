@@ -1,0 +1,270 @@
+"""Exact splits by dynamic programming: of a chain, of a fixed order, and over downsets.
+
+Three exact algorithms, each for a different shape of problem:
+
+* :func:`split_chain`: a chain of layers. Bisection on the bottleneck ``T``; for each ``T``
+  a reachability sweep over stages in ``O(k·n)`` vectorised steps. A 10,000-layer chain
+  splits into 64 stages in a fraction of a second.
+* :func:`split_order`: the best split of a given topological order into contiguous pieces.
+  The cost of every piece comes from a 2-D difference array (``O(n² + edges)``), then a
+  min-max dynamic program over (stages, prefix). Feasible by construction, optimal for that
+  order, and the inner loop of the order search in :mod:`perfmodel.pipeline_search`.
+* :func:`split_downsets`: the optimum over *all* feasible splits. A feasible split is a
+  chain of downsets (sets closed under predecessors), one per stage boundary, so a dynamic
+  program over the downsets is exact. Transformer and CNN graphs are narrow and have few
+  downsets (GPT-2-like: one per node plus one); a wide random DAG has too many, and the
+  function says so by returning ``None``.
+
+>>> from perfmodel.pipeline_graph import Graph
+>>> g = Graph.chain([4.0, 1.0, 1.0, 4.0], [0.5, 0.5, 0.5, 0.5])
+>>> split_chain(g, 2).stages
+((0, 1), (2, 3))
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from perfmodel.pipeline_graph import (
+    Graph,
+    Partition,
+    bottleneck_of,
+    check_k,
+    combinatorial_lower_bound,
+)
+
+__all__ = ["DOWNSET_LIMIT", "downsets", "split_chain", "split_downsets", "split_order"]
+
+#: :func:`split_downsets` gives up on graphs with more downsets than this.
+DOWNSET_LIMIT = 3000
+_ROUNDING = 1e-12  # relative slack for sums taken in a different order
+
+
+def _partition(graph: Graph, stages: list[tuple[int, ...]], bound: float, method: str) -> Partition:
+    bottleneck = bottleneck_of(graph, stages)
+    return Partition(
+        stages=tuple(stages),
+        bottleneck=bottleneck,
+        lower_bound=min(max(bound, 0.0), bottleneck),
+        method=method,
+    )
+
+
+def split_chain(graph: Graph, k: int) -> Partition:
+    """The optimal split of a chain ``0 -> 1 -> ... -> n-1`` into at most ``k`` stages.
+
+    Stage ``[a, b)`` costs ``work[a:b]`` plus ``comm[a-1]`` (received, unless it is the first
+    stage) plus ``comm[b-1]`` (sent, unless it is the last). Because of the two ``comm``
+    terms that cost is not monotone in ``b``, so a greedy cut is wrong; instead a stage
+    ``[a, b)`` fits under ``T`` exactly when ``key[a] >= need[b]`` with
+    ``key[a] = P[a] - comm[a-1]`` and ``need[b] = P[b] + comm[b-1] - T`` (``P`` the prefix
+    sums of work), and a running maximum of ``key`` over the prefixes reachable with
+    ``j - 1`` stages gives every prefix reachable with ``j``. Bisection on ``T`` stops when
+    the bracket is within ``1e-12`` of the answer.
+    """
+    k = check_k(graph, k)
+    if not graph.is_chain:
+        raise ValueError("`graph` must be a chain 0 -> 1 -> ... -> n-1; use split_order.")
+    n = graph.n
+    work, comm = np.array(graph.work), np.array(graph.comm)
+    prefix = np.concatenate(([0.0], np.cumsum(work)))
+    key = prefix[:n] - np.concatenate(([0.0], comm[:-1]))  # stage starting at a
+    reach_cost = prefix[1:] + np.concatenate((comm[:-1], [0.0]))  # stage ending at b (1..n)
+    positions = np.arange(n)
+
+    def sweep(limit: float) -> list[np.ndarray] | None:
+        """Back-pointers of a split under ``limit``, or None when none exists."""
+        need = reach_cost - limit
+        reachable = np.zeros(n + 1, dtype=bool)
+        reachable[0] = True
+        pointers = []
+        for _ in range(k):
+            masked = np.where(reachable[:n], key, -math.inf)
+            running = np.maximum.accumulate(masked)
+            best_start = np.maximum.accumulate(np.where(masked >= running, positions, 0))
+            reachable = np.concatenate(([False], running >= need))
+            pointers.append(best_start)
+            if reachable[n]:
+                return pointers
+        return None
+
+    total = float(prefix[-1])
+    low = combinatorial_lower_bound(graph, k) * (1 - _ROUNDING)
+    high = total * (1 + _ROUNDING) + 1e-300  # one stage holding everything always fits
+    while high - low > _ROUNDING * high:
+        middle = (low + high) / 2
+        if sweep(middle) is None:
+            low = middle
+        else:
+            high = middle
+    pointers = sweep(high)
+    assert pointers is not None  # high is always feasible
+    stages, end = [], n
+    for best_start in reversed(pointers):
+        start = int(best_start[end - 1])
+        stages.append(tuple(range(start, end)))
+        end = start
+    stages.reverse()
+    return _partition(graph, stages, low * (1 - _ROUNDING), "chain dynamic programming")
+
+
+def _order_segment_costs(graph: Graph, order: Sequence[int]) -> np.ndarray:
+    """``C[a, b]``: the cost of the stage ``order[a..b]`` (inclusive); ``inf`` when a > b.
+
+    Node u at position p with consumers at positions ``c_1 < ... < c_m`` is *sent* by every
+    segment ``a <= p <= b < c_m`` and *received* by every segment with ``p < a`` that holds
+    some consumer: ``c_(i-1) < a <= c_i <= b``. Each of those regions is a rectangle in
+    (a, b), so all of them together are one 2-D difference array and two cumulative sums.
+    """
+    n = graph.n
+    position = np.empty(n, dtype=int)
+    position[list(order)] = np.arange(n)
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
+
+    def rectangle(a0: int, a1: int, b0: int, b1: int, value: float) -> None:
+        rows.extend((a0, a1 + 1, a0, a1 + 1))
+        cols.extend((b0, b0, b1 + 1, b1 + 1))
+        vals.extend((value, -value, -value, value))
+
+    for u in range(n):
+        if not graph.successors[u] or graph.comm[u] == 0:
+            continue
+        p, c = int(position[u]), graph.comm[u]
+        consumers = sorted(int(position[v]) for v in graph.successors[u])
+        rectangle(0, p, p, consumers[-1] - 1, c)
+        previous = p
+        for ci in consumers:
+            if ci > previous:
+                rectangle(previous + 1, ci, ci, n - 1, c)
+                previous = ci
+    grid = np.zeros((n + 1, n + 1))
+    np.add.at(grid, (np.array(rows, dtype=int), np.array(cols, dtype=int)), np.array(vals))
+    comm = np.cumsum(np.cumsum(grid, axis=0), axis=1)[:n, :n]
+    prefix = np.concatenate(([0.0], np.cumsum(np.array(graph.work)[list(order)])))
+    costs = prefix[None, 1:] - prefix[:-1, None] + comm
+    costs[np.tril_indices(n, -1)] = math.inf
+    return costs
+
+
+def _min_max_dp(costs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``best[j, e]``: least bottleneck of the first e positions in j stages, and argmins."""
+    n = costs.shape[0]
+    best = np.full((k + 1, n + 1), math.inf)
+    start = np.zeros((k + 1, n + 1), dtype=int)
+    best[0, 0] = 0.0
+    for j in range(1, k + 1):
+        candidates = np.maximum(best[j - 1, :n, None], costs)  # [a, b]: stage a..b last
+        start[j, 1:] = np.argmin(candidates, axis=0)
+        best[j, 1:] = candidates[start[j, 1:], np.arange(n)]
+    return best, start
+
+
+def order_bottleneck(graph: Graph, order: Sequence[int], k: int) -> float:
+    """The least bottleneck of any split of ``order`` into at most ``k`` contiguous stages.
+
+    Unchecked and without the split itself: the fitness function of the order search.
+    """
+    best, _ = _min_max_dp(_order_segment_costs(graph, order), k)
+    return float(best[:, -1].min())
+
+
+def split_order(graph: Graph, order: Sequence[int], k: int) -> Partition:
+    """The best split of a topological ``order`` into at most ``k`` contiguous stages.
+
+    Contiguous pieces of a topological order are always feasible; for a chain, whose only
+    order is ``0..n-1``, the result is optimal. ``O(k·n²)`` vectorised work; the lower bound
+    reported is the combinatorial one (the split is only the best *for this order*).
+    """
+    k = check_k(graph, k)
+    if sorted(order) != list(range(graph.n)):
+        raise ValueError("`order` must list every node exactly once.")
+    position = {node: i for i, node in enumerate(order)}
+    if any(position[u] > position[v] for u, v in graph.edges):
+        raise ValueError("`order` must be topological: every edge must point forwards.")
+    best, start = _min_max_dp(_order_segment_costs(graph, order), k)
+    used = int(np.argmin(best[:, -1]))
+    stages, end = [], graph.n
+    for j in range(used, 0, -1):
+        a = int(start[j, end])
+        stages.append(tuple(order[a:end]))
+        end = a
+    stages.reverse()
+    bound = combinatorial_lower_bound(graph, k)
+    if graph.is_chain:
+        bound = float(best[used, -1]) * (1 - _ROUNDING)
+    method = "chain dynamic programming" if graph.is_chain else "topological-order DP"
+    return _partition(graph, stages, bound, method)
+
+
+def downsets(graph: Graph, limit: int = DOWNSET_LIMIT) -> list[int] | None:
+    """Every downset (set closed under predecessors) as a bit mask, smallest first.
+
+    ``None`` when there are more than ``limit``: a wide graph has exponentially many.
+    """
+    needs = [sum(1 << u for u in graph.predecessors[v]) for v in range(graph.n)]
+    seen = {0}
+    frontier = [0]
+    while frontier:
+        grown = []
+        for ideal in frontier:
+            for v in range(graph.n):
+                if not ideal >> v & 1 and needs[v] & ~ideal == 0:
+                    bigger = ideal | 1 << v
+                    if bigger not in seen:
+                        seen.add(bigger)
+                        grown.append(bigger)
+        if len(seen) > limit:
+            return None
+        frontier = grown
+    return sorted(seen, key=lambda mask: (mask.bit_count(), mask))
+
+
+def split_downsets(graph: Graph, k: int, *, limit: int = DOWNSET_LIMIT) -> Partition | None:
+    """The optimal split over all feasible splits, or ``None`` if there are too many downsets.
+
+    A feasible split into stages ``S_1, ..., S_j`` is the same thing as a chain of downsets
+    ``∅ ⊂ D_1 ⊂ ... ⊂ D_j = V`` with ``S_i = D_i \\ D_(i-1)``. For a stage ``S = D \\ D'``
+    every tensor it receives comes from ``D'`` and every consumer outside it lies outside
+    ``D``, so its cost follows from the two masks. The dynamic program is over
+    (stages used, downset): ``O(k·d²)`` for ``d`` downsets.
+    """
+    k = check_k(graph, k)
+    masks = downsets(graph, limit)
+    if masks is None:
+        return None
+    n = graph.n
+    member = np.array([[m >> v & 1 for v in range(n)] for m in masks], dtype=bool)
+    adjacency = np.zeros((n, n), dtype=np.float32)  # adjacency[u, v]: v reads u
+    for u, v in graph.edges:
+        adjacency[u, v] = 1.0
+    work, comm = np.array(graph.work), np.array(graph.comm)
+    size = member.sum(axis=1)
+    d = len(masks)
+    best = np.full((k + 1, d), math.inf)
+    choice = np.zeros((k + 1, d), dtype=int)
+    best[0, 0] = 0.0
+    for i in range(1, d):
+        inside = member[i]
+        smaller = np.flatnonzero((size < size[i]) & ~(member & ~inside).any(axis=1))
+        stage = inside & ~member[smaller]  # one candidate last stage per smaller downset
+        sends = (adjacency @ ~inside).astype(bool)  # has a consumer outside the downset
+        feeds = (stage.astype(np.float32) @ adjacency.T) > 0  # u feeds the candidate stage
+        cost = stage @ work + (stage & sends) @ comm + (member[smaller] & feeds) @ comm
+        candidates = np.maximum(best[:-1, smaller], cost)
+        picked = np.argmin(candidates, axis=1)
+        best[1:, i] = candidates[np.arange(k), picked]
+        choice[1:, i] = smaller[picked]
+    used = int(np.argmin(best[:, d - 1]))
+    stages, i = [], d - 1
+    for j in range(used, 0, -1):
+        previous = int(choice[j, i])
+        stages.append(tuple(np.flatnonzero(member[i] & ~member[previous]).tolist()))
+        i = previous
+    stages.reverse()
+    optimum = float(best[used, d - 1])
+    return _partition(graph, stages, optimum * (1 - _ROUNDING), "dynamic programming on downsets")
