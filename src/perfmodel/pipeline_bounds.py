@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -44,7 +45,9 @@ _TOLERANCE = 1e-9  # relative: never claim a bound closer than this to a float t
 MIP_SIZE_LIMIT = 4000
 
 
-def _closure_work(graph: Graph, order: tuple[int, ...], neighbours: tuple[tuple[int, ...], ...]):
+def _closure_work(
+    graph: Graph, order: tuple[int, ...], neighbours: tuple[tuple[int, ...], ...]
+) -> np.ndarray:
     """Work of each node's closure (itself and everything reachable along ``neighbours``)."""
     n = graph.n
     reach = [0] * n
@@ -55,7 +58,7 @@ def _closure_work(graph: Graph, order: tuple[int, ...], neighbours: tuple[tuple[
         reach[v] = mask
     work = np.array(graph.work)
     bits = np.array([[m >> i & 1 for i in range(n)] for m in reach], dtype=bool)
-    return bits @ work
+    return np.asarray(bits @ work)
 
 
 def windows(graph: Graph, k: int, limit: float) -> tuple[np.ndarray, np.ndarray]:
@@ -96,7 +99,9 @@ def window_lower_bound(graph: Graph, k: int) -> float:
     return low
 
 
-def _feasibility_mip(graph: Graph, k: int, limit: float, time_limit_s: float):
+def _feasibility_mip(
+    graph: Graph, k: int, limit: float, time_limit_s: float
+) -> tuple[str, list[int] | None]:
     """Solve "every stage costs at most ``limit``"; returns (status, labels or None)."""
     from scipy.optimize import Bounds, LinearConstraint, milp
     from scipy.sparse import coo_matrix
@@ -177,13 +182,13 @@ def _feasibility_mip(graph: Graph, k: int, limit: float, time_limit_s: float):
     return "feasible", [int(np.argmax(row)) for row in cumulative]
 
 
+@dataclass(frozen=True, slots=True)
 class MipBound:
     """Result of :func:`mip_lower_bound`: the proven bound and the best split seen."""
 
-    __slots__ = ("lower_bound", "probes", "split")
-
-    def __init__(self, lower_bound: float, split: Partition | None, probes: int) -> None:
-        self.lower_bound, self.split, self.probes = lower_bound, split, probes
+    lower_bound: float
+    split: Partition | None
+    probes: int
 
 
 def mip_lower_bound(

@@ -37,6 +37,8 @@ class Model(Graph):
     """
 
     __slots__ = ("labels", "params")
+    params: tuple[int, ...]
+    labels: tuple[str, ...]
 
     def __init__(
         self,

@@ -18,6 +18,7 @@ from perfmodel.units import format_quantity, format_rate
 
 __all__ = [
     "OP_KINDS",
+    "ZOO_MODELS",
     "batch_size_explorer",
     "batch_size_view",
     "device_bars",
@@ -25,6 +26,8 @@ __all__ = [
     "named_op",
     "op_explorer",
     "op_summary",
+    "partition_explorer",
+    "partition_view",
     "roofline_explorer",
     "roofline_view",
     "run_time_explorer",
@@ -362,3 +365,63 @@ def batch_size_explorer() -> Any:
 
     out = widgets.interactive_output(draw, {"width": width, "device": device, "dtype": dtype})
     return widgets.VBox([widgets.HBox([device, dtype]), width, out])
+
+
+# --- lecture 10 ---------------------------------------------------------------------------
+
+#: Models the partition explorer offers, by the name shown in its menu.
+ZOO_MODELS = {
+    "GPT-2 small": "gpt2_like",
+    "ResNet-50": "resnet50_like",
+    "Inception-style": "inception_like",
+    "MLP, 16 layers": "mlp",
+}
+
+
+def partition_view(
+    model: str = "GPT-2 small", device: str = "H100 SXM", link: str = "NVLink 4", k: int = 8
+) -> Any:
+    """The best split of a zoo model into at most ``k`` stages, as stage bars with the gap."""
+    from perfmodel import pipeline, pipeline_zoo
+    from perfmodel.pipeline_plots import stage_bars
+
+    if model not in ZOO_MODELS:
+        raise ValueError(f"`model` must be one of {sorted(ZOO_MODELS)} (got {model!r}).")
+    builder = getattr(pipeline_zoo, ZOO_MODELS[model])
+    graph = builder(
+        device=device, link=link, **({"layers": 16} if builder is pipeline_zoo.mlp else {})
+    )
+    k = min(k, graph.n)
+    result = pipeline.partition(graph, k)
+    used = len(result.stages)
+    title = (
+        f"{model} on {device} over {link}: {used} of {k} stages used, "
+        f"{result.throughput:,.0f} inputs/s"
+    )
+    ax = stage_bars(graph, result, title=title)
+    return ax.figure
+
+
+def partition_explorer() -> Any:
+    """Model, device, link and stage-count controls for :func:`partition_view`."""
+    import ipywidgets as widgets
+    import matplotlib.pyplot as plt
+
+    from perfmodel.hardware import link_names, names
+
+    model = widgets.Dropdown(options=list(ZOO_MODELS), value="GPT-2 small", description="model")
+    device = widgets.Dropdown(options=names(), value="H100 SXM", description="device")
+    link = widgets.Dropdown(options=link_names(), value="NVLink 4", description="link")
+    k = widgets.IntSlider(value=8, min=1, max=32, description="stages k")
+
+    def draw(model: str, device: str, link: str, k: int) -> None:
+        try:
+            partition_view(model, device, link, k)
+        except ValueError as error:
+            print(error)
+            return
+        plt.show()
+
+    controls = {"model": model, "device": device, "link": link, "k": k}
+    out = widgets.interactive_output(draw, controls)
+    return widgets.VBox([widgets.HBox([model, device]), widgets.HBox([link, k]), out])

@@ -1,0 +1,110 @@
+"""Pictures of a pipeline: where each stage's time goes, and when each stage is busy.
+
+* :func:`stage_breakdown`: each stage's compute, receive and send times (plain numbers).
+* :func:`stage_bars`: those as stacked bars, with the bottleneck and the lower bound drawn
+  across them, so the gap a proof leaves open is something you can see.
+* :func:`gantt`: a fill-and-drain schedule as a Gantt chart, bubbles and all.
+
+>>> from perfmodel.pipeline import Graph
+>>> g = Graph.chain([4.0, 1.0, 1.0, 4.0], [0.5, 0.5, 0.5, 0.5])
+>>> stage_breakdown(g, [(0, 1), (2, 3)])
+[(5.0, 0.0, 0.5), (5.0, 0.5, 0.0)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from perfmodel.pipeline_graph import Graph, Partition
+from perfmodel.pipeline_schedule import Schedule
+
+__all__ = ["gantt", "stage_bars", "stage_breakdown"]
+
+_PARTS = (("compute", "#1b6ca8"), ("receive", "#edae49"), ("send", "#d1495b"))
+
+
+def stage_breakdown(
+    graph: Graph, stages: Sequence[Sequence[int]]
+) -> list[tuple[float, float, float]]:
+    """``(compute, receive, send)`` seconds of every stage, in pipeline order."""
+    parts = []
+    for stage in stages:
+        members = set(stage)
+        received = {u for v in members for u in graph.predecessors[v] if u not in members}
+        sent = {u for u in members if any(v not in members for v in graph.successors[u])}
+        parts.append(
+            (
+                sum(graph.work[i] for i in members),
+                sum(graph.comm[u] for u in received),
+                sum(graph.comm[u] for u in sent),
+            )
+        )
+    return parts
+
+
+def stage_bars(graph: Graph, result: Partition, *, title: str = "", ax: Any = None) -> Any:
+    """Stacked bars of each stage's compute, receive and send time, in microseconds.
+
+    A dashed line marks the bottleneck, a dotted one the lower bound; the band between
+    them is how much better the best split could still be.
+    """
+    from perfmodel.plotting import _axes, style
+
+    parts = stage_breakdown(graph, result.stages)
+    with style():
+        ax = _axes(ax, (11, 5))
+        positions = list(range(1, len(parts) + 1))
+        bottom = [0.0] * len(parts)
+        for index, (name, colour) in enumerate(_PARTS):
+            heights = [1e6 * p[index] for p in parts]
+            ax.bar(positions, heights, bottom=bottom, color=colour, label=name, width=0.7)
+            bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+        ax.axhline(1e6 * result.bottleneck, color="black", linestyle="--", linewidth=1.5)
+        ax.axhline(1e6 * result.lower_bound, color="grey", linestyle=":", linewidth=2)
+        ax.axhspan(1e6 * result.lower_bound, 1e6 * result.bottleneck, color="grey", alpha=0.15)
+        ax.text(
+            0.99,
+            0.98,
+            f"bottleneck {1e6 * result.bottleneck:.4g} µs\n"
+            f"lower bound {1e6 * result.lower_bound:.4g} µs\ngap {result.gap:.1%}",
+            transform=ax.transAxes,
+            ha="right",
+            va="top",
+            fontsize=12,
+            bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "none"},
+        )
+        ax.set_xticks(positions)
+        ax.set(xlabel="stage", ylabel="time per input (µs)", title=title)
+        ax.set_ylim(top=1.35 * max(bottom))
+        ax.grid(axis="x", visible=False)
+        ax.legend(loc="upper left", ncols=3)
+    return ax
+
+
+def gantt(schedule: Schedule, *, title: str = "", ax: Any = None) -> Any:
+    """Each stage's busy intervals, one row per stage, micro-batches numbered."""
+    from perfmodel.plotting import _axes, style
+
+    stages = len(schedule.stage_times)
+    micro = len(schedule.start[0])
+    with style():
+        ax = _axes(ax, (11, 0.6 * stages + 2))
+        scale = 1e6 if schedule.makespan < 1e-2 else 1e3
+        unit = "µs" if scale == 1e6 else "ms"
+        for s in range(stages):
+            for i in range(micro):
+                start, end = scale * schedule.start[s][i], scale * schedule.end[s][i]
+                ax.barh(s, end - start, left=start, height=0.7, color=f"C{i % 10}", alpha=0.85)
+                if micro <= 16:
+                    ax.text((start + end) / 2, s, str(i + 1), ha="center", va="center",
+                            fontsize=10, color="white")  # fmt: skip
+        ax.set_yticks(range(stages), [f"stage {s + 1}" for s in range(stages)])
+        ax.invert_yaxis()
+        ax.set_xlim(0, scale * schedule.makespan)
+        ax.set(
+            xlabel=f"time ({unit})",
+            title=title or f"{micro} micro-batches, bubble {schedule.bubble_fraction:.0%}",
+        )
+        ax.grid(axis="y", visible=False)
+    return ax
