@@ -24,8 +24,9 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
+from typing import cast
 
-__all__ = ["AnswerError", "Slip", "SLIPS", "check_choice", "check_number", "diagnose"]
+__all__ = ["AnswerError", "SLIPS", "Slip", "check_choice", "check_count", "check_number", "diagnose"]
 
 
 class AnswerError(AssertionError):
@@ -205,6 +206,36 @@ def check_number(
         f"(off by more than {rel_tol:.0%}, and not by a simple unit factor). "
         f"Recheck the formula, one term at a time."
     )
+
+
+def check_count(name: str, answer: object, expected: int) -> None:
+    """Check a whole-number answer (a count of stages, GPUs, steps...) exactly.
+
+    Unit slips make no sense for a count, so none are named; the message says whether the
+    answer is too many or too few.
+
+    Examples
+    --------
+    >>> check_count("stages", 3, 3)
+    >>> check_count("stages", 4, 3)
+    Traceback (most recent call last):
+    ...
+    perfmodel.exercises.AnswerError: `stages` is 4, which is too many. Recount and try again.
+    """
+    if isinstance(expected, bool) or not isinstance(expected, numbers.Integral):
+        raise ValueError(f"`expected` must be an integer (got {expected!r}).")
+    missing = _missing(name, answer)
+    if missing:
+        raise AnswerError(missing)
+    whole = isinstance(answer, numbers.Integral) or (
+        isinstance(answer, float) and answer.is_integer()
+    )
+    if isinstance(answer, bool) or not whole:
+        raise AnswerError(f"`{name}` must be a whole number (got {_describe(answer)}).")
+    value = int(cast(float, answer))
+    if value != expected:
+        direction = "too many" if value > expected else "too few"
+        raise AnswerError(f"`{name}` is {value}, which is {direction}. Recount and try again.")
 
 
 def check_choice(name: str, answer: object, options: tuple[str, ...], expected: str) -> None:
