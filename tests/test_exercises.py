@@ -108,3 +108,22 @@ def test_choice():
         check_choice("bound", ..., ("compute", "memory"), "compute")
     with pytest.raises(ValueError, match="`expected` must be one of `options`"):
         check_choice("bound", "compute", ("compute", "memory"), "disk")
+
+
+def test_check_count_is_exact_and_says_which_way():
+    from perfmodel.exercises import check_count
+
+    check_count("stages", 3, 3)
+    check_count("stages", 3.0, 3)
+    with pytest.raises(AnswerError, match="too many"):
+        check_count("stages", 4, 3)
+    with pytest.raises(AnswerError, match="too few"):
+        check_count("stages", 2, 3)
+    with pytest.raises(AnswerError, match="must be a whole number"):
+        check_count("stages", 2.5, 3)
+    with pytest.raises(AnswerError, match="still `...`"):
+        check_count("stages", ..., 3)
+    with pytest.raises(AnswerError, match="must be a whole number"):
+        check_count("stages", True, 1)
+    with pytest.raises(ValueError, match="`expected` must be an integer"):
+        check_count("stages", 1, 1.5)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import math
+import time
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -81,13 +84,112 @@ def test_mip_equals_brute_force_and_bounds_hold(case):
 
 
 def test_partition_is_exact_up_to_twelve_nodes():
-    # A diamond-heavy 12-node graph: the DP over one order is not enough, the MIP is.
+    # A diamond-heavy 12-node graph: the DP over one order is not enough; the downset DP is.
     work = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8]
     comm = [0.5] * 12
     edges = [(0, i) for i in range(1, 11)] + [(i, 11) for i in range(1, 11)]
-    result = pl.partition(pl.Graph(work, comm, edges), 3)
-    assert result.optimal and result.method.startswith("MIP")
-    assert result.lower_bound == pytest.approx(result.bottleneck, rel=10 * pl.MIP_REL_GAP)
+    g = pl.Graph(work, comm, edges)
+    result = pl.partition(g, 3)
+    assert result.optimal and result.method == "dynamic programming on downsets"
+    assert result.bottleneck < pl.split_order(g, g.order, 3).bottleneck
+
+
+def test_twelve_wide_nodes_go_to_the_mip_and_match_the_downset_dp():
+    # 12 nodes, one edge: 3 x 2**10 = 3072 downsets, over the DP's limit: partition uses the MIP.
+    work = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8]
+    g = pl.Graph(work, [0.5] * 12, [(0, 1)])
+    result = pl.partition(g, 3)
+    oracle = pl.split_downsets(g, 3, limit=5000)
+    assert pl.split_downsets(g, 3) is None and oracle is not None
+    assert result.method.startswith("MIP") and result.optimal
+    assert result.bottleneck == pytest.approx(oracle.bottleneck, rel=10 * pl.MIP_REL_GAP)
+
+
+@settings(max_examples=60, deadline=None)
+@given(dags(max_nodes=7))
+def test_downset_dp_equals_brute_force(case):
+    graph, k = case
+    result, oracle = pl.split_downsets(graph, k), pl.brute_force(graph, k)
+    assert result is not None and pl.is_feasible(graph, result.stages)
+    assert len(result.stages) <= k
+    assert result.bottleneck == pytest.approx(oracle.bottleneck, rel=1e-9, abs=1e-12)
+    assert result.lower_bound <= oracle.bottleneck * (1 + 1e-9) + 1e-12
+
+
+def contiguous_oracle(graph, order, k):
+    """Best split of ``order`` into at most k contiguous pieces, by trying every cut set."""
+    best = math.inf
+    for pieces in range(1, k + 1):
+        for cuts in itertools.combinations(range(1, graph.n), pieces - 1):
+            bounds = [0, *cuts, graph.n]
+            stages = [order[a:b] for a, b in itertools.pairwise(bounds)]
+            best = min(best, max(pl.stage_cost(graph, s) for s in stages))
+    return best
+
+
+@settings(max_examples=60, deadline=None)
+@given(dags(max_nodes=8), st.integers(0, 10**6))
+def test_order_dp_equals_trying_every_cut_of_any_order(case, seed):
+    from perfmodel.pipeline_search import decode
+
+    graph, k = case
+    keys = np.random.default_rng(seed).random(graph.n).tolist()
+    order = decode(graph, keys)  # a random topological order
+    result = pl.split_order(graph, order, k)
+    assert pl.is_feasible(graph, result.stages)
+    assert result.bottleneck == pytest.approx(
+        contiguous_oracle(graph, order, k), rel=1e-9, abs=1e-12
+    )
+
+
+@settings(max_examples=30, deadline=None)
+@given(dags(max_nodes=7), st.integers(0, 100))
+def test_order_search_is_feasible_deterministic_and_never_below_the_optimum(case, seed):
+    graph, k = case
+    found = pl.search_orders(graph, k, seed=seed, generations=3, population=6)
+    again = pl.search_orders(graph, k, seed=seed, generations=3, population=6)
+    assert found == again and pl.is_feasible(graph, found.stages)
+    assert found.bottleneck >= pl.brute_force(graph, k).bottleneck * (1 - 1e-9) - 1e-12
+    assert found.bottleneck <= pl.split_order(graph, graph.order, k).bottleneck + 1e-12
+
+
+@settings(max_examples=25, deadline=None)
+@given(dags(max_nodes=6))
+def test_window_and_mip_bounds_never_exceed_the_optimum(case):
+    from perfmodel.pipeline_bounds import mip_lower_bound, window_lower_bound
+
+    graph, k = case
+    optimum = pl.brute_force(graph, k).bottleneck
+    assert window_lower_bound(graph, k) <= optimum * (1 + 1e-9) + 1e-12
+    upper = pl.split_order(graph, graph.order, k).bottleneck
+    proof = mip_lower_bound(graph, k, upper, time_limit_s=5)
+    assert proof.lower_bound <= optimum * (1 + 1e-9) + 1e-12
+    if proof.split is not None:
+        assert pl.is_feasible(graph, proof.split.stages) and proof.split.bottleneck < upper
+
+
+def test_mip_bound_closes_most_of_the_gap_on_a_random_dag():
+    from perfmodel.pipeline_bounds import mip_lower_bound
+    from perfmodel.pipeline_zoo import random_layered_dag
+
+    g = random_layered_dag(6, 4, seed=3)
+    found = pl.search_orders(g, 4)
+    proof = mip_lower_bound(g, 4, found.bottleneck, time_limit_s=20)
+    best = min(found.bottleneck, proof.split.bottleneck if proof.split else math.inf)
+    assert proof.lower_bound / best > 0.97 > pl.combinatorial_lower_bound(g, 4) / best
+
+
+def test_a_long_chain_splits_fast_and_exactly():
+    rng = np.random.default_rng(0)
+    g = pl.Graph.chain(rng.uniform(1, 10, 10_000).tolist(), rng.uniform(0, 5, 10_000).tolist())
+    start = time.perf_counter()
+    result = pl.partition(g, 64)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 4  # about 0.3 s on a 2-core runner; the goal is 2 s, with room for load
+    assert len(result.stages) == 64 and result.optimal
+    assert result.bottleneck == pytest.approx(
+        max(pl.stage_cost(g, stage) for stage in result.stages)
+    )
 
 
 def test_larger_graphs_report_a_gap():
@@ -127,3 +229,9 @@ def test_bad_requests():
         pl.split_order(g, [2, 1, 0], 2)
     with pytest.raises(TypeError, match="`graph` must be a pipeline.Graph"):
         pl.partition([1, 2, 3], 2)
+    with pytest.raises(ValueError, match="must be a chain"):
+        pl.split_chain(pl.Graph([1, 1, 1], [1, 1, 1], [(0, 2)]), 2)
+    with pytest.raises(ValueError, match="`population` must be an integer >= 4"):
+        pl.search_orders(g, 2, population=2)
+    with pytest.raises(ValueError, match="`evaluations` must be a positive integer"):
+        pl.search_orders(g, 2, evaluations=0)

@@ -53,3 +53,20 @@ def test_random_dags_are_reproducible_and_connected():
         assert any(node // 5 - 1 == u // 5 for u in a.predecessors[node])
     with pytest.raises(ValueError, match="`edge_probability` must be in"):
         zoo.random_layered_dag(2, 2, edge_probability=2)
+
+
+def test_zoo_models_carry_parameter_counts_and_pickle():
+    import pickle
+
+    resnet = zoo.resnet50_like()
+    assert 25.4e6 < sum(resnet.params) < 25.6e6  # ResNet-50's 25.5 M weights, biases aside
+    gpt2 = zoo.gpt2_like()
+    assert 162.1e6 < sum(gpt2.params) < 162.2e6  # GPT-2 small's 124 M plus an untied head
+    copy = pickle.loads(pickle.dumps(resnet))
+    assert (copy.work, copy.edges, copy.params, copy.labels) == (
+        resnet.work,
+        resnet.edges,
+        resnet.params,
+        resnet.labels,
+    )
+    assert resnet.labels[0] == "conv7x7 3->64"

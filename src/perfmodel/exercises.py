@@ -26,7 +26,15 @@ import numbers
 from dataclasses import dataclass
 from typing import cast
 
-__all__ = ["AnswerError", "SLIPS", "Slip", "check_choice", "check_count", "check_number", "diagnose"]
+__all__ = [
+    "SLIPS",
+    "AnswerError",
+    "Slip",
+    "check_choice",
+    "check_count",
+    "check_number",
+    "diagnose",
+]
 
 
 class AnswerError(AssertionError):
@@ -208,7 +216,7 @@ def check_number(
     )
 
 
-def check_count(name: str, answer: object, expected: int) -> None:
+def check_count(name: str, answer: object, expected: object) -> None:
     """Check a whole-number answer (a count of stages, GPUs, steps...) exactly.
 
     Unit slips make no sense for a count, so none are named; the message says whether the
@@ -233,8 +241,8 @@ def check_count(name: str, answer: object, expected: int) -> None:
     if isinstance(answer, bool) or not whole:
         raise AnswerError(f"`{name}` must be a whole number (got {_describe(answer)}).")
     value = int(cast(float, answer))
-    if value != expected:
-        direction = "too many" if value > expected else "too few"
+    if value != int(cast(int, expected)):
+        direction = "too many" if value > int(cast(int, expected)) else "too few"
         raise AnswerError(f"`{name}` is {value}, which is {direction}. Recount and try again.")
 
 

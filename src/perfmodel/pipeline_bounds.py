@@ -66,6 +66,8 @@ def windows(graph: Graph, k: int, limit: float) -> tuple[np.ndarray, np.ndarray]
 
     Empty windows (earliest > latest) prove that no such split exists.
     """
+    if not limit > 0:
+        raise ValueError(f"`limit` must be a positive bottleneck in seconds (got {limit!r}).")
     ancestors = _closure_work(graph, graph.order, graph.predecessors)
     descendants = _closure_work(graph, graph.order[::-1], graph.successors)
     scale = limit * (1 + _TOLERANCE)
@@ -88,7 +90,7 @@ def window_lower_bound(graph: Graph, k: int) -> float:
 
     low = combinatorial_lower_bound(graph, k)
     high = max(sum(graph.work), low) * (1 + 2 * _TOLERANCE)
-    if fits(low):
+    if low == 0 or fits(low):
         return low
     while high - low > 1e-9 * high:
         middle = (low + high) / 2
@@ -224,8 +226,8 @@ def mip_lower_bound(
     split: Partition | None = None
     deadline = time.monotonic() + time_limit_s
     probes = 0
-    if graph.n * k > MIP_SIZE_LIMIT:
-        return MipBound(low, None, 0)
+    if graph.n * k > MIP_SIZE_LIMIT or not upper > 0:
+        return MipBound(min(low, upper), None, 0)
     while ceiling - low > 1e-3 * high:
         left = deadline - time.monotonic()
         if left <= 0.2:

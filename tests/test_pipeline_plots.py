@@ -1,0 +1,63 @@
+"""Stage bars, the Gantt chart and the partition explorer's static view."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import pytest
+
+from perfmodel import pipeline as pl
+from perfmodel.pipeline_plots import gantt, stage_bars, stage_breakdown
+from perfmodel.pipeline_schedule import simulate
+from perfmodel.pipeline_zoo import inception_like
+
+
+def test_breakdown_adds_up_to_the_stage_cost():
+    g = inception_like(modules=2)
+    result = pl.partition(g, 3)
+    for stage, parts in zip(result.stages, stage_breakdown(g, result.stages), strict=True):
+        assert sum(parts) == pytest.approx(pl.stage_cost(g, stage))
+    first, *_, last = stage_breakdown(g, result.stages)
+    assert (
+        first[1] == 0 and last[2] == 0
+    )  # the first stage receives nothing, the last sends nothing
+
+
+def test_stage_bars_draw_one_bar_per_stage_and_part_with_both_lines():
+    g = pl.Graph([1.0, 2.0, 3.0, 4.0], [0.5] * 4, [(0, 1), (0, 2), (1, 3), (2, 3)])
+    result = pl.partition(g, 2)
+    ax = stage_bars(g, result, title="demo")
+    assert len(ax.patches) >= 3 * len(result.stages)  # compute, receive and send bars
+    heights = {round(line.get_ydata()[0], 6) for line in ax.get_lines()}
+    assert round(1e6 * result.bottleneck, 6) in heights
+    assert round(1e6 * result.lower_bound, 6) in heights
+    plt.close(ax.figure)
+
+
+def test_gantt_draws_every_stage_and_micro_batch():
+    run = simulate([1e-4, 2e-4, 1e-4], micro_batches=4)  # 1 ms in all: drawn in µs
+    ax = gantt(run)
+    assert len(ax.patches) == 3 * 4
+    assert ax.get_xlim() == pytest.approx((0, 1e6 * run.makespan))
+    assert "bubble" in ax.get_title()
+    plt.close(ax.figure)
+
+
+def test_partition_view_names_the_models_it_knows():
+    from perfmodel.widgets import partition_view
+
+    fig = partition_view("ResNet-50", "A100 SXM4 80GB", "PCIe 3.0 x16", 8)
+    assert "1 of 8 stages used" in fig.axes[0].get_title()  # over PCIe 3, one GPU is best
+    plt.close(fig)
+    with pytest.raises(ValueError, match="`model` must be one of"):
+        partition_view("AlexNet")
+
+
+def test_partition_explorer_builds():
+    from perfmodel.widgets import partition_explorer
+
+    box = partition_explorer()
+    assert len(box.children) == 3
