@@ -94,15 +94,21 @@ def test_partition_is_exact_up_to_twelve_nodes():
     assert result.bottleneck < pl.split_order(g, g.order, 3).bottleneck
 
 
-def test_twelve_wide_nodes_go_to_the_mip_and_match_the_downset_dp():
-    # 12 nodes, one edge: 3 x 2**10 = 3072 downsets, over the DP's limit: partition uses the MIP.
+def test_the_mip_matches_the_downset_dp_on_twelve_wide_nodes():
+    # 12 nodes, one edge: 3 x 2**10 = 3072 downsets, still exact; the MIP must agree.
     work = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8]
     g = pl.Graph(work, [0.5] * 12, [(0, 1)])
-    result = pl.partition(g, 3)
-    oracle = pl.split_downsets(g, 3, limit=5000)
-    assert pl.split_downsets(g, 3) is None and oracle is not None
-    assert result.method.startswith("MIP") and result.optimal
-    assert result.bottleneck == pytest.approx(oracle.bottleneck, rel=10 * pl.MIP_REL_GAP)
+    exact, mip = pl.partition(g, 3), pl.solve_mip(g, 3)
+    assert exact.method == "dynamic programming on downsets" and exact.optimal
+    assert mip.optimal and pl.is_feasible(g, mip.stages)
+    assert mip.bottleneck == pytest.approx(exact.bottleneck, rel=10 * pl.MIP_REL_GAP)
+
+
+def test_too_many_downsets_is_a_none_not_a_hang():
+    from perfmodel.pipeline_zoo import random_layered_dag
+
+    g = random_layered_dag(10, 6, seed=1)
+    assert pl.split_downsets(g, 4) is None
 
 
 @settings(max_examples=60, deadline=None)

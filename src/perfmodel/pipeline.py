@@ -15,8 +15,8 @@ bound next to the split, so every answer says how far from optimal it can be:
 graph                                  method
 =====================================  ============================================
 a chain                                exact: bisection and a stage sweep
-few downsets (transformers, CNNs)      exact: dynamic programming over downsets
-at most 12 nodes                       exact: mixed-integer program (HiGHS)
+few downsets (transformers, CNNs, any  exact: dynamic programming over downsets
+graph of at most 12 nodes)
 anything else                          random-key GA over orders, MIP lower bound
 =====================================  ============================================
 
@@ -42,6 +42,7 @@ from __future__ import annotations
 import itertools
 import math
 
+from perfmodel.pipeline_bounds import mip_lower_bound
 from perfmodel.pipeline_graph import (
     MIP_REL_GAP,
     Graph,
@@ -54,7 +55,7 @@ from perfmodel.pipeline_graph import (
 )
 from perfmodel.pipeline_mip import solve_mip
 from perfmodel.pipeline_search import search_orders
-from perfmodel.pipeline_split import split_chain, split_downsets, split_order
+from perfmodel.pipeline_split import downsets, split_chain, split_downsets, split_order
 
 __all__ = [
     "EXACT_NODE_LIMIT",
@@ -73,7 +74,7 @@ __all__ = [
     "stage_cost",
 ]
 
-#: Graphs this small are always solved exactly (by the MIP when nothing faster applies).
+#: Graphs this small are always solved exactly.
 EXACT_NODE_LIMIT = 12
 
 
@@ -100,24 +101,26 @@ def brute_force(graph: Graph, k: int) -> Partition:
 def partition(graph: Graph, k: int, *, seed: int = 0, time_limit_s: float = 30.0) -> Partition:
     """Split ``graph`` into at most ``k`` pipeline stages, minimising the bottleneck.
 
-    Exact for chains, for graphs with few downsets and for graphs of at most
-    :data:`EXACT_NODE_LIMIT` nodes; otherwise the best split the order search finds, with
-    the strongest lower bound available (see :mod:`perfmodel.pipeline_bounds`).
-    ``time_limit_s`` caps each MIP solve.
+    Exact for chains and for graphs with few enough downsets, which includes every graph
+    of at most :data:`EXACT_NODE_LIMIT` nodes (at most 4,096 downsets); otherwise the best
+    split the order search finds, with the strongest lower bound available (see
+    :mod:`perfmodel.pipeline_bounds`). ``time_limit_s`` caps the MIP bound's search.
     """
     if not isinstance(graph, Graph):
         raise TypeError(f"`graph` must be a pipeline.Graph (got {type(graph).__name__}).")
     k = check_k(graph, k)
     if graph.is_chain:
         return split_chain(graph, k)
-    exact = split_downsets(graph, k)
-    if exact is not None:
-        return exact
-    if graph.n <= EXACT_NODE_LIMIT:
-        return solve_mip(graph, k, time_limit_s=time_limit_s)
-    from perfmodel.pipeline_bounds import mip_lower_bound
-
+    masks = downsets(graph)
+    if masks is not None:
+        exact = split_downsets(graph, k, masks=masks)
+        if exact is not None:
+            return exact
     found = search_orders(graph, k, seed=seed)
+    if masks is not None:  # too many pairs under the order's split: try the GA's, tighter
+        exact = split_downsets(graph, k, masks=masks, upper=found.bottleneck)
+        if exact is not None:
+            return exact
     proof = mip_lower_bound(graph, k, found.bottleneck, time_limit_s=time_limit_s)
     if proof.split is not None and proof.split.bottleneck < found.bottleneck:
         found = proof.split

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,9 +36,9 @@ def stage_breakdown(
         sent = {u for u in members if any(v not in members for v in graph.successors[u])}
         parts.append(
             (
-                sum(graph.work[i] for i in members),
-                sum(graph.comm[u] for u in received),
-                sum(graph.comm[u] for u in sent),
+                math.fsum(graph.work[i] for i in members),
+                math.fsum(graph.comm[u] for u in received),
+                math.fsum(graph.comm[u] for u in sent),
             )
         )
     return parts

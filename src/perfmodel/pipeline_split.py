@@ -36,10 +36,19 @@ from perfmodel.pipeline_graph import (
     combinatorial_lower_bound,
 )
 
-__all__ = ["DOWNSET_LIMIT", "downsets", "split_chain", "split_downsets", "split_order"]
+__all__ = [
+    "DOWNSET_LIMIT",
+    "PAIR_LIMIT",
+    "downsets",
+    "split_chain",
+    "split_downsets",
+    "split_order",
+]
 
 #: :func:`split_downsets` gives up on graphs with more downsets than this.
-DOWNSET_LIMIT = 3000
+DOWNSET_LIMIT = 50_000
+#: ... or more (downset, smaller downset) pairs of similar work than this.
+PAIR_LIMIT = 400_000_000
 _ROUNDING = 1e-12  # relative slack for sums taken in a different order
 
 
@@ -204,8 +213,10 @@ def split_order(graph: Graph, order: Sequence[int], k: int) -> Partition:
 def downsets(graph: Graph, limit: int = DOWNSET_LIMIT) -> list[int] | None:
     """Every downset (set closed under predecessors) as a bit mask, smallest first.
 
-    ``None`` when there are more than ``limit``: a wide graph has exponentially many.
+    ``None`` when there are more than ``limit``, or more than ``5e6 / n`` (enumerating
+    costs ``n`` steps per downset): a wide graph has exponentially many.
     """
+    limit = min(limit, max(1000, 5_000_000 // graph.n))
     needs = [sum(1 << u for u in graph.predecessors[v]) for v in range(graph.n)]
     seen = {0}
     frontier = [0]
@@ -218,39 +229,79 @@ def downsets(graph: Graph, limit: int = DOWNSET_LIMIT) -> list[int] | None:
                     if bigger not in seen:
                         seen.add(bigger)
                         grown.append(bigger)
-        if len(seen) > limit:
-            return None
+            if len(seen) > limit:
+                return None
         frontier = grown
     return sorted(seen, key=lambda mask: (mask.bit_count(), mask))
 
 
-def split_downsets(graph: Graph, k: int, *, limit: int = DOWNSET_LIMIT) -> Partition | None:
+def _packed(masks: list[int], n: int) -> np.ndarray:
+    """Bit masks as a (len(masks), words) array of 64-bit words."""
+    words = (n + 63) // 64
+    raw = b"".join(m.to_bytes(8 * words, "little") for m in masks)
+    return np.frombuffer(raw, dtype="<u8").reshape(len(masks), words)
+
+
+def _bits(packed: np.ndarray, n: int) -> np.ndarray:
+    """Packed masks as a (rows, n) boolean matrix."""
+    raw = packed.astype("<u8").view(np.uint8)
+    return np.unpackbits(raw, axis=1, bitorder="little")[:, :n] > 0
+
+
+def split_downsets(
+    graph: Graph,
+    k: int,
+    *,
+    limit: int = DOWNSET_LIMIT,
+    upper: float | None = None,
+    masks: list[int] | None = None,
+) -> Partition | None:
     """The optimal split over all feasible splits, or ``None`` if there are too many downsets.
 
     A feasible split into stages ``S_1, ..., S_j`` is the same thing as a chain of downsets
     ``∅ ⊂ D_1 ⊂ ... ⊂ D_j = V`` with ``S_i = D_i \\ D_(i-1)``. For a stage ``S = D \\ D'``
     every tensor it receives comes from ``D'`` and every consumer outside it lies outside
     ``D``, so its cost follows from the two masks. The dynamic program is over
-    (stages used, downset): ``O(k·d²)`` for ``d`` downsets.
+    (stages used, downset). Only pairs whose stage does at most ``upper`` seconds of work
+    can be in a split at least as good as ``upper`` (by default the best split of the
+    graph's own order), which leaves ``O(d·d/k)`` pairs rather than ``O(d²)``. Returns
+    ``None`` also when more than :data:`PAIR_LIMIT` pairs remain. ``masks`` passes in the
+    downsets when they are already known.
     """
     k = check_k(graph, k)
-    masks = downsets(graph, limit)
+    if masks is None:
+        masks = downsets(graph, limit)
     if masks is None:
         return None
+    if upper is None:
+        upper = split_order(graph, graph.order, k).bottleneck
     n = graph.n
-    member = np.array([[m >> v & 1 for v in range(n)] for m in masks], dtype=bool)
+    packed = _packed(masks, n)
+    member = _bits(packed, n)
     adjacency = np.zeros((n, n), dtype=np.float32)  # adjacency[u, v]: v reads u
     for u, v in graph.edges:
         adjacency[u, v] = 1.0
     work, comm = np.array(graph.work), np.array(graph.comm)
     size = member.sum(axis=1)
+    held = member @ work  # work inside each downset
+    by_work = np.argsort(held, kind="stable")
+    sorted_work = held[by_work]
+    reach = upper * (1 + 1e-9) + 1e-300
+    lows = np.searchsorted(sorted_work, held - reach, side="left")
+    highs = np.searchsorted(sorted_work, held * (1 + 1e-12) + 1e-300, side="right")
+    if int((highs - lows).sum()) * packed.shape[1] > PAIR_LIMIT:
+        return None
     d = len(masks)
     best = np.full((k + 1, d), math.inf)
     choice = np.zeros((k + 1, d), dtype=int)
     best[0, 0] = 0.0
     for i in range(1, d):
         inside = member[i]
-        smaller = np.flatnonzero((size < size[i]) & ~(member & ~inside).any(axis=1))
+        band = by_work[lows[i] : highs[i]]
+        band = band[size[band] < size[i]]
+        smaller = band[~(packed[band] & ~packed[i]).any(axis=1)]
+        if not len(smaller):
+            continue
         stage = inside & ~member[smaller]  # one candidate last stage per smaller downset
         sends = (adjacency @ ~inside).astype(bool)  # has a consumer outside the downset
         feeds = (stage.astype(np.float32) @ adjacency.T) > 0  # u feeds the candidate stage
@@ -260,6 +311,8 @@ def split_downsets(graph: Graph, k: int, *, limit: int = DOWNSET_LIMIT) -> Parti
         best[1:, i] = candidates[np.arange(k), picked]
         choice[1:, i] = smaller[picked]
     used = int(np.argmin(best[:, d - 1]))
+    if not math.isfinite(best[used, d - 1]):  # rounding kept the order's own split out
+        return split_order(graph, graph.order, k)
     stages, i = [], d - 1
     for j in range(used, 0, -1):
         previous = int(choice[j, i])
