@@ -177,7 +177,7 @@ def search_orders(
         order = decode(graph, keys.tolist())
         if order not in cache:
             stages = polish(graph, split_order(graph, order, k).stages)
-            better = tuple(v for stage in stages for v in sorted(stage, key=position.get))
+            better = tuple(v for stage in stages for v in sorted(stage, key=position.__getitem__))
             cache[order] = (order_bottleneck(graph, better, k), better)
         value, better = cache[order]
         keys[list(better)] = np.arange(n) / n
