@@ -121,7 +121,11 @@ def partition(graph: Graph, k: int, *, seed: int = 0, time_limit_s: float = 30.0
         exact = split_downsets(graph, k, masks=masks, upper=found.bottleneck)
         if exact is not None:
             return exact
-    proof = mip_lower_bound(graph, k, found.bottleneck, time_limit_s=time_limit_s)
+    position = {v: i for i, v in enumerate(graph.order)}
+    found_order = [v for stage in found.stages for v in sorted(stage, key=position.__getitem__)]
+    proof = mip_lower_bound(
+        graph, k, found.bottleneck, time_limit_s=time_limit_s, orders=[found_order]
+    )
     if proof.split is not None and proof.split.bottleneck < found.bottleneck:
         found = proof.split
     return Partition(

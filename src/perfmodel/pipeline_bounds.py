@@ -9,11 +9,14 @@ A lower bound ``L`` turns any split of bottleneck ``B`` into a certificate: it i
   or later, and by the same argument on its descendants in stage
   ``k - ceil(work(descendants)/T)`` or earlier. When some node's window is empty, no split
   under ``T`` exists; bisection finds the smallest ``T`` that passes;
-* the *MIP relaxation* bound: the feasibility problem "every stage under ``T``" as a
-  mixed-integer program in cumulative variables ``z[v, s] = [stage(v) <= s]`` with every
-  ``z`` outside the windows fixed, handed to HiGHS with a time limit. A proof of
-  infeasibility raises the bound to ``T``; a feasible answer is a better split, which
-  lowers the upper end instead; a timeout leaves both and the bisection moves down.
+* the *MIP relaxation* bounds, by bisection on ``T``: first the covering relaxation of
+  :mod:`perfmodel.pipeline_cover` (can ``k`` sets of cost ``T`` cover the nodes, even
+  fractionally?), the strongest on wide graphs; then, on small graphs, the feasibility
+  problem "every stage under ``T``" as a mixed-integer program in cumulative variables
+  ``z[v, s] = [stage(v) <= s]`` with every ``z`` outside the windows fixed, handed to
+  HiGHS with a time limit. A proof of infeasibility raises the bound to ``T``; a
+  feasible answer is a better split, which lowers the upper end instead; a timeout
+  leaves both and the bisection moves down.
 
 >>> from perfmodel.pipeline_zoo import random_layered_dag
 >>> from perfmodel.pipeline_graph import combinatorial_lower_bound
@@ -26,10 +29,12 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from perfmodel.pipeline_cover import connected_sets, cover_probe
 from perfmodel.pipeline_graph import (
     Graph,
     Partition,
@@ -37,6 +42,7 @@ from perfmodel.pipeline_graph import (
     check_k,
     combinatorial_lower_bound,
 )
+from perfmodel.pipeline_split import _order_segment_costs
 
 __all__ = ["MipBound", "mip_lower_bound", "window_lower_bound", "windows"]
 
@@ -200,8 +206,14 @@ def mip_lower_bound(
     *,
     time_limit_s: float = 30.0,
     probe_limit_s: float = 4.0,
+    orders: Sequence[Sequence[int]] = (),
 ) -> MipBound:
-    """Raise the window bound by bisection on MIP feasibility probes between it and ``upper``.
+    """Raise the window bound by bisection on feasibility probes between it and ``upper``.
+
+    Each probe ``T`` first asks the covering relaxation
+    (:func:`perfmodel.pipeline_cover.cover_probe`) whether ``k`` sets of cost ``T`` can
+    cover the graph; when they can, the compact MIP (small graphs only) either proves that
+    no split under ``T`` exists or finds one.
 
     Parameters
     ----------
@@ -212,7 +224,10 @@ def mip_lower_bound(
     time_limit_s : float
         Total time for all probes.
     probe_limit_s : float
-        HiGHS's time limit for one probe; a probe that runs out proves nothing.
+        Time limit of one probe's compact MIP; a probe that runs out proves nothing.
+    orders : sequence of sequences of int
+        Good topological orders (the graph's own is always added); their contiguous pieces
+        seed the covering relaxation.
 
     Returns
     -------
@@ -226,15 +241,30 @@ def mip_lower_bound(
     split: Partition | None = None
     deadline = time.monotonic() + time_limit_s
     probes = 0
-    if graph.n * k > MIP_SIZE_LIMIT or not upper > 0:
+    if not upper > 0:
         return MipBound(min(low, upper), None, 0)
+    known = [tuple(graph.order), *(tuple(order) for order in orders)]
+    segment_costs = [_order_segment_costs(graph, order) for order in known]
+    pool = connected_sets(graph, upper)
     while ceiling - low > 1e-3 * high:
         left = deadline - time.monotonic()
         if left <= 0.2:
             break
         probe = (low + ceiling) / 2
-        status, labels = _feasibility_mip(graph, k, probe, min(probe_limit_s, left))
         probes += 1
+        status = cover_probe(
+            graph,
+            k,
+            probe,
+            orders=known,
+            time_limit_s=min(left, max(2.0, left / 3)),
+            segment_costs=segment_costs,
+            pool=pool,
+        )
+        labels = None
+        if status == "open" and graph.n * k <= MIP_SIZE_LIMIT:
+            left = deadline - time.monotonic()
+            status, labels = _feasibility_mip(graph, k, probe, min(probe_limit_s, left))
         if status == "infeasible":
             low = probe * (1 - _TOLERANCE)
         elif status == "feasible" and labels is not None:

@@ -1,0 +1,293 @@
+"""The covering relaxation: how many stage-sized pieces does it take to cover the graph?
+
+In a split whose bottleneck is at most ``T`` every stage is a set of nodes costing at most
+``T``, and a stage's cost depends on that set alone (its work, the tensors it receives,
+the tensors it sends). So if no ``k`` sets of cost at most ``T`` can even *cover* the
+nodes (order and feasibility forgotten), no split under ``T`` exists, and ``T`` is a lower
+bound on the best bottleneck.
+
+Counting the sets is itself hard, but the linear-programming relaxation of "cover every
+node with the fewest sets" is a strong and valid proof: if its optimum exceeds ``k``, so
+does every integer cover. The relaxation has one column per possible set, far too many
+to write down, so it is solved by *column generation*: start from a few sets, solve the
+restricted LP, and ask for a set whose nodes' dual prices sum to more than 1 (only such
+a set can lower the LP). Cheap candidates come from contiguous pieces of known good
+orders; when none is left, a small MIP (HiGHS) finds the best set exactly, and its bound
+gives Farley's lower bound ``LP >= restricted LP / best price``, a proof at every step.
+
+>>> from perfmodel.pipeline_graph import Graph
+>>> g = Graph.chain([2.0, 2.0, 2.0, 2.0], [1.0, 1.0, 1.0, 1.0])
+>>> cover_probe(g, 2, 4.5, orders=[g.order], time_limit_s=5)  # two stages of 2+2+1 = 5
+'infeasible'
+>>> cover_probe(g, 2, 5.0, orders=[g.order], time_limit_s=5)
+'open'
+
+References
+----------
+Farley, "A note on bounding a class of linear programming problems, including cutting
+stock problems", Operations Research 38(5), 1990.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from perfmodel.pipeline_graph import Graph, stage_cost
+from perfmodel.pipeline_split import _order_segment_costs
+
+__all__ = ["cover_probe"]
+
+_NEW_COLUMNS = 20  # candidate sets added per round of the cheap pricing
+_POOL_LIMIT = 50_000  # most connected sets enumerated for the cheap pricing
+_PAIR_POOL = 400  # best-priced connected sets tried in pairs
+_EPSILON = 1e-7  # reduced costs below this count as zero (the LP's own tolerance)
+
+
+def _price_exactly(
+    graph: Graph, prices: np.ndarray, limit: float, time_limit_s: float
+) -> tuple[tuple[int, ...] | None, float]:
+    """The set of cost at most ``limit`` with the largest total price, by a small MIP.
+
+    Returns the best set found and an upper bound on the largest total price (HiGHS's
+    dual bound, valid even when the time limit stops it).
+    """
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_matrix
+
+    n = graph.n
+    senders = [u for u in range(n) if graph.successors[u]]
+    m = len(senders)
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
+    lower: list[float] = []
+    upper: list[float] = []
+
+    def add(terms: list[tuple[int, float]], lo: float, hi: float) -> None:
+        for col, val in terms:
+            rows.append(len(lower))
+            cols.append(col)
+            vals.append(val)
+        lower.append(lo)
+        upper.append(hi)
+
+    for j, u in enumerate(senders):
+        for v in graph.successors[u]:
+            add([(n + j, 1.0), (v, -1.0), (u, 1.0)], 0, math.inf)  # in the set: receives u
+            add([(n + m + j, 1.0), (u, -1.0), (v, 1.0)], 0, math.inf)  # sends u out
+    cost = [(v, graph.work[v] / limit) for v in range(n)]
+    cost += [(n + j, graph.comm[u] / limit) for j, u in enumerate(senders)]
+    cost += [(n + m + j, graph.comm[u] / limit) for j, u in enumerate(senders)]
+    add(cost, -math.inf, 1.0)
+    size = n + 2 * m
+    objective = np.zeros(size)
+    objective[:n] = -prices
+    integrality = np.zeros(size)
+    integrality[:n] = 1
+    result = milp(
+        objective,
+        integrality=integrality,
+        bounds=Bounds(np.zeros(size), np.ones(size)),
+        constraints=LinearConstraint(
+            coo_matrix((vals, (rows, cols)), shape=(len(lower), size)).tocsr(), lower, upper
+        ),
+        options={"time_limit": max(time_limit_s, 0.05)},
+    )
+    dual = getattr(result, "mip_dual_bound", None)
+    if dual is None or not math.isfinite(dual):
+        dual = result.fun if result.status == 0 else -float(np.sum(np.maximum(prices, 0)))
+    found = None
+    if result.x is not None:
+        found = tuple(int(v) for v in np.flatnonzero(result.x[:n] > 0.5))
+    return found, -float(dual)
+
+
+def connected_sets(graph: Graph, limit: float, most: int = _POOL_LIMIT) -> list[tuple[int, ...]]:
+    """Connected node sets (edges taken both ways) of cost at most ``limit``.
+
+    Stops after looking at ``most`` sets: on a big graph with big stages there are far too
+    many, and the pool only has to be a good start.
+
+    Enumerated once per set by growing from its smallest node and only ever adding
+    neighbours that are new to the set (Wernicke's ESU), pruned by work, which only grows.
+
+    >>> from perfmodel.pipeline_graph import Graph
+    >>> connected_sets(Graph.chain([1.0, 1.0, 1.0], [0.0] * 3), 2.0)
+    [(0,), (0, 1), (1,), (1, 2), (2,)]
+    """
+    n = graph.n
+    around = [0] * n
+    for u, v in graph.edges:
+        around[u] |= 1 << v
+        around[v] |= 1 << u
+    work = graph.work
+    found: list[tuple[int, ...]] = []
+    stack: list[tuple[int, int, int, float, int]] = []
+    for start in range(n):
+        looked = (n - start - 1) * most // n  # an equal share of the budget for each start
+        if work[start] > limit:
+            continue
+        above = ~((1 << (start + 1)) - 1)
+        stack.append(
+            (1 << start, around[start] & above, around[start] | 1 << start, work[start], start)
+        )
+        while stack and looked < (n - start) * most // n:
+            looked += 1
+            members, extension, closed, held, low = stack.pop()
+            nodes = tuple(v for v in range(low, n) if members >> v & 1)
+            if stage_cost(graph, nodes) <= limit:
+                found.append(nodes)
+            while extension:
+                bit = extension & -extension
+                extension ^= bit
+                w = bit.bit_length() - 1
+                if held + work[w] > limit:
+                    continue
+                fresh = around[w] & ~closed & above
+                stack.append(
+                    (members | bit, extension | fresh, closed | around[w], held + work[w], low)
+                )
+    return sorted(found)
+
+
+def _add_pairs(
+    top: np.ndarray,
+    value: np.ndarray,
+    cost: np.ndarray,
+    limit: float,
+    pool: list[tuple[int, ...]],
+    masks: list[int],
+    reach: list[int],
+    add: Callable[[tuple[int, ...]], bool],
+) -> int:
+    """Add unions of two unconnected pool sets whose prices sum past 1 and costs fit.
+
+    With no edge between them, the union's cost is the sum of the two costs.
+    """
+    values, costs = value[top], cost[top]
+    pair_value = values[:, None] + values[None, :]
+    fits = (costs[:, None] + costs[None, :] <= limit) & (pair_value > 1 + _EPSILON)
+    rows, cols = np.nonzero(np.triu(fits, 1))
+    order = np.argsort(pair_value[rows, cols])[::-1]
+    added = 0
+    for index in order:
+        a, b = int(top[rows[index]]), int(top[cols[index]])
+        if reach[a] & masks[b]:
+            continue  # they touch or overlap: the cost does not simply add
+        added += add(pool[a] + pool[b])
+        if added >= _NEW_COLUMNS:
+            break
+    return added
+
+
+def cover_probe(
+    graph: Graph,
+    k: int,
+    limit: float,
+    *,
+    orders: Sequence[Sequence[int]],
+    time_limit_s: float,
+    segment_costs: list[np.ndarray] | None = None,
+    pool: list[tuple[int, ...]] | None = None,
+) -> str:
+    """Can ``k`` sets of cost at most ``limit`` cover the graph, even fractionally?
+
+    Returns ``"infeasible"`` when the LP relaxation provably needs more than ``k`` sets (so
+    no split under ``limit`` exists), ``"open"`` when it needs at most ``k`` (no proof
+    either way), and ``"unknown"`` when the time ran out first. ``orders`` are topological
+    orders whose contiguous pieces seed and cheaply price the columns; ``segment_costs``
+    passes in their piece costs when they are already known, ``pool`` the connected sets
+    (:func:`connected_sets`, for this or any larger ``limit``).
+    """
+    from scipy.optimize import linprog
+    from scipy.sparse import csc_matrix
+
+    deadline = time.monotonic() + time_limit_s
+    n = graph.n
+    if segment_costs is None:
+        segment_costs = [_order_segment_costs(graph, order) for order in orders]
+    pieces = [
+        (np.asarray(order), costs <= limit)
+        for order, costs in zip(orders, segment_costs, strict=True)
+    ]
+    columns: list[tuple[int, ...]] = []
+    seen: set[tuple[int, ...]] = set()
+
+    def add(column: tuple[int, ...]) -> bool:
+        key = tuple(sorted(column))
+        if not key or key in seen or stage_cost(graph, key) > limit:
+            return False
+        seen.add(key)
+        columns.append(key)
+        return True
+
+    for order, fits in pieces:  # every piece of every order that fits
+        for a, b in zip(*np.nonzero(fits), strict=True):
+            add(tuple(order[a : b + 1].tolist()))
+    pool = [c for c in (connected_sets(graph, limit) if pool is None else pool)]
+    pool_cost = np.array([stage_cost(graph, c) for c in pool])
+    pool = [c for c, cost in zip(pool, pool_cost, strict=True) if cost <= limit]
+    pool_matrix = csc_matrix(
+        (
+            np.ones(sum(len(c) for c in pool)),
+            ([v for c in pool for v in c], [j for j, c in enumerate(pool) for _ in c]),
+        ),
+        shape=(n, len(pool)),
+    ).T.tocsr()
+    pool_cost = pool_cost[pool_cost <= limit]
+    pool_mask = [sum(1 << v for v in c) for c in pool]
+    touching = [0] * n
+    for u, v in graph.edges:
+        touching[u] |= 1 << v
+        touching[v] |= 1 << u
+    pool_reach = [m | sum(touching[v] for v in c) for m, c in zip(pool_mask, pool, strict=True)]
+    while time.monotonic() < deadline:
+        entries = [v for column in columns for v in column]
+        owners = [j for j, column in enumerate(columns) for _ in column]
+        matrix = csc_matrix(
+            (
+                np.ones(n + len(entries)),
+                (list(range(n)) + entries, list(range(n)) + [n + j for j in owners]),
+            ),
+            shape=(n, n + len(columns)),
+        )
+        costs = np.concatenate((np.full(n, float(n)), np.ones(len(columns))))  # n: a stand-in
+        solved = linprog(costs, A_ub=-matrix, b_ub=-np.ones(n), bounds=(0, None), method="highs")
+        if solved.status != 0:
+            return "unknown"
+        total, prices = float(solved.fun), np.maximum(-solved.ineqlin.marginals, 0.0)
+        added = 0
+        for order, fits in pieces:  # cheap pricing: the best pieces of the known orders
+            running = np.concatenate(([0.0], np.cumsum(prices[order])))
+            value = np.where(fits, running[None, 1:] - running[:-1, None], -math.inf)
+            best = np.argsort(value, axis=None)[::-1][:_NEW_COLUMNS]
+            for a, b in zip(*np.unravel_index(best, value.shape), strict=True):
+                if value[a, b] > 1 + _EPSILON:
+                    added += add(tuple(order[a : b + 1].tolist()))
+        if pool:  # cheap pricing: the best connected sets, then the best pairs of them
+            value = pool_matrix @ prices
+            ranked = np.argsort(value)[::-1]
+            for j in ranked[:_NEW_COLUMNS]:
+                if value[j] > 1 + _EPSILON:
+                    added += add(pool[j])
+            if not added:
+                added = _add_pairs(
+                    ranked[:_PAIR_POOL], value, pool_cost, limit, pool, pool_mask, pool_reach, add
+                )
+        if added:
+            continue
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return "unknown"
+        column, best_price = _price_exactly(graph, prices, limit, min(left, 10.0))
+        if total / max(1.0, best_price) > k * (1 + 1e-6):
+            return "infeasible"  # Farley: no fractional cover with k sets exists
+        if best_price <= 1 + _EPSILON:
+            return "open"  # the LP is solved and needs at most k sets
+        if column is None or not add(column):
+            return "unknown"
+    return "unknown"
