@@ -104,7 +104,24 @@ def partition(graph: Graph, k: int, *, seed: int = 0, time_limit_s: float = 30.0
     Exact for chains and for graphs with few enough downsets, which includes every graph
     of at most :data:`EXACT_NODE_LIMIT` nodes (at most 4,096 downsets); otherwise the best
     split the order search finds, with the strongest lower bound available (see
-    :mod:`perfmodel.pipeline_bounds`). ``time_limit_s`` caps the MIP bound's search.
+    :mod:`perfmodel.pipeline_bounds`).
+
+    Parameters
+    ----------
+    graph : Graph
+    k : int
+        Most stages to use; a split may use fewer when extra cuts cost more than they save.
+    seed : int
+        Seed of the order search: the same inputs give the same split.
+    time_limit_s : float
+        Cap on the lower-bound search for graphs that are not solved exactly; the bound is
+        valid whenever it stops, and only gets tighter with more time.
+
+    Returns
+    -------
+    Partition
+        ``stages`` in pipeline order, ``bottleneck``, ``lower_bound``, ``gap`` and
+        ``method``; ``optimal`` when the gap is closed.
     """
     if not isinstance(graph, Graph):
         raise TypeError(f"`graph` must be a pipeline.Graph (got {type(graph).__name__}).")

@@ -30,9 +30,13 @@ stock problems", Operations Research 38(5), 1990.
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -127,15 +131,16 @@ def connected_sets(graph: Graph, limit: float, most: int = _POOL_LIMIT) -> list[
     work = graph.work
     found: list[tuple[int, ...]] = []
     stack: list[tuple[int, int, int, float, int]] = []
+    share = max(1, most // n)  # an equal share of the budget for each smallest node
     for start in range(n):
-        looked = (n - start - 1) * most // n  # an equal share of the budget for each start
         if work[start] > limit:
             continue
         above = ~((1 << (start + 1)) - 1)
         stack.append(
             (1 << start, around[start] & above, around[start] | 1 << start, work[start], start)
         )
-        while stack and looked < (n - start) * most // n:
+        looked = 0
+        while stack and looked < share:
             looked += 1
             members, extension, closed, held, low = stack.pop()
             nodes = tuple(v for v in range(low, n) if members >> v & 1)
@@ -154,34 +159,62 @@ def connected_sets(graph: Graph, limit: float, most: int = _POOL_LIMIT) -> list[
     return sorted(found)
 
 
-def _add_pairs(
-    top: np.ndarray,
-    value: np.ndarray,
-    cost: np.ndarray,
-    limit: float,
-    pool: list[tuple[int, ...]],
-    masks: list[int],
-    reach: list[int],
-    add: Callable[[tuple[int, ...]], bool],
-) -> int:
-    """Add unions of two unconnected pool sets whose prices sum past 1 and costs fit.
+@dataclass(frozen=True)
+class _Pool:
+    """Connected sets that fit under the limit, ready for pricing."""
 
-    With no edge between them, the union's cost is the sum of the two costs.
-    """
-    values, costs = value[top], cost[top]
-    pair_value = values[:, None] + values[None, :]
-    fits = (costs[:, None] + costs[None, :] <= limit) & (pair_value > 1 + _EPSILON)
-    rows, cols = np.nonzero(np.triu(fits, 1))
-    order = np.argsort(pair_value[rows, cols])[::-1]
-    added = 0
-    for index in order:
-        a, b = int(top[rows[index]]), int(top[cols[index]])
-        if reach[a] & masks[b]:
-            continue  # they touch or overlap: the cost does not simply add
-        added += add(pool[a] + pool[b])
-        if added >= _NEW_COLUMNS:
-            break
-    return added
+    sets: list[tuple[int, ...]]
+    cost: np.ndarray
+    incidence: Any  # sparse (sets x nodes): prices of all sets in one product
+    masks: list[int]
+    reach: list[int]  # each set's nodes and their neighbours
+
+    @classmethod
+    def build(cls, graph: Graph, sets: list[tuple[int, ...]], limit: float) -> _Pool:
+        from scipy.sparse import csr_matrix
+
+        costs = [stage_cost(graph, s) for s in sets]
+        kept = [(s, c) for s, c in zip(sets, costs, strict=True) if c <= limit]
+        sets = [s for s, _ in kept]
+        around = [0] * graph.n
+        for u, v in graph.edges:
+            around[u] |= 1 << v
+            around[v] |= 1 << u
+        masks = [functools.reduce(operator.or_, (1 << v for v in s), 0) for s in sets]
+        reach = [
+            functools.reduce(operator.or_, (around[v] for v in s), m)
+            for m, s in zip(masks, sets, strict=True)
+        ]
+        incidence = csr_matrix(
+            (
+                np.ones(sum(len(s) for s in sets)),
+                ([j for j, s in enumerate(sets) for _ in s], [v for s in sets for v in s]),
+            ),
+            shape=(len(sets), graph.n),
+        )
+        return cls(sets, np.array([c for _, c in kept]), incidence, masks, reach)
+
+    def best(self, prices: np.ndarray, limit: float, add: Callable[[tuple[int, ...]], bool]) -> int:
+        """Add the best-priced sets, or failing that the best unions of two apart."""
+        if not self.sets:
+            return 0
+        value = self.incidence @ prices
+        ranked = np.argsort(value)[::-1]
+        added = sum(add(self.sets[j]) for j in ranked[:_NEW_COLUMNS] if value[j] > 1 + _EPSILON)
+        if added:
+            return added
+        top = ranked[:_PAIR_POOL]  # with no edge between two sets, their costs simply add
+        values, costs = value[top], self.cost[top]
+        pair_value = values[:, None] + values[None, :]
+        fits = (costs[:, None] + costs[None, :] <= limit) & (pair_value > 1 + _EPSILON)
+        rows, cols = np.nonzero(np.triu(fits, 1))
+        for index in np.argsort(pair_value[rows, cols])[::-1]:
+            first, second = int(top[rows[index]]), int(top[cols[index]])
+            if not self.reach[first] & self.masks[second]:  # apart: no edge, no overlap
+                added += add(self.sets[first] + self.sets[second])
+                if added >= _NEW_COLUMNS:
+                    break
+        return added
 
 
 def cover_probe(
@@ -228,23 +261,7 @@ def cover_probe(
     for order, fits in pieces:  # every piece of every order that fits
         for a, b in zip(*np.nonzero(fits), strict=True):
             add(tuple(order[a : b + 1].tolist()))
-    pool = [c for c in (connected_sets(graph, limit) if pool is None else pool)]
-    pool_cost = np.array([stage_cost(graph, c) for c in pool])
-    pool = [c for c, cost in zip(pool, pool_cost, strict=True) if cost <= limit]
-    pool_matrix = csc_matrix(
-        (
-            np.ones(sum(len(c) for c in pool)),
-            ([v for c in pool for v in c], [j for j, c in enumerate(pool) for _ in c]),
-        ),
-        shape=(n, len(pool)),
-    ).T.tocsr()
-    pool_cost = pool_cost[pool_cost <= limit]
-    pool_mask = [sum(1 << v for v in c) for c in pool]
-    touching = [0] * n
-    for u, v in graph.edges:
-        touching[u] |= 1 << v
-        touching[v] |= 1 << u
-    pool_reach = [m | sum(touching[v] for v in c) for m, c in zip(pool_mask, pool, strict=True)]
+    connected = _Pool.build(graph, connected_sets(graph, limit) if pool is None else pool, limit)
     while time.monotonic() < deadline:
         entries = [v for column in columns for v in column]
         owners = [j for j, column in enumerate(columns) for _ in column]
@@ -268,16 +285,8 @@ def cover_probe(
             for a, b in zip(*np.unravel_index(best, value.shape), strict=True):
                 if value[a, b] > 1 + _EPSILON:
                     added += add(tuple(order[a : b + 1].tolist()))
-        if pool:  # cheap pricing: the best connected sets, then the best pairs of them
-            value = pool_matrix @ prices
-            ranked = np.argsort(value)[::-1]
-            for j in ranked[:_NEW_COLUMNS]:
-                if value[j] > 1 + _EPSILON:
-                    added += add(pool[j])
-            if not added:
-                added = _add_pairs(
-                    ranked[:_PAIR_POOL], value, pool_cost, limit, pool, pool_mask, pool_reach, add
-                )
+        if not added:
+            added = connected.best(prices, limit, add)
         if added:
             continue
         left = deadline - time.monotonic()
