@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfmodel.pipeline_cover import connected_sets, cover_probe
+from perfmodel.pipeline_cover import connected_pool, cover_probe
 from perfmodel.pipeline_graph import (
     Graph,
     Partition,
@@ -245,7 +245,7 @@ def mip_lower_bound(
         return MipBound(min(low, upper), None, 0)
     known = [tuple(graph.order), *(tuple(order) for order in orders)]
     segment_costs = [_order_segment_costs(graph, order) for order in known]
-    pool = connected_sets(graph, upper)
+    pool = connected_pool(graph, upper)
     while ceiling - low > 1e-3 * high:
         left = deadline - time.monotonic()
         if left <= 0.2:
@@ -262,7 +262,7 @@ def mip_lower_bound(
             pool=pool,
         )
         labels = None
-        if status == "open" and graph.n * k <= MIP_SIZE_LIMIT:
+        if status != "infeasible" and graph.n * k <= MIP_SIZE_LIMIT:
             left = deadline - time.monotonic()
             status, labels = _feasibility_mip(graph, k, probe, min(probe_limit_s, left))
         if status == "infeasible":

@@ -43,7 +43,7 @@ import numpy as np
 from perfmodel.pipeline_graph import Graph, stage_cost
 from perfmodel.pipeline_split import _order_segment_costs
 
-__all__ = ["cover_probe"]
+__all__ = ["connected_pool", "connected_sets", "cover_probe"]
 
 _NEW_COLUMNS = 20  # candidate sets added per round of the cheap pricing
 _POOL_LIMIT = 50_000  # most connected sets enumerated for the cheap pricing
@@ -170,9 +170,11 @@ class _Pool:
     reach: list[int]  # each set's nodes and their neighbours
 
     @classmethod
-    def build(cls, graph: Graph, sets: list[tuple[int, ...]], limit: float) -> _Pool:
+    def build(cls, graph: Graph, limit: float) -> _Pool:
+        """The connected sets of ``graph`` that cost at most ``limit``."""
         from scipy.sparse import csr_matrix
 
+        sets = connected_sets(graph, limit)
         costs = [stage_cost(graph, s) for s in sets]
         kept = [(s, c) for s, c in zip(sets, costs, strict=True) if c <= limit]
         sets = [s for s, _ in kept]
@@ -193,6 +195,17 @@ class _Pool:
             shape=(len(sets), graph.n),
         )
         return cls(sets, np.array([c for _, c in kept]), incidence, masks, reach)
+
+    def under(self, limit: float) -> _Pool:
+        """The sets of this pool that cost at most ``limit``."""
+        keep = np.flatnonzero(self.cost <= limit)
+        return _Pool(
+            [self.sets[j] for j in keep],
+            self.cost[keep],
+            self.incidence[keep],
+            [self.masks[j] for j in keep],
+            [self.reach[j] for j in keep],
+        )
 
     def best(self, prices: np.ndarray, limit: float, add: Callable[[tuple[int, ...]], bool]) -> int:
         """Add the best-priced sets, or failing that the best unions of two apart."""
@@ -217,6 +230,11 @@ class _Pool:
         return added
 
 
+def connected_pool(graph: Graph, limit: float) -> _Pool:
+    """The connected sets of cost at most ``limit``, indexed for pricing (reuse it)."""
+    return _Pool.build(graph, limit)
+
+
 def cover_probe(
     graph: Graph,
     k: int,
@@ -225,7 +243,7 @@ def cover_probe(
     orders: Sequence[Sequence[int]],
     time_limit_s: float,
     segment_costs: list[np.ndarray] | None = None,
-    pool: list[tuple[int, ...]] | None = None,
+    pool: _Pool | None = None,
 ) -> str:
     """Can ``k`` sets of cost at most ``limit`` cover the graph, even fractionally?
 
@@ -234,7 +252,7 @@ def cover_probe(
     either way), and ``"unknown"`` when the time ran out first. ``orders`` are topological
     orders whose contiguous pieces seed and cheaply price the columns; ``segment_costs``
     passes in their piece costs when they are already known, ``pool`` the connected sets
-    (:func:`connected_sets`, for this or any larger ``limit``).
+    (:func:`connected_pool`, for this or any larger ``limit``).
     """
     from scipy.optimize import linprog
     from scipy.sparse import csc_matrix
@@ -261,7 +279,7 @@ def cover_probe(
     for order, fits in pieces:  # every piece of every order that fits
         for a, b in zip(*np.nonzero(fits), strict=True):
             add(tuple(order[a : b + 1].tolist()))
-    connected = _Pool.build(graph, connected_sets(graph, limit) if pool is None else pool, limit)
+    connected = (connected_pool(graph, limit) if pool is None else pool).under(limit)
     while time.monotonic() < deadline:
         entries = [v for column in columns for v in column]
         owners = [j for j, column in enumerate(columns) for _ in column]

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from perfmodel.pipeline_graph import Graph, Partition, bottleneck_of, check_k, stage_cost
-from perfmodel.pipeline_split import order_bottleneck, split_downsets, split_order
+from perfmodel.pipeline_split import split_downsets, split_order
 
 __all__ = ["FAMILY_LIMIT", "decode", "polish", "search_orders"]
 
@@ -176,9 +176,10 @@ def search_orders(
         """Split the decoded order, polish the split, and keep the polished order (Lamarck)."""
         order = decode(graph, keys.tolist())
         if order not in cache:
-            stages = polish(graph, split_order(graph, order, k).stages)
+            split = split_order(graph, order, k)
+            stages = polish(graph, split.stages)
             better = tuple(v for stage in stages for v in sorted(stage, key=position.__getitem__))
-            cache[order] = (order_bottleneck(graph, better, k), better)
+            cache[order] = (min(split.bottleneck, bottleneck_of(graph, stages)), better)
         value, better = cache[order]
         keys[list(better)] = np.arange(n) / n
         return value

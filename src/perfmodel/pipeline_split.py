@@ -173,15 +173,6 @@ def _min_max_dp(costs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return best, start
 
 
-def order_bottleneck(graph: Graph, order: Sequence[int], k: int) -> float:
-    """The least bottleneck of any split of ``order`` into at most ``k`` contiguous stages.
-
-    Unchecked and without the split itself: the fitness function of the order search.
-    """
-    best, _ = _min_max_dp(_order_segment_costs(graph, order), k)
-    return float(best[:, -1].min())
-
-
 def split_order(graph: Graph, order: Sequence[int], k: int) -> Partition:
     """The best split of a topological ``order`` into at most ``k`` contiguous stages.
 
