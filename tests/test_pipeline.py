@@ -241,3 +241,7 @@ def test_bad_requests():
         pl.search_orders(g, 2, population=2)
     with pytest.raises(ValueError, match="`evaluations` must be a positive integer"):
         pl.search_orders(g, 2, evaluations=0)
+    with pytest.raises(ValueError, match="`time_limit_s` must be positive"):
+        pl.partition(g, 2, time_limit_s=0)
+    with pytest.raises(TypeError, match="`time_limit_s` must be a number of seconds"):
+        pl.solve_mip(g, 2, time_limit_s="10")

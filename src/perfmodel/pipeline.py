@@ -49,6 +49,7 @@ from perfmodel.pipeline_graph import (
     Partition,
     bottleneck_of,
     check_k,
+    check_time_limit,
     combinatorial_lower_bound,
     is_feasible,
     stage_cost,
@@ -126,6 +127,7 @@ def partition(graph: Graph, k: int, *, seed: int = 0, time_limit_s: float = 30.0
     if not isinstance(graph, Graph):
         raise TypeError(f"`graph` must be a pipeline.Graph (got {type(graph).__name__}).")
     k = check_k(graph, k)
+    time_limit_s = check_time_limit(time_limit_s)
     if graph.is_chain:
         return split_chain(graph, k)
     masks = downsets(graph)

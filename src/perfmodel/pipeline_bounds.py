@@ -40,6 +40,7 @@ from perfmodel.pipeline_graph import (
     Partition,
     bottleneck_of,
     check_k,
+    check_time_limit,
     combinatorial_lower_bound,
 )
 from perfmodel.pipeline_split import _order_segment_costs
@@ -180,7 +181,7 @@ def _feasibility_mip(
         integrality=integrality,
         bounds=Bounds(low, high),
         constraints=LinearConstraint(matrix, lower, upper),
-        options={"time_limit": time_limit_s},
+        options={"time_limit": max(time_limit_s, 0.05)},  # HiGHS ignores a limit <= 0
     )
     if result.status == 2:
         return "infeasible", None
@@ -236,6 +237,7 @@ def mip_lower_bound(
         ``upper`` found on the way, or None) and ``probes`` (how many MIPs were solved).
     """
     k = check_k(graph, k)
+    time_limit_s = check_time_limit(time_limit_s)
     low = window_lower_bound(graph, k)
     high, ceiling = upper, upper
     split: Partition | None = None
@@ -262,8 +264,8 @@ def mip_lower_bound(
             pool=pool,
         )
         labels = None
-        if status != "infeasible" and graph.n * k <= MIP_SIZE_LIMIT:
-            left = deadline - time.monotonic()
+        left = deadline - time.monotonic()
+        if status != "infeasible" and graph.n * k <= MIP_SIZE_LIMIT and left > 0.2:
             status, labels = _feasibility_mip(graph, k, probe, min(probe_limit_s, left))
         if status == "infeasible":
             low = probe * (1 - _TOLERANCE)

@@ -26,6 +26,7 @@ __all__ = [
     "Partition",
     "bottleneck_of",
     "check_k",
+    "check_time_limit",
     "combinatorial_lower_bound",
     "is_feasible",
     "stage_cost",
@@ -213,6 +214,16 @@ def check_k(graph: Graph, k: object) -> int:
             f"`k` must be between 1 and the number of nodes (got k={k} for {graph.n} nodes)."
         )
     return int(k)
+
+
+def check_time_limit(time_limit_s: object) -> float:
+    """``time_limit_s`` as a float, or a clear error when it is not a positive duration."""
+    if isinstance(time_limit_s, bool) or not isinstance(time_limit_s, numbers.Real):
+        raise TypeError(f"`time_limit_s` must be a number of seconds (got {time_limit_s!r}).")
+    seconds = float(time_limit_s)
+    if not seconds > 0:
+        raise ValueError(f"`time_limit_s` must be positive (got {time_limit_s!r}).")
+    return seconds
 
 
 def combinatorial_lower_bound(graph: Graph, k: int) -> float:

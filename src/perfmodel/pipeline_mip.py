@@ -22,6 +22,7 @@ from perfmodel.pipeline_graph import (
     Partition,
     bottleneck_of,
     check_k,
+    check_time_limit,
     combinatorial_lower_bound,
 )
 
@@ -45,6 +46,7 @@ def solve_mip(graph: Graph, k: int, *, time_limit_s: float = 30.0) -> Partition:
     from scipy.optimize import Bounds, LinearConstraint, milp
 
     k = check_k(graph, k)
+    time_limit_s = check_time_limit(time_limit_s)
     n = graph.n
     # Pose the MIP in units of the combinatorial bound (the scaled optimum is then >= 1), but
     # never below 1e-9 of the largest time, or HiGHS rejects the coefficients.
