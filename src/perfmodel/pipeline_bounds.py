@@ -43,6 +43,7 @@ from perfmodel.pipeline_graph import (
     check_time_limit,
     combinatorial_lower_bound,
 )
+from perfmodel.pipeline_mip import SparseRows
 from perfmodel.pipeline_split import _order_segment_costs
 
 __all__ = ["MipBound", "mip_lower_bound", "window_lower_bound", "windows"]
@@ -112,8 +113,7 @@ def _feasibility_mip(
     graph: Graph, k: int, limit: float, time_limit_s: float
 ) -> tuple[str, list[int] | None]:
     """Solve "every stage costs at most ``limit``"; returns (status, labels or None)."""
-    from scipy.optimize import Bounds, LinearConstraint, milp
-    from scipy.sparse import coo_matrix
+    from scipy.optimize import Bounds, milp
 
     n = graph.n
     earliest, latest = windows(graph, k, limit)
@@ -133,20 +133,8 @@ def _feasibility_mip(
     def sent(j: int, s: int) -> int:
         return nz + (len(senders) + j) * k + s
 
-    rows: list[int] = []
-    cols: list[int] = []
-    vals: list[float] = []
-    lower: list[float] = []
-    upper: list[float] = []
-
-    def add(terms: list[tuple[int, float]], lo: float, hi: float) -> None:
-        row = len(lower)
-        for col, val in terms:
-            rows.append(row)
-            cols.append(col)
-            vals.append(val)
-        lower.append(lo)
-        upper.append(hi)
+    rows = SparseRows()
+    add = rows.add
 
     def x(i: int, s: int, sign: float = 1.0) -> list[tuple[int, float]]:  # in stage s exactly
         return [(z(i, s), sign)] + ([(z(i, s - 1), -sign)] if s else [])
@@ -175,12 +163,11 @@ def _feasibility_mip(
                 low[z(i, s)] = 1
     integrality = np.zeros(size)
     integrality[:nz] = 1
-    matrix = coo_matrix((vals, (rows, cols)), shape=(len(lower), size)).tocsr()
     result = milp(
         np.zeros(size),
         integrality=integrality,
         bounds=Bounds(low, high),
-        constraints=LinearConstraint(matrix, lower, upper),
+        constraints=rows.constraint(size),
         options={"time_limit": max(time_limit_s, 0.05)},  # HiGHS ignores a limit <= 0
     )
     if result.status == 2:
@@ -234,7 +221,7 @@ def mip_lower_bound(
     -------
     MipBound
         ``lower_bound`` (never above the optimum), ``split`` (a split better than
-        ``upper`` found on the way, or None) and ``probes`` (how many MIPs were solved).
+        ``upper`` found on the way, or None) and ``probes`` (how many values of T were tried).
     """
     k = check_k(graph, k)
     time_limit_s = check_time_limit(time_limit_s)

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from perfmodel.pipeline_graph import Graph, stage_cost
+from perfmodel.pipeline_mip import SparseRows
 from perfmodel.pipeline_split import _order_segment_costs
 
 __all__ = ["connected_pool", "connected_sets", "cover_probe"]
@@ -59,25 +60,13 @@ def _price_exactly(
     Returns the best set found and an upper bound on the largest total price (HiGHS's
     dual bound, valid even when the time limit stops it).
     """
-    from scipy.optimize import Bounds, LinearConstraint, milp
-    from scipy.sparse import coo_matrix
+    from scipy.optimize import Bounds, milp
 
     n = graph.n
     senders = [u for u in range(n) if graph.successors[u]]
     m = len(senders)
-    rows: list[int] = []
-    cols: list[int] = []
-    vals: list[float] = []
-    lower: list[float] = []
-    upper: list[float] = []
-
-    def add(terms: list[tuple[int, float]], lo: float, hi: float) -> None:
-        for col, val in terms:
-            rows.append(len(lower))
-            cols.append(col)
-            vals.append(val)
-        lower.append(lo)
-        upper.append(hi)
+    rows = SparseRows()
+    add = rows.add
 
     for j, u in enumerate(senders):
         for v in graph.successors[u]:
@@ -96,9 +85,7 @@ def _price_exactly(
         objective,
         integrality=integrality,
         bounds=Bounds(np.zeros(size), np.ones(size)),
-        constraints=LinearConstraint(
-            coo_matrix((vals, (rows, cols)), shape=(len(lower), size)).tocsr(), lower, upper
-        ),
+        constraints=rows.constraint(size),
         options={"time_limit": max(time_limit_s, 0.05)},
     )
     dual = getattr(result, "mip_dual_bound", None)

@@ -1,11 +1,8 @@
 """The pipeline-partitioning problem: a model graph, a split of it, and what a split costs.
 
-A model is a DAG: node ``i`` does ``work[i]`` seconds of compute and its output takes
-``comm[i]`` seconds to send to another stage. A stage's cost is its work, plus the time to
-receive every tensor produced outside it that it uses, plus the time to send every tensor
-it produces that is used outside it (each tensor counted once per stage). A split is
-feasible when no edge goes from a later stage to an earlier one. The pipeline's
-throughput is set by its slowest stage, the *bottleneck*.
+The model is described in :mod:`perfmodel.pipeline`; this module holds the data types
+(:class:`Graph`, :class:`Partition`), the stage cost every algorithm is judged by, and the
+checks every entry point shares.
 
 >>> g = Graph([1, 2, 3], [0.5, 0.5, 0.5], [(0, 1), (0, 2)])
 >>> stage_cost(g, [1, 2])  # work 5, receives node 0's output once

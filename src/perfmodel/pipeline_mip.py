@@ -13,6 +13,7 @@ split found with HiGHS's dual bound as a proof of how good it is).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -26,9 +27,44 @@ from perfmodel.pipeline_graph import (
     combinatorial_lower_bound,
 )
 
-__all__ = ["solve_mip"]
+__all__ = ["SparseRows", "solve_mip"]
 
 _HIGHS_ABS_GAP = 1e-6  # HiGHS's default mip_abs_gap, which scipy does not expose
+
+
+class SparseRows:
+    """Linear constraints ``lo <= row · x <= hi`` collected row by row, sparsely.
+
+    >>> rows = SparseRows()
+    >>> rows.add([(0, 1.0), (1, 2.0)], 0, 4)
+    >>> rows.constraint(size=2).A.toarray()
+    array([[1., 2.]])
+    """
+
+    def __init__(self) -> None:
+        self.rows: list[int] = []
+        self.cols: list[int] = []
+        self.vals: list[float] = []
+        self.lower: list[float] = []
+        self.upper: list[float] = []
+
+    def add(self, terms: list[tuple[int, float]], lo: float, hi: float) -> None:
+        """Append the row ``lo <= sum(value * x[column] for column, value in terms) <= hi``."""
+        for col, val in terms:
+            self.rows.append(len(self.lower))
+            self.cols.append(col)
+            self.vals.append(val)
+        self.lower.append(lo)
+        self.upper.append(hi)
+
+    def constraint(self, size: int) -> Any:
+        """The rows as one scipy ``LinearConstraint`` over ``size`` variables."""
+        from scipy.optimize import LinearConstraint
+        from scipy.sparse import coo_matrix
+
+        shape = (len(self.lower), size)
+        matrix = coo_matrix((self.vals, (self.rows, self.cols)), shape=shape).tocsr()
+        return LinearConstraint(matrix, self.lower, self.upper)
 
 
 def solve_mip(graph: Graph, k: int, *, time_limit_s: float = 30.0) -> Partition:
