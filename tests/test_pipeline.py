@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 
 from perfmodel import pipeline as pl
 
-times = st.floats(min_value=0, max_value=10, allow_nan=False, allow_infinity=False)
+times = st.floats(  # subnormal times (below 1e-308 s) only test float rounding
+    min_value=0, max_value=10, allow_nan=False, allow_infinity=False, allow_subnormal=False
+)
 
 
 @st.composite
@@ -245,3 +247,11 @@ def test_bad_requests():
         pl.partition(g, 2, time_limit_s=0)
     with pytest.raises(TypeError, match="`time_limit_s` must be a number of seconds"):
         pl.solve_mip(g, 2, time_limit_s="10")
+
+
+def test_subnormal_times_still_terminate():
+    from perfmodel.pipeline_bounds import window_lower_bound
+
+    tiny = pl.Graph.chain([5e-324, 5e-324, 0.0], [5e-324, 0.0, 1e-320])
+    assert pl.partition(tiny, 2).bottleneck <= 1e-322
+    assert window_lower_bound(pl.Graph([5e-324, 1e-323], [0, 0], [(0, 1)]), 2) <= 1e-322

@@ -100,8 +100,10 @@ def window_lower_bound(graph: Graph, k: int) -> float:
     high = max(sum(graph.work), low) * (1 + 2 * _TOLERANCE)
     if low == 0 or fits(low):
         return low
-    while high - low > 1e-9 * high:
+    for _ in range(200):  # halvings; also ends on subnormal times, where the bracket stalls
         middle = (low + high) / 2
+        if high - low <= 1e-9 * high or not low < middle < high:
+            break
         if fits(middle):
             high = middle
         else:

@@ -39,6 +39,8 @@ __all__ = ["FAMILY_LIMIT", "decode", "polish", "search_orders"]
 _ELITE, _MUTANTS, _INHERIT = 0.2, 0.15, 0.7
 #: Most downsets in the family the final dynamic program mixes orders over.
 FAMILY_LIMIT = 20_000
+#: ... and gives up mixing when more (downset, smaller downset) pairs than this remain.
+FAMILY_PAIR_LIMIT = 200_000_000
 
 
 def decode(graph: Graph, keys: Sequence[float]) -> tuple[int, ...]:
@@ -211,7 +213,9 @@ def search_orders(
     winner = pool[int(np.argmin(scores))]
     found = split_order(graph, decode(graph, winner.tolist()), k)
     family = _prefix_family(graph, [better for _, better in sorted(cache.values())])
-    mixed = split_downsets(graph, k, masks=family, upper=found.bottleneck)
+    mixed = split_downsets(
+        graph, k, masks=family, upper=found.bottleneck, pair_limit=FAMILY_PAIR_LIMIT
+    )
     stages = found.stages if mixed is None else mixed.stages
     stages = polish(graph, stages)
     return Partition(

@@ -103,8 +103,10 @@ def split_chain(graph: Graph, k: int) -> Partition:
     total = float(prefix[-1])
     low = combinatorial_lower_bound(graph, k) * (1 - _ROUNDING)
     high = total * (1 + _ROUNDING) + 1e-300  # one stage holding everything always fits
-    while high - low > _ROUNDING * high:
+    for _ in range(200):  # halvings; also ends on subnormal times, where the bracket stalls
         middle = (low + high) / 2
+        if high - low <= _ROUNDING * high or not low < middle < high:
+            break
         if sweep(middle) is None:
             low = middle
         else:
@@ -246,6 +248,7 @@ def split_downsets(
     limit: int = DOWNSET_LIMIT,
     upper: float | None = None,
     masks: list[int] | None = None,
+    pair_limit: int = PAIR_LIMIT,
 ) -> Partition | None:
     """The optimal split over all feasible splits, or ``None`` if there are too many downsets.
 
@@ -256,8 +259,10 @@ def split_downsets(
     (stages used, downset). Only pairs whose stage does at most ``upper`` seconds of work
     can be in a split at least as good as ``upper`` (by default the best split of the
     graph's own order), which leaves ``O(d·d/k)`` pairs rather than ``O(d²)``. Returns
-    ``None`` also when more than :data:`PAIR_LIMIT` pairs remain. ``masks`` passes in the
-    downsets when they are already known.
+    ``None`` also when more than ``pair_limit`` pairs remain. ``masks`` passes in the
+    downsets when they are already known (or any family of downsets holding the empty
+    set and the whole graph: the result is then the best split whose cuts all come from
+    the family).
     """
     k = check_k(graph, k)
     if masks is None:
@@ -280,7 +285,7 @@ def split_downsets(
     reach = upper * (1 + 1e-9) + 1e-300
     lows = np.searchsorted(sorted_work, held - reach, side="left")
     highs = np.searchsorted(sorted_work, held * (1 + 1e-12) + 1e-300, side="right")
-    if int((highs - lows).sum()) * packed.shape[1] > PAIR_LIMIT:
+    if int((highs - lows).sum()) * packed.shape[1] > pair_limit:
         return None
     d = len(masks)
     best = np.full((k + 1, d), math.inf)
