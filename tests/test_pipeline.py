@@ -184,7 +184,8 @@ def test_mip_bound_closes_most_of_the_gap_on_a_random_dag():
     found = pl.search_orders(g, 4)
     proof = mip_lower_bound(g, 4, found.bottleneck, time_limit_s=20)
     best = min(found.bottleneck, proof.split.bottleneck if proof.split else math.inf)
-    assert proof.lower_bound / best > 0.97 > pl.combinatorial_lower_bound(g, 4) / best
+    assert proof.lower_bound / best > 0.95  # about 0.99 in 20 s; leave room for a slow runner
+    assert pl.combinatorial_lower_bound(g, 4) / best < 0.85
 
 
 def test_a_long_chain_splits_fast_and_exactly():
