@@ -21,8 +21,10 @@ anything else                          random-key GA over orders, MIP lower boun
 =====================================  ============================================
 
 This module is the public face; the pieces live in ``pipeline_graph`` (the problem),
-``pipeline_split`` (dynamic programs), ``pipeline_search`` (the GA), ``pipeline_mip``
-(the MIP and its relaxation) and ``pipeline_bounds``.
+``pipeline_split`` (dynamic programs), ``pipeline_search`` (the order search),
+``pipeline_mip`` (the exact MIP), ``pipeline_bounds`` and ``pipeline_cover`` (lower
+bounds), ``pipeline_baselines``, ``pipeline_zoo``, ``pipeline_schedule`` and
+``pipeline_plots``.
 
 References
 ----------
