@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import pytest
 
 from perfmodel import pipeline as pl
-from perfmodel.pipeline_plots import gantt, stage_bars, stage_breakdown
+from perfmodel.pipeline_plots import gantt, split_bars, stage_bars, stage_breakdown
 from perfmodel.pipeline_schedule import simulate
 from perfmodel.pipeline_zoo import inception_like
 
@@ -61,3 +61,18 @@ def test_partition_explorer_builds():
 
     box = partition_explorer()
     assert len(box.children) == 3
+
+
+def test_split_bars_draw_one_labelled_bar_per_split_best_last_in_green():
+    from matplotlib.colors import to_hex
+
+    g = pl.Graph.chain([1.0, 1.0, 1.0, 5.0], [0.5] * 4)
+    results = {"equal layers": pl.split_order(g, g.order, 2), "optimal": pl.partition(g, 2)}
+    ax = split_bars(results, title="demo")
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["equal layers", "optimal"]
+    widths = [bar.get_width() for bar in ax.patches]
+    assert widths == pytest.approx([1e6 * r.bottleneck for r in results.values()])
+    assert to_hex(ax.patches[-1].get_facecolor()) == "#2e933c"
+    plt.close(ax.figure)
+    with pytest.raises(ValueError, match="at least one split"):
+        split_bars({})

@@ -55,6 +55,7 @@ from perfmodel.pipeline_graph import (
     combinatorial_lower_bound,
     is_feasible,
     stage_cost,
+    stage_order,
 )
 from perfmodel.pipeline_mip import solve_mip
 from perfmodel.pipeline_search import search_orders
@@ -142,10 +143,12 @@ def partition(graph: Graph, k: int, *, seed: int = 0, time_limit_s: float = 30.0
         exact = split_downsets(graph, k, masks=masks, upper=found.bottleneck)
         if exact is not None:
             return exact
-    position = {v: i for i, v in enumerate(graph.order)}
-    found_order = [v for stage in found.stages for v in sorted(stage, key=position.__getitem__)]
     proof = mip_lower_bound(
-        graph, k, found.bottleneck, time_limit_s=time_limit_s, orders=[found_order]
+        graph,
+        k,
+        found.bottleneck,
+        time_limit_s=time_limit_s,
+        orders=[stage_order(graph, found.stages)],
     )
     if proof.split is not None and proof.split.bottleneck < found.bottleneck:
         found = proof.split

@@ -69,6 +69,24 @@ def _closure_work(
     return np.asarray(bits @ work)
 
 
+def _reach_works(graph: Graph) -> tuple[np.ndarray, np.ndarray]:
+    """Work of each node's ancestors and of its descendants (each including the node)."""
+    return (
+        _closure_work(graph, graph.order, graph.predecessors),
+        _closure_work(graph, graph.order[::-1], graph.successors),
+    )
+
+
+def _stage_windows(
+    reach: tuple[np.ndarray, np.ndarray], k: int, limit: float
+) -> tuple[np.ndarray, np.ndarray]:
+    ancestors, descendants = reach
+    scale = limit * (1 + _TOLERANCE)
+    earliest = np.ceil(ancestors / scale).astype(int) - 1
+    latest = k - np.ceil(descendants / scale).astype(int)
+    return earliest, latest
+
+
 def windows(graph: Graph, k: int, limit: float) -> tuple[np.ndarray, np.ndarray]:
     """Earliest and latest stage of every node in any split whose bottleneck is at most ``limit``.
 
@@ -76,25 +94,17 @@ def windows(graph: Graph, k: int, limit: float) -> tuple[np.ndarray, np.ndarray]
     """
     if not limit > 0:
         raise ValueError(f"`limit` must be a positive bottleneck in seconds (got {limit!r}).")
-    ancestors = _closure_work(graph, graph.order, graph.predecessors)
-    descendants = _closure_work(graph, graph.order[::-1], graph.successors)
-    scale = limit * (1 + _TOLERANCE)
-    earliest = np.ceil(ancestors / scale).astype(int) - 1
-    latest = k - np.ceil(descendants / scale).astype(int)
-    return earliest, latest
+    return _stage_windows(_reach_works(graph), k, limit)
 
 
 def window_lower_bound(graph: Graph, k: int) -> float:
     """The smallest bottleneck for which every node still has a stage window (bisection)."""
     k = check_k(graph, k)
-    ancestors = _closure_work(graph, graph.order, graph.predecessors)
-    descendants = _closure_work(graph, graph.order[::-1], graph.successors)
+    reach = _reach_works(graph)
 
     def fits(limit: float) -> bool:
-        scale = limit * (1 + _TOLERANCE)
-        early = np.ceil(ancestors / scale) - 1
-        late = k - np.ceil(descendants / scale)
-        return bool(np.all(early <= late))
+        earliest, latest = _stage_windows(reach, k, limit)
+        return bool(np.all(earliest <= latest))
 
     low = combinatorial_lower_bound(graph, k)
     high = max(sum(graph.work), low) * (1 + 2 * _TOLERANCE)
@@ -112,13 +122,17 @@ def window_lower_bound(graph: Graph, k: int) -> float:
 
 
 def _feasibility_mip(
-    graph: Graph, k: int, limit: float, time_limit_s: float
+    graph: Graph,
+    k: int,
+    limit: float,
+    time_limit_s: float,
+    reach: tuple[np.ndarray, np.ndarray],
 ) -> tuple[str, list[int] | None]:
     """Solve "every stage costs at most ``limit``"; returns (status, labels or None)."""
     from scipy.optimize import Bounds, milp
 
     n = graph.n
-    earliest, latest = windows(graph, k, limit)
+    earliest, latest = _stage_windows(reach, k, limit)
     if np.any(earliest > latest):
         return "infeasible", None
     unit = limit  # pose it in units of the limit: costs are fractions of 1
@@ -237,6 +251,7 @@ def mip_lower_bound(
     known = [tuple(graph.order), *(tuple(order) for order in orders)]
     segment_costs = [_order_segment_costs(graph, order) for order in known]
     pool = connected_pool(graph, upper)
+    reach = _reach_works(graph)
     while ceiling - low > 1e-3 * high:
         left = deadline - time.monotonic()
         if left <= 0.2:
@@ -255,7 +270,7 @@ def mip_lower_bound(
         labels = None
         left = deadline - time.monotonic()
         if status != "infeasible" and graph.n * k <= MIP_SIZE_LIMIT and left > 0.2:
-            status, labels = _feasibility_mip(graph, k, probe, min(probe_limit_s, left))
+            status, labels = _feasibility_mip(graph, k, probe, min(probe_limit_s, left), reach)
         if status == "infeasible":
             low = probe * (1 - _TOLERANCE)
         elif status == "feasible" and labels is not None:

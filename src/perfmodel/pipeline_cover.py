@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from perfmodel.pipeline_graph import Graph, stage_cost
+from perfmodel.pipeline_graph import Graph, node_masks, stage_cost
 from perfmodel.pipeline_mip import SparseRows
 from perfmodel.pipeline_split import _order_segment_costs
 
@@ -97,6 +97,12 @@ def _price_exactly(
     return found, -float(dual)
 
 
+def _neighbours(graph: Graph) -> list[int]:
+    """Each node's neighbours, edges taken both ways, as bit masks."""
+    needs, feeds = node_masks(graph)
+    return [a | b for a, b in zip(needs, feeds, strict=True)]
+
+
 def connected_sets(graph: Graph, limit: float, most: int = _POOL_LIMIT) -> list[tuple[int, ...]]:
     """Connected node sets (edges taken both ways) of cost at most ``limit``.
 
@@ -111,10 +117,7 @@ def connected_sets(graph: Graph, limit: float, most: int = _POOL_LIMIT) -> list[
     [(0,), (0, 1), (1,), (1, 2), (2,)]
     """
     n = graph.n
-    around = [0] * n
-    for u, v in graph.edges:
-        around[u] |= 1 << v
-        around[v] |= 1 << u
+    around = _neighbours(graph)
     work = graph.work
     found: list[tuple[int, ...]] = []
     stack: list[tuple[int, int, int, float, int]] = []
@@ -165,10 +168,7 @@ class _Pool:
         costs = [stage_cost(graph, s) for s in sets]
         kept = [(s, c) for s, c in zip(sets, costs, strict=True) if c <= limit]
         sets = [s for s, _ in kept]
-        around = [0] * graph.n
-        for u, v in graph.edges:
-            around[u] |= 1 << v
-            around[v] |= 1 << u
+        around = _neighbours(graph)
         masks = [functools.reduce(operator.or_, (1 << v for v in s), 0) for s in sets]
         reach = [
             functools.reduce(operator.or_, (around[v] for v in s), m)

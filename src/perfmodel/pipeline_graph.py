@@ -26,7 +26,10 @@ __all__ = [
     "check_time_limit",
     "combinatorial_lower_bound",
     "is_feasible",
+    "node_masks",
     "stage_cost",
+    "stage_order",
+    "stage_parts",
 ]
 
 #: The MIP's split is proven within this relative distance of the optimum; a result whose
@@ -175,13 +178,36 @@ class Partition:
         return math.inf if self.bottleneck == 0 else 1 / self.bottleneck
 
 
-def stage_cost(graph: Graph, stage: Iterable[int]) -> float:
-    """Work of the stage plus each tensor it receives and each tensor it sends, once."""
+def stage_parts(graph: Graph, stage: Iterable[int]) -> tuple[float, float, float]:
+    """``(compute, receive, send)`` seconds of a stage; each tensor counted once."""
     members = set(stage)
-    cost = sum(graph.work[i] for i in members)
     producers = {u for v in members for u in graph.predecessors[v] if u not in members}
     senders = {u for u in members if any(v not in members for v in graph.successors[u])}
-    return cost + sum(graph.comm[u] for u in producers | senders)
+    return (
+        sum((graph.work[i] for i in members), 0.0),
+        sum((graph.comm[u] for u in producers), 0.0),
+        sum((graph.comm[u] for u in senders), 0.0),
+    )
+
+
+def stage_cost(graph: Graph, stage: Iterable[int]) -> float:
+    """Work of the stage plus each tensor it receives and each tensor it sends, once."""
+    compute, receive, send = stage_parts(graph, stage)
+    return compute + receive + send
+
+
+def stage_order(graph: Graph, stages: Iterable[Iterable[int]]) -> tuple[int, ...]:
+    """The stages one after another, each in the graph's topological order: a topological
+    order of the whole graph whenever the split is feasible."""
+    position = {v: i for i, v in enumerate(graph.order)}
+    return tuple(v for stage in stages for v in sorted(stage, key=position.__getitem__))
+
+
+def node_masks(graph: Graph) -> tuple[list[int], list[int]]:
+    """Each node's predecessors and successors as bit masks (bit u set for node u)."""
+    needs = [sum(1 << u for u in graph.predecessors[v]) for v in range(graph.n)]
+    feeds = [sum(1 << w for w in graph.successors[v]) for v in range(graph.n)]
+    return needs, feeds
 
 
 def is_feasible(graph: Graph, stages: Sequence[Sequence[int]]) -> bool:

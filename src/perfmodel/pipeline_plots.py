@@ -3,6 +3,7 @@
 * :func:`stage_breakdown`: each stage's compute, receive and send times (plain numbers).
 * :func:`stage_bars`: those as stacked bars, with the bottleneck and the lower bound drawn
   across them, so the gap a proof leaves open is something you can see.
+* :func:`split_bars`: several splits' bottlenecks side by side (baselines against the best).
 * :func:`gantt`: a fill-and-drain schedule as a Gantt chart, bubbles and all.
 
 >>> from perfmodel.pipeline import Graph
@@ -13,14 +14,13 @@
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from perfmodel.pipeline_graph import Graph, Partition
+from perfmodel.pipeline_graph import Graph, Partition, stage_parts
 from perfmodel.pipeline_schedule import Schedule
 
-__all__ = ["gantt", "stage_bars", "stage_breakdown"]
+__all__ = ["gantt", "split_bars", "stage_bars", "stage_breakdown"]
 
 _PARTS = (("compute", "#1b6ca8"), ("receive", "#edae49"), ("send", "#d1495b"))
 
@@ -29,19 +29,7 @@ def stage_breakdown(
     graph: Graph, stages: Sequence[Sequence[int]]
 ) -> list[tuple[float, float, float]]:
     """``(compute, receive, send)`` seconds of every stage, in pipeline order."""
-    parts = []
-    for stage in stages:
-        members = set(stage)
-        received = {u for v in members for u in graph.predecessors[v] if u not in members}
-        sent = {u for u in members if any(v not in members for v in graph.successors[u])}
-        parts.append(
-            (
-                math.fsum(graph.work[i] for i in members),
-                math.fsum(graph.comm[u] for u in received),
-                math.fsum(graph.comm[u] for u in sent),
-            )
-        )
-    return parts
+    return [stage_parts(graph, stage) for stage in stages]
 
 
 def stage_bars(graph: Graph, result: Partition, *, title: str = "", ax: Any = None) -> Any:
@@ -80,6 +68,28 @@ def stage_bars(graph: Graph, result: Partition, *, title: str = "", ax: Any = No
         ax.set_ylim(top=1.35 * max(bottom))
         ax.grid(axis="x", visible=False)
         ax.legend(loc="upper left", ncols=3)
+    return ax
+
+
+def split_bars(results: Mapping[str, Partition], *, title: str = "", ax: Any = None) -> Any:
+    """One horizontal bar per split: its bottleneck in microseconds, the last one green.
+
+    Put the split to beat last (``"optimal"``) and the alternatives before it.
+    """
+    from perfmodel.plotting import _axes, style
+
+    if not results:
+        raise ValueError("`results` must name at least one split.")
+    with style():
+        ax = _axes(ax, (10, 0.6 * len(results) + 1.4))
+        micros = [1e6 * r.bottleneck for r in results.values()]
+        colours = ["#8c8c8c"] * (len(micros) - 1) + ["#2e933c"]
+        ax.barh(list(results), micros, color=colours)
+        for row, value in enumerate(micros):
+            ax.text(value, row, f" {value:.0f} µs", va="center", fontsize=13)
+        ax.invert_yaxis()
+        ax.set(xlabel="bottleneck (µs per input, lower is better)", title=title)
+        ax.set_xlim(0, 1.2 * max(micros))
     return ax
 
 

@@ -31,7 +31,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from perfmodel.pipeline_graph import Graph, Partition, bottleneck_of, check_k, stage_cost
+from perfmodel.pipeline_graph import (
+    Graph,
+    Partition,
+    bottleneck_of,
+    check_k,
+    node_masks,
+    stage_cost,
+    stage_order,
+)
 from perfmodel.pipeline_split import split_downsets, split_order
 
 __all__ = ["FAMILY_LIMIT", "decode", "polish", "search_orders"]
@@ -172,7 +180,6 @@ def search_orders(
     n = graph.n
     budget = evaluations if evaluations is not None else max(60, int(2e8 / n**2))
     cache: dict[tuple[int, ...], tuple[float, tuple[int, ...]]] = {}
-    position = {v: i for i, v in enumerate(graph.order)}
 
     def fitness(keys: np.ndarray) -> float:
         """Split the decoded order, polish the split, and keep the polished order (Lamarck)."""
@@ -180,7 +187,7 @@ def search_orders(
         if order not in cache:
             split = split_order(graph, order, k)
             stages = polish(graph, split.stages)
-            better = tuple(v for stage in stages for v in sorted(stage, key=position.__getitem__))
+            better = stage_order(graph, stages)
             cache[order] = (min(split.bottleneck, bottleneck_of(graph, stages)), better)
         value, better = cache[order]
         keys[list(better)] = np.arange(n) / n
@@ -243,8 +250,7 @@ def _prefix_family(graph: Graph, orders: list[tuple[int, ...]]) -> list[int]:
             mask |= 1 << v
             family.add(mask)
     if len(family) * (1 + graph.n // 8) <= FAMILY_LIMIT:
-        needs = [sum(1 << u for u in graph.predecessors[v]) for v in range(graph.n)]
-        feeds = [sum(1 << w for w in graph.successors[v]) for v in range(graph.n)]
+        needs, feeds = node_masks(graph)
         for ideal in list(family):
             for v in range(graph.n):
                 if ideal >> v & 1:

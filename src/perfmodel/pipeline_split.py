@@ -34,6 +34,7 @@ from perfmodel.pipeline_graph import (
     bottleneck_of,
     check_k,
     combinatorial_lower_bound,
+    node_masks,
 )
 
 __all__ = [
@@ -210,7 +211,7 @@ def downsets(graph: Graph, limit: int = DOWNSET_LIMIT) -> list[int] | None:
     costs ``n`` steps per downset): a wide graph has exponentially many.
     """
     limit = min(limit, max(1000, 5_000_000 // graph.n))
-    needs = [sum(1 << u for u in graph.predecessors[v]) for v in range(graph.n)]
+    needs, _ = node_masks(graph)
     seen = {0}
     frontier = [0]
     while frontier:

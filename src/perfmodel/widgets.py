@@ -369,12 +369,12 @@ def batch_size_explorer() -> Any:
 
 # --- lecture 10 ---------------------------------------------------------------------------
 
-#: Models the partition explorer offers, by the name shown in its menu.
-ZOO_MODELS = {
-    "GPT-2 small": "gpt2_like",
-    "ResNet-50": "resnet50_like",
-    "Inception-style": "inception_like",
-    "MLP, 16 layers": "mlp",
+#: Models the partition explorer offers: menu name -> (``pipeline_zoo`` builder, its options).
+ZOO_MODELS: dict[str, tuple[str, dict[str, int]]] = {
+    "GPT-2 small": ("gpt2_like", {}),
+    "ResNet-50": ("resnet50_like", {}),
+    "Inception-style": ("inception_like", {}),
+    "MLP, 16 layers": ("mlp", {"layers": 16}),
 }
 
 
@@ -387,10 +387,8 @@ def partition_view(
 
     if model not in ZOO_MODELS:
         raise ValueError(f"`model` must be one of {sorted(ZOO_MODELS)} (got {model!r}).")
-    builder = getattr(pipeline_zoo, ZOO_MODELS[model])
-    graph = builder(
-        device=device, link=link, **({"layers": 16} if builder is pipeline_zoo.mlp else {})
-    )
+    builder, options = ZOO_MODELS[model]
+    graph = getattr(pipeline_zoo, builder)(device=device, link=link, **options)
     k = min(k, graph.n)
     result = pipeline.partition(graph, k)
     used = len(result.stages)
