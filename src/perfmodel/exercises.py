@@ -1,40 +1,79 @@
-"""Answer checks for workbook tests, with hints a learner can act on.
+"""Answer checks for workbook tests: right or wrong, the likely slip, never the answer.
+
+A workbook's tests ship inside the student copy, so they must not contain the answer. Each
+check therefore compares the learner's value with an **answer key**: a salted hash of the
+right answer, quantised at the question's tolerance. The key is made once, when the
+workbook is written (:func:`number_key`, :func:`count_key`, :func:`choice_key`, or
+``perfmodel key`` on the command line), and checked by :func:`check_number`,
+:func:`check_count` and :func:`check_choice`.
 
 A wrong number is rarely random. In performance modelling it is usually off by a clean
-factor: a prefix applied twice (1e3, 1e6, 1e9), bits where bytes were meant (8),
-multiply-adds where FLOPs were meant (2), or GiB where GB were meant (1024**3 / 1e9).
-:func:`check_number` recognises those factors and names the slip instead of just saying
-"wrong".
+factor: a prefix applied twice (1e3), bits for bytes (8), multiply-adds for FLOPs (2),
+minutes for seconds (60), a percentage for a fraction (100), or the reciprocal. A check
+hashes ``answer / factor`` for each :class:`Slip` the question expects and names the one
+that matches, with the real ratio, so the hint is only given when it is true.
 
-Workbook test cases (otter-grader's exception-based format) call these checks; a failed
-check raises :class:`AnswerError`, an ``AssertionError`` whose message is shown to the
-learner by ``grader.check("q1")``.
+How a number key works
+    The positive reals are cut into buckets of constant width in ``log(x)``, a quarter of
+    ``log(1 + rel_tol)`` wide. The key holds the hash of the bucket of the right answer
+    (and its sign). An answer passes when its bucket is within four buckets of that one:
+    every answer within ``rel_tol`` passes, and none beyond ``1.25 * rel_tol``. The same
+    test runs in the instant check and in the grader, so both always agree.
+
+The hashes keep the answer out of the test source and out of every message; they do not
+stop a determined learner from trying every bucket with this module's own code. That is
+the same trade the whole genre makes: the grade, not the hint, is what counts.
 
 Examples
 --------
->>> check_number("bytes_moved", 4e6, 4e6, unit="B")
->>> check_number("bytes_moved", 32e6, 4e6, unit="B")
+>>> key = number_key(4e6, rel_tol=0.01, salt="demo/q1/bytes_moved")
+>>> check_number("bytes_moved", 4.02e6, key, unit="B")
+>>> check_number("bytes_moved", 32e6, key, unit="B")
 Traceback (most recent call last):
 ...
-perfmodel.exercises.AnswerError: `bytes_moved` is 3.2e+07 B, but that is exactly 8x too large: ...
+perfmodel.exercises.AnswerError: `bytes_moved` is 3.2e+07 B, about 8.00x too large: a factor of 8 is ...
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import numbers
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import cast
 
 __all__ = [
-    "SLIPS",
+    "BINARY_PREFIX_SLIPS",
+    "BITS_FOR_BYTES",
+    "COUNTED_TWICE",
+    "DTYPE_WIDTH",
+    "FLOPS_FOR_MACS",
+    "HOURS_FOR_SECONDS",
+    "KWH_FOR_JOULES",
+    "MINUTES_FOR_SECONDS",
+    "PERCENT_FOR_FRACTION",
+    "PREFIX_SLIPS",
+    "RECIPROCAL",
+    "SPARSE_PEAK",
     "AnswerError",
     "Slip",
     "check_choice",
     "check_count",
     "check_number",
-    "diagnose",
+    "choice_key",
+    "count_key",
+    "default_slips",
+    "feedback",
+    "number_key",
 ]
+
+#: Buckets per tolerance width: answers up to (1 + 1/SUBDIVISIONS) * rel_tol may pass.
+SUBDIVISIONS = 4
+_VERSION = "pm1"
+
+
+def _is_real(value: object) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 class AnswerError(AssertionError):
@@ -43,89 +82,177 @@ class AnswerError(AssertionError):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Slip:
-    """A common unit slip: an answer off from the truth by exactly ``factor``."""
-
-    factor: float
-    cause: str
-
-
-#: The slips :func:`check_number` recognises, largest factor first.
-SLIPS: tuple[Slip, ...] = (
-    Slip(
-        factor=1e9,
-        cause="a factor of 1e9 is a giga/nano prefix slip (G vs base units, ns vs s)",
-    ),
-    Slip(
-        factor=1e6,
-        cause="a factor of 1e6 is a mega/micro prefix slip (MB vs B, µs vs s)",
-    ),
-    Slip(
-        factor=1e3,
-        cause=(
-            "a factor of 1000 is one metric prefix step (ms vs s, GB vs MB, TFLOP/s vs GFLOP/s)"
-        ),
-    ),
-    Slip(factor=8.0, cause="a factor of 8 is the bits-vs-bytes slip (1 byte = 8 bits)"),
-    Slip(
-        factor=2.0,
-        cause=(
-            "a factor of 2 is the FLOPs-vs-multiply-adds slip "
-            "(one multiply-add, or MAC, is 2 FLOPs)"
-        ),
-    ),
-    Slip(
-        factor=1024**3 / 1e9,
-        cause="a factor of 1.074 is the GiB-vs-GB slip (1 GiB = 2**30 bytes, 1 GB = 10**9 bytes)",
-    ),
-    Slip(
-        factor=1024**2 / 1e6,
-        cause="a factor of 1.049 is the MiB-vs-MB slip (1 MiB = 2**20 bytes, 1 MB = 10**6 bytes)",
-    ),
-    Slip(
-        factor=1.024,
-        cause="a factor of 1.024 is the KiB-vs-kB slip (1 KiB = 1024 bytes, 1 kB = 1000 bytes)",
-    ),
-)
-
-
-def diagnose(answer: float, expected: float, *, rel_tol: float) -> str | None:
-    """Name the slip that turns ``expected`` into ``answer``, if there is one.
+    """A likely slip: an answer off from the right one by exactly ``factor``.
 
     Parameters
     ----------
-    answer, expected : float
-        The learner's number and the right one, in the same units.
-    rel_tol : float
-        The question's relative tolerance; a slip only counts when the answer matches
-        ``expected * factor`` (or ``expected / factor``) within it, and the factor itself is
-        bigger than the tolerance (so a 1.024 slip is not reported on a 5% question).
+    factor : float
+        The ratio the slip produces (greater than 1); both directions are checked. Ignored
+        when ``reciprocal`` is true.
+    name : str
+        A few words that name the slip in a list ("bits vs bytes").
+    cause : str
+        What the learner probably did, as the rest of a sentence.
+    reciprocal : bool, optional
+        The slip gives ``1 / right answer`` instead of a multiple of it.
+    """
 
-    Returns
-    -------
-    str or None
-        A sentence such as ``"exactly 8x too large: ..."``, or ``None`` when no known slip fits.
+    factor: float = 1.0
+    name: str
+    cause: str
+    reciprocal: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.reciprocal, bool):
+            raise TypeError(f"`reciprocal` must be a bool (got {self.reciprocal!r}).")
+        if not self.reciprocal and not (
+            _is_real(self.factor) and math.isfinite(self.factor) and self.factor > 1
+        ):
+            raise ValueError(f"`factor` must be a finite number above 1 (got {self.factor!r}).")
+
+
+def _slip(factor: float, name: str, cause: str) -> Slip:
+    return Slip(factor=factor, name=name, cause=cause)
+
+
+PREFIX_SLIPS: tuple[Slip, ...] = (
+    _slip(1e9, "giga/nano prefix", "a factor of 1e9 is a giga/nano prefix slip (G vs base units, ns vs s)"),
+    _slip(1e6, "mega/micro prefix", "a factor of 1e6 is a mega/micro prefix slip (MB vs B, µs vs s)"),
+    _slip(1e3, "one prefix step", "a factor of 1000 is one metric prefix step (ms vs s, GB vs MB, T vs G)"),
+)
+BITS_FOR_BYTES = _slip(8, "bits vs bytes", "a factor of 8 is the bits-vs-bytes slip (1 byte = 8 bits)")
+BINARY_PREFIX_SLIPS: tuple[Slip, ...] = (
+    _slip(1024**3 / 1e9, "GiB vs GB", "a factor of 1.074 is GiB vs GB (1 GiB = 2**30 B, 1 GB = 10**9 B)"),
+    _slip(1024**2 / 1e6, "MiB vs MB", "a factor of 1.049 is MiB vs MB (1 MiB = 2**20 B, 1 MB = 10**6 B)"),
+    _slip(1.024, "KiB vs kB", "a factor of 1.024 is KiB vs kB (1 KiB = 1024 B, 1 kB = 1000 B)"),
+)
+FLOPS_FOR_MACS = _slip(2, "FLOPs vs multiply-adds", "a factor of 2 is FLOPs vs multiply-adds (one multiply-add is 2 FLOPs)")
+MINUTES_FOR_SECONDS = _slip(60, "minutes vs seconds", "a factor of 60 is minutes vs seconds")
+HOURS_FOR_SECONDS = _slip(3600, "hours vs seconds", "a factor of 3600 is hours vs seconds")
+KWH_FOR_JOULES = _slip(3.6e6, "kWh vs J", "a factor of 3.6e6 is kWh vs J (1 kWh = 3.6e6 J)")
+PERCENT_FOR_FRACTION = _slip(100, "percent vs fraction", "a factor of 100 is a percentage where a fraction was asked")
+SPARSE_PEAK = _slip(2, "sparse vs dense peak", "a factor of 2 is the sparse peak where the dense one was meant")
+DTYPE_WIDTH = _slip(2, "element width", "a factor of 2 is the wrong element width (4-byte fp32 vs 2-byte bf16)")
+COUNTED_TWICE = _slip(2, "a tensor counted twice", "a factor of 2 is a tensor counted twice, or once too few")
+RECIPROCAL = Slip(
+    name="x vs 1/x", cause="1/x where x was asked, or the other way round", reciprocal=True
+)
+_SIGN = "the right size but the wrong sign"
+
+
+def default_slips(unit: str) -> tuple[Slip, ...]:
+    """The slips a question in ``unit`` is checked for when it declares none.
+
+    Every unit gets the metric prefixes; bytes add bits and the binary prefixes, FLOPs add
+    multiply-adds, seconds add minutes and hours, joules add kWh.
 
     Examples
     --------
-    >>> diagnose(16.0, 2.0, rel_tol=0.01)
-    'exactly 8x too large: a factor of 8 is the bits-vs-bytes slip (1 byte = 8 bits)'
-    >>> diagnose(3.0, 2.0, rel_tol=0.01) is None
-    True
+    >>> [slip.factor for slip in default_slips("FLOP/s")]
+    [1000000000.0, 1000000.0, 1000.0, 2]
     """
-    if expected == 0 or answer == 0:
-        return None
-    if (answer < 0) != (expected < 0):
-        if math.isclose(-answer, expected, rel_tol=rel_tol):
-            return "the right size but the wrong sign"
-        return None
-    ratio = answer / expected
-    for slip in SLIPS:
-        if slip.factor - 1 <= 2 * rel_tol:
-            continue
-        for direction, scale in (("large", slip.factor), ("small", 1 / slip.factor)):
-            if math.isclose(ratio, scale, rel_tol=rel_tol):
-                return f"exactly {slip.factor:g}x too {direction}: {slip.cause}"
-    return None
+    base = unit.split("/")[0].strip()
+    extra: tuple[Slip, ...] = ()
+    if base in ("B", "bit"):
+        extra = (BITS_FOR_BYTES, *BINARY_PREFIX_SLIPS)
+    elif base in ("FLOP", "OP"):
+        extra = (FLOPS_FOR_MACS,)
+    elif unit == "s":
+        extra = (MINUTES_FOR_SECONDS, HOURS_FOR_SECONDS)
+    elif unit == "J":
+        extra = (KWH_FOR_JOULES,)
+    return (*PREFIX_SLIPS, *extra)
+
+
+# --- keys ---------------------------------------------------------------------------------
+
+
+def _digest(salt: str, token: str) -> str:
+    return hashlib.sha256(f"{_VERSION}\0{salt}\0{token}".encode()).hexdigest()[:20]
+
+
+def _width(rel_tol: float) -> float:
+    return math.log1p(rel_tol) / SUBDIVISIONS
+
+
+def _token(value: float, width: float, shift: int = 0) -> str:
+    if value == 0:
+        return "0"
+    return f"{'-' if value < 0 else '+'}{math.floor(math.log(abs(value)) / width) - shift}"
+
+
+def _check_salt(salt: object) -> str:
+    if not isinstance(salt, str):
+        raise TypeError(f"`salt` must be a str (got {type(salt).__name__}).")
+    if not salt or ":" in salt:
+        raise ValueError(f"`salt` must be a non-empty string without ':' (got {salt!r}).")
+    return salt
+
+
+def _check_rel_tol(rel_tol: object) -> float:
+    if not _is_real(rel_tol):
+        raise TypeError(f"`rel_tol` must be a number (got {type(rel_tol).__name__}).")
+    if not 0 < float(rel_tol) < 0.5:  # type: ignore[arg-type]
+        raise ValueError(f"`rel_tol` must be strictly between 0 and 0.5 (got rel_tol={rel_tol}).")
+    return float(rel_tol)  # type: ignore[arg-type]
+
+
+def number_key(expected: float, *, rel_tol: float, salt: str) -> str:
+    """The answer key of a numeric question.
+
+    Parameters
+    ----------
+    expected : float
+        The right answer, finite, in the units the question asks for.
+    rel_tol : float
+        Relative tolerance, strictly between 0 and 0.5 (0.01 accepts answers within 1%).
+    salt : str
+        Unique per question and variable, e.g. ``"01_measure_what_matters/q1/energy_j"``.
+
+    Examples
+    --------
+    >>> number_key(750.0, rel_tol=0.01, salt="demo/q1/t")
+    'pm1:number:0.01:demo/q1/t:...'
+    """
+    if not _is_real(expected):
+        raise TypeError(f"`expected` must be a number (got {type(expected).__name__}).")
+    if not math.isfinite(expected):
+        raise ValueError(f"`expected` must be finite (got {expected!r}).")
+    tol = _check_rel_tol(rel_tol)
+    digest = _digest(_check_salt(salt), _token(float(expected), _width(tol)))
+    return f"{_VERSION}:number:{tol!r}:{salt}:{digest}"
+
+
+def count_key(expected: int, *, salt: str) -> str:
+    """The answer key of a whole-number question (stages, GPUs, steps...)."""
+    if isinstance(expected, bool) or not isinstance(expected, numbers.Integral):
+        raise TypeError(f"`expected` must be an int (got {type(expected).__name__}).")
+    return f"{_VERSION}:count:{_check_salt(salt)}:{_digest(salt, f'n{int(expected)}')}"
+
+
+def choice_key(expected: str, *, salt: str) -> str:
+    """The answer key of a question answered with one word from a list of options."""
+    if not isinstance(expected, str):
+        raise TypeError(f"`expected` must be a str (got {type(expected).__name__}).")
+    word = expected.strip().lower()
+    return f"{_VERSION}:choice:{_check_salt(salt)}:{_digest(salt, f'w{word}')}"
+
+
+def _parse_key(key: object, kind: str) -> tuple[str, str, str]:
+    """Split a key into (parameter, salt, digest); raise ValueError for a broken key."""
+    if not isinstance(key, str):
+        raise TypeError(f"`key` must be a str made by {kind}_key (got {type(key).__name__}).")
+    parts = key.split(":")
+    if parts[:2] != [_VERSION, kind] or len(parts) not in (4, 5):
+        raise ValueError(f"`key` must be a key made by {kind}_key (got {key[:40]!r}).")
+    if kind == "number" and len(parts) == 5:
+        return parts[2], parts[3], parts[4]
+    if kind != "number" and len(parts) == 4:
+        return "", parts[2], parts[3]
+    raise ValueError(f"`key` must be a key made by {kind}_key (got {key[:40]!r}).")
+
+
+# --- checks -------------------------------------------------------------------------------
 
 
 def _describe(value: object) -> str:
@@ -144,94 +271,154 @@ def _missing(name: str, answer: object) -> str | None:
     return None
 
 
+def _percent(fraction: float) -> str:
+    """A tolerance as a person writes it: 0.01 -> '1%', 1e-4 -> '0.01%'."""
+    return f"{fraction * 100:.6g}%"
+
+
+def _number_value(name: str, answer: object, unit: str) -> float:
+    missing = _missing(name, answer)
+    if missing:
+        raise AnswerError(missing)
+    if not _is_real(answer):
+        hint = " Write it as a plain number, such as 4e6." if isinstance(answer, str) else ""
+        raise AnswerError(
+            f"`{name}` must be a number{f' in {unit}' if unit else ''}, "
+            f"but it is a {type(answer).__name__}: {_describe(answer)}.{hint}"
+        )
+    value = float(answer)  # type: ignore[arg-type]
+    if not math.isfinite(value):
+        raise AnswerError(f"`{name}` is {value}; a finite number was expected.")
+    return value
+
+
+class _NumberKey:
+    """A parsed number key: tells how many buckets a value sits from the right answer."""
+
+    def __init__(self, key: object) -> None:
+        tol, self.salt, self.digest = _parse_key(key, "number")
+        try:
+            self.rel_tol = _check_rel_tol(float(tol))
+        except ValueError:
+            raise ValueError(f"`key` has a broken tolerance ({tol!r}).") from None
+        self.width = _width(self.rel_tol)
+
+    def offset(self, value: float) -> int | None:
+        """Buckets between ``value`` and the right answer (None: more than SUBDIVISIONS)."""
+        if not math.isfinite(value):
+            return None
+        if value == 0:
+            return 0 if _digest(self.salt, "0") == self.digest else None
+        for shift in sorted(range(-SUBDIVISIONS, SUBDIVISIONS + 1), key=abs):
+            if _digest(self.salt, _token(value, self.width, shift)) == self.digest:
+                return shift
+        return None
+
+
+def _match_slip(value: float, key: _NumberKey, slips: Iterable[Slip]) -> str | None:
+    """The best-fitting slip as a phrase with the real ratio, or None."""
+    window = math.log1p(key.rel_tol) * (1 + 1 / SUBDIVISIONS)
+    found: list[tuple[int, str]] = []
+    for slip in slips:
+        if slip.reciprocal:
+            shift = key.offset(1 / value) if value else None
+            if shift is not None and abs(math.log(abs(value))) > window:
+                found.append((abs(shift), f"the reciprocal of the right answer: {slip.cause}"))
+            continue
+        if math.log(slip.factor) <= 2 * window:
+            continue  # too close to 1 to tell apart from this question's tolerance
+        for direction, scale in (("large", slip.factor), ("small", 1 / slip.factor)):
+            shift = key.offset(value / scale)
+            if shift is not None:
+                ratio = scale * math.exp(shift * key.width)
+                shown = _ratio_text(ratio if direction == "large" else 1 / ratio)
+                found.append((abs(shift), f"about {shown}x too {direction}: {slip.cause}"))
+    shift = key.offset(-value)
+    if shift is not None:
+        found.append((abs(shift), _SIGN))
+    return min(found)[1] if found else None
+
+
+def _ratio_text(ratio: float) -> str:
+    """A ratio to three significant figures, without exponents: 8.02, 60.1, 1,000."""
+    decimals = max(0, 2 - math.floor(math.log10(ratio)))
+    return f"{round(ratio, decimals):,.{decimals}f}"
+
+
 def check_number(
     name: str,
     answer: object,
-    expected: float,
+    key: str,
     *,
-    rel_tol: float = 0.01,
     unit: str = "",
+    slips: Iterable[Slip] | None = None,
 ) -> None:
-    """Check a numeric answer against the expected value within a relative tolerance.
+    """Check a numeric answer against its key, within the key's tolerance.
 
     Parameters
     ----------
     name : str
         The variable the learner set, quoted in the message.
     answer : object
-        The learner's value. Anything but a real number fails with a message saying so.
-    expected : float
-        The right answer, nonzero and finite, in the units the question asks for.
-    rel_tol : float, optional
-        Relative tolerance, strictly between 0 and 1 (default 1%).
+        The learner's value. Anything but a finite real number fails, saying why.
+    key : str
+        Made by :func:`number_key` from the right answer.
     unit : str, optional
-        The unit the question asks for, printed after each number (``"s"``, ``"B"``...).
+        The unit the question asks for, printed after the learner's number.
+    slips : iterable of Slip, optional
+        The slips this question expects (default: :func:`default_slips` of ``unit``).
+        A slip is named only when ``answer / factor`` is within the tolerance.
 
     Raises
     ------
     AnswerError
-        If the answer is missing, not a number, or off by more than ``rel_tol``; the message
-        names a likely slip when the answer is off by a known factor.
-    ValueError
-        If ``expected`` or ``rel_tol`` is unusable (a mistake in the test, not the answer).
+        If the answer is missing, not a number or wrong. The message names a slip only when
+        the answer really is off by that factor, and never shows the right answer.
 
     Examples
     --------
-    >>> check_number("t", 0.007, 0.007, unit="s")
-    >>> check_number("t", 7.0, 0.007, unit="s")
+    >>> key = number_key(0.007, rel_tol=0.01, salt="demo/q2/t")
+    >>> check_number("t", 0.00701, key, unit="s")
+    >>> check_number("t", 7.0, key, unit="s")
     Traceback (most recent call last):
     ...
-    perfmodel.exercises.AnswerError: `t` is 7 s, but that is exactly 1000x too large: ...
+    perfmodel.exercises.AnswerError: `t` is 7 s, about 1,000x too large: a factor of 1000 ...
     """
-    if not 0 < rel_tol < 1:
-        raise ValueError(f"`rel_tol` must be strictly between 0 and 1 (got rel_tol={rel_tol}).")
-    if not math.isfinite(expected) or expected == 0:
-        raise ValueError(f"`expected` must be a finite nonzero number (got {expected!r}).")
-    unit_text = f" {unit}" if unit else ""
-    missing = _missing(name, answer)
-    if missing:
-        raise AnswerError(missing)
-    if isinstance(answer, bool) or not isinstance(answer, numbers.Real):
-        hint = " Write it as a plain number, such as 4e6." if isinstance(answer, str) else ""
-        raise AnswerError(
-            f"`{name}` must be a number{f' in {unit}' if unit else ''}, "
-            f"but it is a {type(answer).__name__}: {_describe(answer)}.{hint}"
-        )
-    value = float(answer)
-    if not math.isfinite(value):
-        raise AnswerError(f"`{name}` is {value}; a finite number was expected.")
-    if math.isclose(value, expected, rel_tol=rel_tol):
+    parsed = _NumberKey(key)
+    slips = default_slips(unit) if slips is None else tuple(slips)
+    value = _number_value(name, answer, unit)
+    if parsed.offset(value) is not None:
         return
-    slip = diagnose(value, expected, rel_tol=rel_tol)
+    shown = f"`{name}` is {value:.4g}{f' {unit}' if unit else ''}"
+    slip = _match_slip(value, parsed, slips)
     if slip:
-        raise AnswerError(
-            f"`{name}` is {value:.4g}{unit_text}, but that is {slip}. "
-            f"Check your units and try again."
-        )
-    direction = "too large" if abs(value) > abs(expected) else "too small"
+        raise AnswerError(f"{shown}, {slip}. Fix that and try again.")
     raise AnswerError(
-        f"`{name}` is {value:.4g}{unit_text}, which is {direction} "
-        f"(off by more than {rel_tol:.0%}, and not by a simple unit factor). "
+        f"{shown}, which is not within {_percent(parsed.rel_tol)} of the right answer, and not "
+        f"off by any slip this question knows ({_slip_list(slips)}). "
         f"Recheck the formula, one term at a time."
     )
 
 
-def check_count(name: str, answer: object, expected: object) -> None:
+def _slip_list(slips: tuple[Slip, ...]) -> str:
+    return ", ".join(dict.fromkeys([*(slip.name for slip in slips), "the sign"]))
+
+
+def check_count(name: str, answer: object, key: str, *, slips: Iterable[Slip] = ()) -> None:
     """Check a whole-number answer (a count of stages, GPUs, steps...) exactly.
 
-    Unit slips make no sense for a count, so none are named; the message says whether the
-    answer is too many or too few.
+    Off by one is always recognised; ``slips`` adds factors (a count doubled, say).
 
     Examples
     --------
-    >>> check_count("stages", 3, 3)
-    >>> check_count("stages", 4, 3)
+    >>> key = count_key(3, salt="demo/q3/stages")
+    >>> check_count("stages", 3, key)
+    >>> check_count("stages", 4, key)
     Traceback (most recent call last):
     ...
-    perfmodel.exercises.AnswerError: `stages` is 4, which is too many. Recount and try again.
+    perfmodel.exercises.AnswerError: `stages` is 4, one too many. Recount and try again.
     """
-    if isinstance(expected, bool) or not isinstance(expected, numbers.Integral):
-        raise ValueError(f"`expected` must be an integer (got {expected!r}).")
+    _, salt, digest = _parse_key(key, "count")
     missing = _missing(name, answer)
     if missing:
         raise AnswerError(missing)
@@ -240,32 +427,78 @@ def check_count(name: str, answer: object, expected: object) -> None:
     )
     if isinstance(answer, bool) or not whole:
         raise AnswerError(f"`{name}` must be a whole number (got {_describe(answer)}).")
-    value = int(cast(float, answer))
-    if value != int(cast(int, expected)):
-        direction = "too many" if value > int(cast(int, expected)) else "too few"
-        raise AnswerError(f"`{name}` is {value}, which is {direction}. Recount and try again.")
+    value = int(answer)  # type: ignore[call-overload]
+
+    def right(candidate: float) -> bool:
+        return candidate.is_integer() and _digest(salt, f"n{int(candidate)}") == digest
+
+    if right(float(value)):
+        return
+    for step, words in ((1, "one too many"), (-1, "one too few")):
+        if right(float(value - step)):
+            raise AnswerError(f"`{name}` is {value}, {words}. Recount and try again.")
+    for slip in slips:
+        for direction, scale in (("large", slip.factor), ("small", 1 / slip.factor)):
+            if right(value / scale):
+                raise AnswerError(
+                    f"`{name}` is {value}, {slip.factor:g}x too {direction}: {slip.cause}."
+                )
+    raise AnswerError(f"`{name}` is {value}, which is not the right count. Recount and try again.")
 
 
-def check_choice(name: str, answer: object, options: tuple[str, ...], expected: str) -> None:
+def check_choice(name: str, answer: object, key: str, options: Mapping[str, str]) -> None:
     """Check a one-word answer chosen from ``options`` (case and spaces ignored).
+
+    Parameters
+    ----------
+    options : mapping of str to str
+        Each option and what distinguishes it; a wrong choice lists them all.
 
     Examples
     --------
-    >>> check_choice("bound", "Memory ", ("compute", "memory"), "memory")
-    >>> check_choice("bound", "disk", ("compute", "memory"), "memory")
+    >>> options = {"compute": "peak FLOP/s sets the time", "memory": "bandwidth sets the time"}
+    >>> key = choice_key("memory", salt="demo/q4/bound")
+    >>> check_choice("bound", "Memory ", key, options)
+    >>> check_choice("bound", "disk", key, options)
     Traceback (most recent call last):
     ...
     perfmodel.exercises.AnswerError: `bound` must be one of 'compute', 'memory' (got 'disk').
     """
-    if expected not in options:
-        raise ValueError(f"`expected` must be one of `options` (got {expected!r}).")
+    _, salt, digest = _parse_key(key, "choice")
+    if not options or not all(isinstance(o, str) and o == o.strip().lower() for o in options):
+        raise ValueError(f"`options` must map lower-case words to descriptions (got {options!r}).")
+    if not any(_digest(salt, f"w{option}") == digest for option in options):
+        raise ValueError("`key` matches none of `options`: the test is broken, not the answer.")
     missing = _missing(name, answer)
     if missing:
         raise AnswerError(missing)
     choices = ", ".join(repr(option) for option in options)
-    if not isinstance(answer, str) or answer.strip().lower() not in options:
+    word = answer.strip().lower() if isinstance(answer, str) else None
+    if word not in options:
         raise AnswerError(f"`{name}` must be one of {choices} (got {_describe(answer)}).")
-    if answer.strip().lower() != expected:
+    if _digest(salt, f"w{word}") != digest:
+        described = "; ".join(f"{option!r}: {text}" for option, text in options.items())
         raise AnswerError(
-            f"`{name}` is {answer.strip().lower()!r}, which is not right. Think again."
+            f"`{name}` is {word!r}, which is not right. The options are {described}. "
+            f"Which one do your numbers show?"
         )
+
+
+def feedback(message: str | None) -> str:
+    """The learner-facing part of an otter test-case message: the check's words only.
+
+    otter prefixes a failure with the line of the test that raised; that is test code, not
+    feedback, so only the exception's own text is kept.
+
+    Examples
+    --------
+    >>> feedback("❌ Test case failed\\nError at line 3 in test q1:\\n  check(x)\\nAnswerError: no")
+    'no'
+    >>> feedback("✅ Test case passed")
+    'passed'
+    """
+    lines = [line.strip() for line in (message or "").strip().splitlines() if line.strip()]
+    last = lines[-1] if lines else ""
+    if last.startswith(("✅", "Test case passed")):
+        return "passed"
+    return last.removeprefix("AnswerError: ")

@@ -1,0 +1,32 @@
+"""The ``grader`` object of a student copy: otter's checks, showing hints, not test code.
+
+otter-grader prints a failed test case as the line of test code that raised, then the
+error. In a workbook that line is test code the learner has no use for; this subclass keeps
+the check's own message (right or wrong, and the likely slip) and drops the rest.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import otter
+
+from perfmodel.exercises import feedback
+
+__all__ = ["Notebook"]
+
+
+class Notebook(otter.Notebook):  # type: ignore[misc]
+    """otter's ``Notebook``, whose ``check`` shows each failed case's hint only."""
+
+    def check(self, question: str, global_env: dict[str, Any] | None = None) -> Any:
+        """Run the instant checks of ``question`` against the caller's variables."""
+        if global_env is None:
+            frame = inspect.currentframe()
+            global_env = frame.f_back.f_globals if frame and frame.f_back else {}
+        result = super().check(question, global_env)
+        for case in getattr(result, "test_case_results", None) or ():
+            if not case.passed:
+                case.message = "❌ " + feedback(case.message)
+        return result

@@ -1,0 +1,217 @@
+"""The grading worker: run one notebook in a (sandboxed) kernel, write one report file.
+
+Started by :func:`perfmodel.sandbox.execute_notebook` as
+``python -m perfmodel.sandbox_worker REQUEST.json``. It runs outside the sandbox, talks to
+the kernel over Unix sockets in the submission's scratch folder, and writes its report
+into the grader's private folder, which the kernel cannot see.
+
+The read-out is the last cell it runs. Only then does it choose a fresh random file name;
+the kernel writes its plain-data globals there, one value at a time, each capped (a large
+array is refused before it is converted), and the worker reads the file back with a cap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import sys
+from pathlib import Path
+from typing import Any
+
+#: Caps on what the read-out keeps: one value's JSON, all of them, and array elements.
+MAX_VALUE_CHARS = 1_000_000
+MAX_TOTAL_CHARS = 8_000_000
+MAX_ARRAY_ITEMS = 100_000
+
+#: The cells otter assign or perfmodel write into a student copy: set-up and check calls.
+OTTER_CELL = re.compile(
+    r"# Initiali[sz]e[^\n]*\n(import otter|from perfmodel\.checker import Notebook)\n+"
+    r"grader = (otter\.)?Notebook\([^)]*\)"
+    r"|grader\.check(_all)?\(\s*(\"[\w-]*\")?\s*\)"
+)
+
+_READOUT = """\
+def _perfmodel_readout(path, max_value, max_total, max_items):
+    import json, numbers
+
+    def plain(value, depth=0):
+        if depth > 4:
+            raise TypeError("nested too deeply")
+        if value is None or isinstance(value, (bool, str)):
+            return value
+        if isinstance(value, numbers.Integral):
+            return int(value)
+        if isinstance(value, numbers.Real):
+            return float(value)
+        if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
+            if getattr(value, "size", 1) > max_items:
+                raise ValueError("too large")
+            return plain(value.tolist(), depth + 1)
+        if isinstance(value, (list, tuple)):
+            if len(value) > max_items:
+                raise ValueError("too large")
+            return [plain(item, depth + 1) for item in value]
+        if isinstance(value, dict):
+            if len(value) > max_items:
+                raise ValueError("too large")
+            return {{str(key): plain(item, depth + 1) for key, item in value.items()}}
+        raise TypeError(type(value).__name__)
+
+    written = 0
+    with open(path, "x", encoding="utf-8") as out:
+        out.write("{{")
+        for name, value in list(globals().items()):
+            if name.startswith("_") or name in ("In", "Out"):
+                continue
+            try:
+                if value is Ellipsis:
+                    text = json.dumps({{"$unanswered": True}})
+                else:
+                    text = json.dumps(plain(value), allow_nan=True)
+            except Exception:
+                continue
+            if len(text) > max_value or written + len(text) > max_total:
+                text = json.dumps({{"$too_large": True}})
+            out.write(("," if written else "") + json.dumps(name) + ":" + text)
+            written += len(text) + len(name) + 4
+        out.write("}}")
+
+
+_perfmodel_readout({path!r}, {max_value}, {max_total}, {max_items})
+del _perfmodel_readout
+"""
+
+
+def _kernel_manager(request: dict[str, Any]) -> Any:
+    """A kernel manager that starts the kernel inside the sandbox, over Unix sockets."""
+    from jupyter_client.manager import KernelManager
+
+    scratch = Path(request["notebook"]).parent
+    prefix = list(request["kernel_prefix"])
+
+    class SandboxedKernelManager(KernelManager):  # type: ignore[misc]
+        def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
+            command = super().format_kernel_cmd(extra_arguments)
+            return [*prefix, sys.executable, *command[1:]]
+
+    return SandboxedKernelManager(
+        kernel_name="python3",
+        transport="ipc",
+        ip=str(scratch / ".kernel"),
+        connection_file=str(scratch / ".kernel.json"),
+    )
+
+
+def _run(request: dict[str, Any]) -> dict[str, Any]:
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import DeadKernelError
+
+    nb = nbformat.read(request["notebook"], as_version=4)
+    # Number cells as JupyterLab does (position in the whole notebook, from 1) and run only
+    # code cells; the check cells are blanked, since scoring happens outside the kernel.
+    positions = [i + 1 for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
+    code_cells = [cell for cell in nb.cells if cell.cell_type == "code"]
+    for cell in code_cells:
+        if OTTER_CELL.fullmatch(cell.source.strip()):
+            cell.source = ""
+    readout_path = Path(request["notebook"]).parent / f".answers-{secrets.token_hex(16)}.json"
+    readout = _READOUT.format(
+        path=str(readout_path),
+        max_value=MAX_VALUE_CHARS,
+        max_total=MAX_TOTAL_CHARS,
+        max_items=MAX_ARRAY_ITEMS,
+    )
+    nb.cells = [*code_cells, nbformat.v4.new_code_cell(readout)]
+    readout_index = len(nb.cells) - 1
+    timed_out: list[int] = []
+
+    class QuietClient(NotebookClient):  # type: ignore[misc]
+        """Keeps errors only; every other output is dropped instead of stored."""
+
+        def output(self, outs: Any, msg: Any, display_id: Any, cell_index: int) -> Any:
+            if msg["msg_type"] == "error":
+                return super().output(outs, msg, display_id, cell_index)
+            return None
+
+        async def _async_handle_timeout(self, timeout: int, cell: Any = None) -> Any:
+            index = nb.cells.index(cell) if cell is not None else -1
+            timed_out.append(positions[index] if 0 <= index < len(positions) else -1)
+            return await super()._async_handle_timeout(timeout, cell)
+
+    km = _kernel_manager(request)
+    client = QuietClient(
+        nb,
+        km=km,
+        timeout=request["cell_s"],
+        interrupt_on_timeout=True,
+        allow_errors=True,
+        resources={"metadata": {"path": str(Path(request["notebook"]).parent)}},
+    )
+    problem = ""
+    try:
+        client.execute(env=request["kernel_env"])
+    except DeadKernelError:
+        problem = "the kernel died (the notebook crashed Python or called os._exit)"
+    except Exception as error:  # noqa: BLE001 - any failure becomes the submission's reason
+        problem = f"the notebook could not be run: {type(error).__name__}: {error}"[:300]
+    cell_errors = []
+    for index, cell in enumerate(nb.cells[:readout_index]):
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                cell_errors.append([positions[index], output["ename"], str(output["evalue"])[:200]])
+    answers = _read_answers(readout_path)
+    if answers is None and not problem:
+        problem = "the grader could not read the answers back (the read-out cell failed)"
+    return {
+        "answers": answers,
+        "cell_errors": cell_errors[:50],
+        "timed_out_cells": timed_out[:50],
+        "problem": problem,
+    }
+
+
+def _read_answers(path: Path) -> dict[str, Any] | None:
+    """The read-out file as a dict, or None when it is missing, too large or not JSON."""
+    with contextlib.suppress(OSError, ValueError):
+        if path.is_symlink() or path.stat().st_size > MAX_TOTAL_CHARS * 2:
+            return None
+        data = json.loads(path.read_bytes())
+        if isinstance(data, dict):
+            return data
+    return None
+
+
+def _become_subreaper() -> None:
+    """Adopt orphaned descendants (Linux), so that none escapes the final clean-up."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_child_subreaper = 36
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_child_subreaper, 1, 0, 0, 0)
+
+
+def main(argv: list[str]) -> int:  # pragma: no cover - exercised through execute_notebook
+    from perfmodel.sandbox import kill_descendants
+
+    _become_subreaper()
+    request = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+    try:
+        report = _run(request)
+    finally:
+        kill_descendants(os.getpid())
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
+    target = Path(request["report"])
+    partial = target.with_suffix(".partial")
+    partial.write_text(json.dumps(report), encoding="utf-8")
+    os.replace(partial, target)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main(sys.argv[1:]))
