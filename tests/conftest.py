@@ -5,18 +5,23 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import os
 from pathlib import Path
 
-from perfmodel.workbooks import Assigned, Workbook, assign, find_workbooks
-
 ROOT = Path(__file__).resolve().parent.parent
+# otter assign takes seconds per master: share one file cache across xdist workers and runs
+# (keyed by the master, the package and otter's version, so it is never stale).
+os.environ.setdefault("PERFMODEL_CACHE_DIR", str(ROOT / "test-output" / "cache"))
+
+from perfmodel.workbooks import Assigned, Workbook, assign, find_workbooks  # noqa: E402
+
 EXERCISES = ROOT / "exercises"
 WORKBOOKS = find_workbooks(EXERCISES)
 
 
 @functools.cache
 def assigned(workbook: Workbook) -> Assigned:
-    """otter assign's output for a workbook, computed once per test process."""
+    """otter assign's output for a workbook, from the shared cache when it is there."""
     return assign(workbook)
 
 

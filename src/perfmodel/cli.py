@@ -1,7 +1,8 @@
 """The ``perfmodel`` command: instructor tools for the course's workbooks.
 
 ``perfmodel release`` regenerates the student copies and the Gradescope autograder zips;
-``perfmodel grade`` grades a folder of submissions locally.
+``perfmodel grade`` grades a folder of submissions locally; ``perfmodel key`` makes the
+answer key a workbook test checks against.
 """
 
 from __future__ import annotations
@@ -71,9 +72,43 @@ def _parser() -> argparse.ArgumentParser:
         default=4.0,
         help="address-space limit per submission, GiB (default 4)",
     )
+    grade.add_argument(
+        "--disk-mib",
+        type=_positive(float),
+        default=1024.0,
+        help="bytes a submission may write, all files together, MiB (default 1024)",
+    )
     grade.add_argument("--jobs", type=_positive(int), default=1, help="submissions at once")
     grade.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+    key = commands.add_parser("key", help="print the answer key of a workbook test")
+    key.add_argument("kind", choices=["number", "count", "choice"])
+    key.add_argument("expected", help="the right answer: a number, a whole number or a word")
+    key.add_argument(
+        "--salt", required=True, help="WORKBOOK/QUESTION/VARIABLE, e.g. 00_warmup/q1/x"
+    )
+    key.add_argument("--rel-tol", type=_positive(float), default=0.01, help="numbers only")
     return parser
+
+
+def _key(args: argparse.Namespace) -> int:
+    from perfmodel import exercises
+
+    if args.kind == "choice":
+        print(exercises.choice_key(args.expected, salt=args.salt))
+    elif args.kind == "count":
+        try:
+            whole = int(args.expected)
+        except ValueError:
+            raise ValueError(f"a count must be a whole number (got {args.expected!r})") from None
+        print(exercises.count_key(whole, salt=args.salt))
+    else:
+        try:
+            value = float(args.expected)
+        except ValueError:
+            raise ValueError(f"a number key needs a number (got {args.expected!r})") from None
+        print(exercises.number_key(value, rel_tol=args.rel_tol, salt=args.salt))
+    return 0
 
 
 def _tests_for(workbook: str, exercises: Path) -> tuple[str, dict[str, str]]:
@@ -83,8 +118,7 @@ def _tests_for(workbook: str, exercises: Path) -> tuple[str, dict[str, str]]:
     if path.suffix == ".zip":
         if not path.is_file():
             raise ValueError(f"`workbook` zip {workbook!r} does not exist.")
-        name = path.name.removesuffix(".zip").removesuffix("-autograder")
-        return name, workbooks.load_tests(path)
+        return workbooks.assignment_name(path), workbooks.load_tests(path)
     found = workbooks.find_workbook(workbook, exercises)
     return found.name, workbooks.assign(found).tests
 
@@ -99,14 +133,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             for path in release(args.exercises, args.dist):
                 print(f"wrote {path}")
             return 0
+        if args.command == "key":
+            return _key(args)
         return _grade(args)
-    except (ValueError, RuntimeError, OSError) as error:
+    except (ValueError, TypeError, RuntimeError, OSError) as error:
         print(f"perfmodel {args.command}: error: {error}", file=sys.stderr)
         return 2
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from perfmodel.grading import grade_folder, write_csv, write_feedback
+    from perfmodel.grading import PartialSheet, grade_folder, write_csv, write_feedback
     from perfmodel.sandbox import Limits
 
     name, tests = _tests_for(args.workbook, args.exercises)
@@ -116,18 +152,29 @@ def _grade(args: argparse.Namespace) -> int:
         wall_s=args.timeout,
         cell_s=args.cell_timeout,
         memory_bytes=int(args.memory_gib * 1024**3),
+        disk_bytes=int(args.disk_mib * 1024**2),
     )
     feedback = args.feedback or args.out.with_name(f"{args.out.stem}_feedback")
-    grades = grade_folder(
-        tests,
-        args.submissions,
-        assignment=name,
-        limits=limits,
-        jobs=args.jobs,
-        progress=not args.no_progress,
-    )
+    sheet = PartialSheet(args.out, list(tests))
+    try:
+        grades = grade_folder(
+            tests,
+            args.submissions,
+            assignment=name,
+            limits=limits,
+            jobs=args.jobs,
+            progress=not args.no_progress,
+            on_result=sheet.add,
+        )
+    except KeyboardInterrupt:
+        print(
+            f"perfmodel grade: interrupted; the rows graded so far are in {sheet.path}",
+            file=sys.stderr,
+        )
+        return 130
     write_csv(grades, args.out)
     write_feedback(grades, feedback)
+    sheet.finish()
     failed = sum(grade.status != "graded" for grade in grades)
     print(
         f"graded {len(grades)} submissions of {name}: {len(grades) - failed} scored, "

@@ -31,7 +31,7 @@ Examples
 >>> check_number("bytes_moved", 32e6, key, unit="B")
 Traceback (most recent call last):
 ...
-perfmodel.exercises.AnswerError: `bytes_moved` is 3.2e+07 B, about 8.00x too large: a factor of 8 is ...
+perfmodel.exercises.AnswerError: `bytes_moved` is 3.2e+07 B, about 8.00x too large: a factor of 8 ...
 """
 
 from __future__ import annotations
@@ -116,24 +116,56 @@ def _slip(factor: float, name: str, cause: str) -> Slip:
 
 
 PREFIX_SLIPS: tuple[Slip, ...] = (
-    _slip(1e9, "giga/nano prefix", "a factor of 1e9 is a giga/nano prefix slip (G vs base units, ns vs s)"),
-    _slip(1e6, "mega/micro prefix", "a factor of 1e6 is a mega/micro prefix slip (MB vs B, µs vs s)"),
-    _slip(1e3, "one prefix step", "a factor of 1000 is one metric prefix step (ms vs s, GB vs MB, T vs G)"),
+    _slip(
+        1e9,
+        "giga/nano prefix",
+        "a factor of 1e9 is a giga/nano prefix slip (G vs base units, ns vs s)",
+    ),
+    _slip(
+        1e6, "mega/micro prefix", "a factor of 1e6 is a mega/micro prefix slip (MB vs B, µs vs s)"
+    ),
+    _slip(
+        1e3,
+        "one prefix step",
+        "a factor of 1000 is one metric prefix step (ms vs s, GB vs MB, T vs G)",
+    ),
 )
-BITS_FOR_BYTES = _slip(8, "bits vs bytes", "a factor of 8 is the bits-vs-bytes slip (1 byte = 8 bits)")
+BITS_FOR_BYTES = _slip(
+    8, "bits vs bytes", "a factor of 8 is the bits-vs-bytes slip (1 byte = 8 bits)"
+)
 BINARY_PREFIX_SLIPS: tuple[Slip, ...] = (
-    _slip(1024**3 / 1e9, "GiB vs GB", "a factor of 1.074 is GiB vs GB (1 GiB = 2**30 B, 1 GB = 10**9 B)"),
-    _slip(1024**2 / 1e6, "MiB vs MB", "a factor of 1.049 is MiB vs MB (1 MiB = 2**20 B, 1 MB = 10**6 B)"),
+    _slip(
+        1024**3 / 1e9,
+        "GiB vs GB",
+        "a factor of 1.074 is GiB vs GB (1 GiB = 2**30 B, 1 GB = 10**9 B)",
+    ),
+    _slip(
+        1024**2 / 1e6,
+        "MiB vs MB",
+        "a factor of 1.049 is MiB vs MB (1 MiB = 2**20 B, 1 MB = 10**6 B)",
+    ),
     _slip(1.024, "KiB vs kB", "a factor of 1.024 is KiB vs kB (1 KiB = 1024 B, 1 kB = 1000 B)"),
 )
-FLOPS_FOR_MACS = _slip(2, "FLOPs vs multiply-adds", "a factor of 2 is FLOPs vs multiply-adds (one multiply-add is 2 FLOPs)")
+FLOPS_FOR_MACS = _slip(
+    2,
+    "FLOPs vs multiply-adds",
+    "a factor of 2 is FLOPs vs multiply-adds (one multiply-add is 2 FLOPs)",
+)
 MINUTES_FOR_SECONDS = _slip(60, "minutes vs seconds", "a factor of 60 is minutes vs seconds")
 HOURS_FOR_SECONDS = _slip(3600, "hours vs seconds", "a factor of 3600 is hours vs seconds")
 KWH_FOR_JOULES = _slip(3.6e6, "kWh vs J", "a factor of 3.6e6 is kWh vs J (1 kWh = 3.6e6 J)")
-PERCENT_FOR_FRACTION = _slip(100, "percent vs fraction", "a factor of 100 is a percentage where a fraction was asked")
-SPARSE_PEAK = _slip(2, "sparse vs dense peak", "a factor of 2 is the sparse peak where the dense one was meant")
-DTYPE_WIDTH = _slip(2, "element width", "a factor of 2 is the wrong element width (4-byte fp32 vs 2-byte bf16)")
-COUNTED_TWICE = _slip(2, "a tensor counted twice", "a factor of 2 is a tensor counted twice, or once too few")
+PERCENT_FOR_FRACTION = _slip(
+    100, "percent vs fraction", "a factor of 100 is a percentage where a fraction was asked"
+)
+SPARSE_PEAK = _slip(
+    2, "sparse vs dense peak", "a factor of 2 is the sparse peak where the dense one was meant"
+)
+DTYPE_WIDTH = _slip(
+    2, "element width", "a factor of 2 is the wrong element width (4-byte fp32 vs 2-byte bf16)"
+)
+COUNTED_TWICE = _slip(
+    2, "a tensor counted twice", "a factor of 2 is a tensor counted twice, or once too few"
+)
 RECIPROCAL = Slip(
     name="x vs 1/x", cause="1/x where x was asked, or the other way round", reciprocal=True
 )
@@ -223,11 +255,12 @@ def number_key(expected: float, *, rel_tol: float, salt: str) -> str:
     return f"{_VERSION}:number:{tol!r}:{salt}:{digest}"
 
 
-def count_key(expected: int, *, salt: str) -> str:
+def count_key(expected: object, *, salt: str) -> str:
     """The answer key of a whole-number question (stages, GPUs, steps...)."""
     if isinstance(expected, bool) or not isinstance(expected, numbers.Integral):
         raise TypeError(f"`expected` must be an int (got {type(expected).__name__}).")
-    return f"{_VERSION}:count:{_check_salt(salt)}:{_digest(salt, f'n{int(expected)}')}"
+    whole = int(expected)
+    return f"{_VERSION}:count:{_check_salt(salt)}:{_digest(salt, f'n{whole}')}"
 
 
 def choice_key(expected: str, *, salt: str) -> str:
@@ -314,6 +347,11 @@ class _NumberKey:
                 return shift
         return None
 
+    def ratio(self, value: float, shift: int) -> float:
+        """``value`` over the right answer, to within half a bucket (a few tenths of %)."""
+        bucket = math.floor(math.log(abs(value)) / self.width) - shift
+        return abs(value) / math.exp(self.width * (bucket + 0.5))
+
 
 def _match_slip(value: float, key: _NumberKey, slips: Iterable[Slip]) -> str | None:
     """The best-fitting slip as a phrase with the real ratio, or None."""
@@ -330,7 +368,10 @@ def _match_slip(value: float, key: _NumberKey, slips: Iterable[Slip]) -> str | N
         for direction, scale in (("large", slip.factor), ("small", 1 / slip.factor)):
             shift = key.offset(value / scale)
             if shift is not None:
-                ratio = scale * math.exp(shift * key.width)
+                ratio = key.ratio(value / scale, shift)  # answer / (right answer * scale)
+                if abs(math.log(ratio)) <= key.width / 2:
+                    ratio = 1.0  # as close to the exact factor as the key can tell
+                ratio *= scale
                 shown = _ratio_text(ratio if direction == "large" else 1 / ratio)
                 found.append((abs(shift), f"about {shown}x too {direction}: {slip.cause}"))
     shift = key.offset(-value)

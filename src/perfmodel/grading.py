@@ -4,8 +4,9 @@ Each submission is first read as plain JSON (a file that is not a notebook fails
 with the reason), then run in its own sandboxed process (:mod:`perfmodel.sandbox`), and
 its answers are scored by otter-grader's own test-file runner **in this process**, which
 never runs student code. Results go to one CSV row per submission and one JSON feedback
-file per student; both are written only after the whole batch, from memory, so a
-submission that writes into the output folder is simply overwritten.
+file per student. Each row is also appended to ``<out>.partial`` as soon as it is graded,
+so a batch that is interrupted keeps every row it finished; the final files are written
+after the whole batch, from memory.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import json
 import os
 import re
 import shutil
+import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -24,12 +27,17 @@ from typing import Any
 
 import nbformat
 
+from perfmodel import isolation
+from perfmodel.exercises import feedback
 from perfmodel.sandbox import Execution, Limits, execute_notebook
 
 __all__ = [
     "MAX_NOTEBOOK_BYTES",
     "QuestionResult",
     "SubmissionGrade",
+    "PartialSheet",
+    "display_name",
+    "feedback_names",
     "grade_folder",
     "grade_submission",
     "score_answers",
@@ -39,6 +47,18 @@ __all__ = [
 
 #: How the read-out marks a variable still set to ``...`` (JSON has no Ellipsis).
 _UNANSWERED = {"$unanswered": True}
+#: How the read-out marks a value too large to read back.
+_TOO_LARGE = {"$too_large": True}
+
+
+def _from_readout(value: Any) -> Any:
+    if value == _UNANSWERED:
+        return Ellipsis
+    if value == _TOO_LARGE:
+        return "<a value too large to grade>"
+    return value
+
+
 #: Larger files are not notebooks a learner wrote by hand; they are refused unread.
 MAX_NOTEBOOK_BYTES = 20 * 1024**2
 
@@ -67,6 +87,7 @@ class SubmissionGrade:
     reason: str
     questions: tuple[QuestionResult, ...]
     seconds: float = 0.0
+    isolation: str = "none"
 
     @property
     def total(self) -> float:
@@ -93,7 +114,7 @@ def score_answers(tests: dict[str, str], answers: dict[str, Any]) -> tuple[Quest
     """
     from otter.test_files.exception_test import ExceptionTestFile
 
-    env = {name: Ellipsis if value == _UNANSWERED else value for name, value in answers.items()}
+    env = {name: _from_readout(value) for name, value in answers.items()}
     results = []
     with tempfile.TemporaryDirectory(prefix="perfmodel-tests-") as scratch:
         for name, source in tests.items():
@@ -105,7 +126,7 @@ def score_answers(tests: dict[str, str], answers: dict[str, Any]) -> tuple[Quest
                 {
                     "hidden": bool(result.test_case.hidden),
                     "passed": bool(result.passed),
-                    "message": _clean_message(result.message),
+                    "message": feedback(result.message),
                 }
                 for result in test_file.test_case_results
             )
@@ -118,19 +139,6 @@ def score_answers(tests: dict[str, str], answers: dict[str, Any]) -> tuple[Quest
                 )
             )
     return tuple(results)
-
-
-def _clean_message(message: str) -> str:
-    """Keep the verdict's last line only: the check's own words, never the test's source.
-
-    otter's message quotes the failing line of the test, which for a hidden test would show
-    the expected value; the learner needs the exception text, not the code.
-    """
-    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
-    last = lines[-1] if lines else ""
-    if last.startswith(("✅", "Test case passed")):
-        return "passed"
-    return last.removeprefix("AnswerError: ")
 
 
 def _read_notebook(path: Path, assignment: str) -> tuple[str, str]:
@@ -177,6 +185,17 @@ def _describe_execution(execution: Execution) -> list[str]:
     return notes
 
 
+def display_name(path: Path) -> str:
+    """A file name as printable text: bytes that are not UTF-8 become ``\\xNN`` escapes.
+
+    Examples
+    --------
+    >>> display_name(Path(os.fsdecode(b"caf\\xe9.ipynb")))
+    'caf\\\\xe9.ipynb'
+    """
+    return os.fsencode(path.name).decode("utf-8", "backslashreplace")
+
+
 def grade_submission(
     path: Path, tests: dict[str, str], *, assignment: str, limits: Limits
 ) -> SubmissionGrade:
@@ -185,30 +204,29 @@ def grade_submission(
     A submission that cannot be scored gets every question's result for "no answers", so
     its row and feedback still list each question and why it scored 0.
     """
+    name = display_name(path)
+    kind = "none" if isolation.probe() else "bubblewrap"
     status, reason = _read_notebook(path, assignment)
     if status:
         return SubmissionGrade(
-            submission=path.name, status=status, reason=reason, questions=score_answers(tests, {})
+            submission=name,
+            status=status,
+            reason=reason,
+            questions=score_answers(tests, {}),
+            isolation=kind,
         )
     execution = execute_notebook(path, limits, name=f"{assignment}.ipynb")
     notes = _describe_execution(execution)
-    if execution.answers is None:
-        reason = "; ".join([execution.problem, *notes])
-        return SubmissionGrade(
-            submission=path.name,
-            status="failed",
-            reason=reason,
-            questions=score_answers(tests, {}),
-            seconds=execution.seconds,
-        )
+    answers = execution.answers
     if execution.problem:
         notes.insert(0, execution.problem)
     return SubmissionGrade(
-        submission=path.name,
-        status="graded",
+        submission=name,
+        status="failed" if answers is None else "graded",
         reason="; ".join(notes),
-        questions=score_answers(tests, execution.answers),
+        questions=score_answers(tests, answers or {}),
         seconds=execution.seconds,
+        isolation=execution.isolation,
     )
 
 
@@ -216,8 +234,26 @@ def _submissions(folder: Path) -> list[Path]:
     if not folder.is_dir():
         raise ValueError(f"`submissions` must be a folder of notebooks (got {str(folder)!r}).")
     return sorted(
-        path for path in folder.iterdir() if not path.name.startswith(".") and not path.is_dir()
+        (path for path in folder.iterdir() if not path.name.startswith(".") and not path.is_dir()),
+        key=lambda path: os.fsencode(path.name),
     )
+
+
+_warned = threading.Lock()
+_warned_once: list[bool] = []
+
+
+def _warn_without_isolation() -> None:
+    """Say once per process, loudly, that submissions will run unisolated."""
+    why = isolation.probe()
+    with _warned:
+        if why and not _warned_once:
+            _warned_once.append(True)
+            print(
+                f"\n*** WARNING: grading WITHOUT isolation: {why}.\n*** Submissions run as "
+                f"your user and can read your files. The CSV records `isolation: none`.\n",
+                file=sys.stderr,
+            )
 
 
 def grade_folder(
@@ -254,8 +290,18 @@ def grade_folder(
     limits = limits or Limits()
     paths = _submissions(submissions)
 
+    _warn_without_isolation()
+
     def grade(path: Path) -> SubmissionGrade:
-        return grade_submission(path, tests, assignment=assignment, limits=limits)
+        try:
+            return grade_submission(path, tests, assignment=assignment, limits=limits)
+        except Exception as error:  # noqa: BLE001 - one broken row must not sink the batch
+            return SubmissionGrade(
+                submission=display_name(path),
+                status="failed",
+                reason=f"the grader failed on this file: {type(error).__name__}: {error}"[:300],
+                questions=score_answers(tests, {}),
+            )
 
     grades: list[SubmissionGrade] = []
     with (
@@ -272,6 +318,42 @@ def grade_folder(
     return grades
 
 
+_COLUMNS = ("total", "possible", "status", "isolation", "reason")
+
+
+def _row(grade: SubmissionGrade) -> list[str]:
+    return [
+        grade.submission,
+        *(f"{question.score:g}" for question in grade.questions),
+        f"{grade.total:g}",
+        f"{grade.possible:g}",
+        grade.status,
+        grade.isolation,
+        grade.reason,
+    ]
+
+
+class PartialSheet:
+    """Rows appended to ``<out>.partial`` as they are graded, flushed one at a time."""
+
+    def __init__(self, out: Path, questions: list[str]) -> None:
+        self.path = out.with_name(out.name + ".partial")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._handle = open(self.path, "w", newline="", encoding="utf-8")  # noqa: SIM115
+        self._writer = csv.writer(self._handle)
+        self._writer.writerow(["submission", *questions, *_COLUMNS])
+        self._handle.flush()
+
+    def add(self, grade: SubmissionGrade) -> None:
+        self._writer.writerow(_row(grade))
+        self._handle.flush()
+
+    def finish(self) -> None:
+        """Close and remove the partial file (the full CSV has been written)."""
+        self._handle.close()
+        self.path.unlink(missing_ok=True)
+
+
 def write_csv(grades: Iterable[SubmissionGrade], path: Path) -> None:
     """Write one row per submission: scores per question, total, status and reason."""
     grades = list(grades)
@@ -281,20 +363,29 @@ def write_csv(grades: Iterable[SubmissionGrade], path: Path) -> None:
         "w", newline="", encoding="utf-8", dir=path.parent, delete=False, suffix=".csv"
     ) as handle:
         writer = csv.writer(handle)
-        writer.writerow(["submission", *questions, "total", "possible", "status", "reason"])
+        writer.writerow(["submission", *questions, *_COLUMNS])
         for grade in grades:
-            scores = [f"{question.score:g}" for question in grade.questions]
-            writer.writerow(
-                [
-                    grade.submission,
-                    *scores,
-                    f"{grade.total:g}",
-                    f"{grade.possible:g}",
-                    grade.status,
-                    grade.reason,
-                ]
-            )
+            writer.writerow(_row(grade))
     os.replace(handle.name, path)
+
+
+def feedback_names(grades: Iterable[SubmissionGrade]) -> list[str]:
+    """One distinct feedback file name per submission: its whole name plus ``.json``.
+
+    ``dup.ipynb`` and ``dup.json`` get ``dup.ipynb.json`` and ``dup.json.json``; names that
+    still collide (after escaping) get ``~2``, ``~3``... before ``.json``.
+    """
+    names: list[str] = []
+    taken: set[str] = set()
+    for grade in grades:
+        stem = grade.submission.replace("/", "_") or "unnamed"
+        candidate, counter = f"{stem}.json", 1
+        while candidate in taken:
+            counter += 1
+            candidate = f"{stem}~{counter}.json"
+        taken.add(candidate)
+        names.append(candidate)
+    return names
 
 
 def write_feedback(grades: Iterable[SubmissionGrade], folder: Path) -> None:
@@ -315,10 +406,12 @@ def write_feedback(grades: Iterable[SubmissionGrade], folder: Path) -> None:
             )
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".feedback-", dir=folder.parent))
-    for grade in grades:
+    grades = list(grades)
+    for grade, file_name in zip(grades, feedback_names(grades), strict=True):
         record = {
             "submission": grade.submission,
             "status": grade.status,
+            "isolation": grade.isolation,
             "reason": grade.reason,
             "total": grade.total,
             "possible": grade.possible,
@@ -332,7 +425,7 @@ def write_feedback(grades: Iterable[SubmissionGrade], folder: Path) -> None:
                 for question in grade.questions
             ],
         }
-        target = staging / f"{Path(grade.submission).stem}.json"
+        target = staging / file_name
         target.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", "utf-8")
     if folder.exists():
         shutil.rmtree(folder)

@@ -76,7 +76,7 @@ class Limits:
     max_processes: int = 64
 
     def __post_init__(self) -> None:
-        for name in self.__slots__:  # type: ignore[attr-defined]
+        for name in self.__slots__:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise TypeError(f"`{name}` must be a number (got {type(value).__name__}).")
@@ -149,9 +149,11 @@ def _resident_bytes(pids: list[int]) -> int:
     page = os.sysconf("SC_PAGE_SIZE")
     total = 0
     for pid in pids:
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            with open(f"/proc/{pid}/statm", "rb") as handle:
-                total += int(handle.read().split()[1]) * page
+        with (
+            contextlib.suppress(OSError, ValueError, IndexError),
+            open(f"/proc/{pid}/statm", "rb") as handle,
+        ):
+            total += int(handle.read().split()[1]) * page
     return total
 
 
@@ -354,9 +356,9 @@ def execute_notebook(path: Path, limits: Limits, *, name: str = "submission.ipyn
     seconds = time.monotonic() - started
     kind = "none" if why_not else "bubblewrap"
     if problem or not isinstance(report, dict):
-        if not problem:
-            problem = report or _how_it_died(process.returncode, limits)
-        return Execution(answers=None, problem=problem, seconds=seconds, isolation=kind)
+        why = problem or (report if isinstance(report, str) else "")
+        why = why or _how_it_died(process.returncode, limits)
+        return Execution(answers=None, problem=why, seconds=seconds, isolation=kind)
     return Execution(
         answers=report["answers"],
         cell_errors=tuple(CellError(*item) for item in report["cell_errors"]),

@@ -92,7 +92,7 @@ def _kernel_manager(request: dict[str, Any]) -> Any:
     scratch = Path(request["notebook"]).parent
     prefix = list(request["kernel_prefix"])
 
-    class SandboxedKernelManager(KernelManager):  # type: ignore[misc]
+    class SandboxedKernelManager(KernelManager):
         def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
             command = super().format_kernel_cmd(extra_arguments)
             return [*prefix, sys.executable, *command[1:]]
@@ -129,7 +129,7 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
     readout_index = len(nb.cells) - 1
     timed_out: list[int] = []
 
-    class QuietClient(NotebookClient):  # type: ignore[misc]
+    class QuietClient(NotebookClient):
         """Keeps errors only; every other output is dropped instead of stored."""
 
         def output(self, outs: Any, msg: Any, display_id: Any, cell_index: int) -> Any:

@@ -6,18 +6,33 @@ Layout (relative to the ``exercises`` folder)::
     00_warmup.ipynb           the student copy generated from it (committed)
 
 :func:`release` regenerates every student copy and writes one Gradescope-ready autograder
-zip per workbook. Student copies are normalised (stable cell ids) so that regenerating an
-unchanged master gives a byte-identical file, which is how the tests spot a stale copy.
+zip per workbook. Student copies are normalised (stable cell ids, and a ``grader`` that shows
+hints rather than test code) so that regenerating an unchanged master gives a byte-identical
+file, which is how the tests spot a stale copy.
+
+otter assign takes seconds per master, so :func:`assign` keeps its output in a file cache
+keyed by a hash of the master, the package files bundled into the zip and otter's version:
+an unchanged master is assigned once per machine, whichever process asks first.
+
+The zip's ``run_autograder`` grades with the same clean-room pipeline as ``perfmodel grade``
+(:mod:`perfmodel.gradescope`): the tests stay in ``/autograder/source``, never in the
+submission's working folder.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import hashlib
 import io
+import json
+import os
+import re
 import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,8 +44,11 @@ __all__ = [
     "assign",
     "find_workbook",
     "find_workbooks",
+    "assignment_name",
+    "cache_dir",
     "load_tests",
     "release",
+    "tests_from_folder",
 ]
 
 #: The ``perfmodel`` package itself, bundled into autograder zips so the tests can import it.
@@ -91,11 +109,51 @@ def find_workbook(name_or_path: str | Path, exercises_dir: Path) -> Workbook:
     )
 
 
+#: otter's set-up cell in a student copy, and perfmodel's replacement for it.
+_OTTER_INIT = re.compile(r'# Initialize Otter\nimport otter\ngrader = otter\.Notebook\(("[^"]*")\)')
+_PERFMODEL_INIT = (
+    "# Initialize the checks (otter-grader's, showing each hint rather than its test code)\n"
+    "from perfmodel.checker import Notebook\n\n"
+    "grader = Notebook({name})"
+)
+
+
 def _normalise(text: str) -> str:
     nb = nbformat.reads(text, as_version=4)
     for index, cell in enumerate(nb.cells):
         cell["id"] = f"cell-{index:03d}"
+        found = _OTTER_INIT.fullmatch(cell.source.strip()) if cell.cell_type == "code" else None
+        if found:
+            cell.source = _PERFMODEL_INIT.format(name=found.group(1))
     return str(nbformat.writes(nb)) + "\n"
+
+
+#: What the Gradescope image needs beyond otter to run a workbook: perfmodel's dependencies.
+_GRADESCOPE_PIP = ("numpy>=1.24", "scipy>=1.11", "matplotlib>=3.7", "tqdm>=4.65", "ipykernel>=6.25")
+_RUN_AUTOGRADER_TAIL = "python /autograder/source/run_otter.py"
+_PERFMODEL_RUN = (
+    "# perfmodel: grade with the same clean-room pipeline as `perfmodel grade` (run the\n"
+    "# notebook in a sandboxed kernel, read the answers back as data, score outside it).\n"
+    "PYTHONPATH=/autograder/source/files python -m perfmodel.gradescope /autograder"
+)
+
+
+def _rewrite_entry(name: str, data: bytes) -> bytes:
+    """Adapt otter's Gradescope files: perfmodel's runner, its dependencies, bubblewrap."""
+    if name == "run_autograder":
+        text = data.decode()
+        if _RUN_AUTOGRADER_TAIL not in text:
+            raise RuntimeError("otter's run_autograder changed shape; update workbooks.py")
+        return text.replace(_RUN_AUTOGRADER_TAIL, _PERFMODEL_RUN).encode()
+    if name == "environment.yml":
+        extra = "".join(f"      - {requirement}\n" for requirement in _GRADESCOPE_PIP)
+        return (data.decode().rstrip("\n") + "\n" + extra).encode()
+    if name == "setup.sh":
+        return (
+            data + b"\n# perfmodel: the grading sandbox (optional; grading warns without it)\n"
+            b"apt-get install -y bubblewrap || true\n"
+        )
+    return data
 
 
 def _bundle_package(zip_bytes: bytes) -> bytes:
@@ -108,10 +166,9 @@ def _bundle_package(zip_bytes: bytes) -> bytes:
         for info in sorted(original.infolist(), key=lambda item: item.filename):
             entry = zipfile.ZipInfo(info.filename, date_time=_ZIP_DATE)
             entry.external_attr = info.external_attr
-            out.writestr(entry, original.read(info), zipfile.ZIP_DEFLATED)
-        for source in sorted(_PACKAGE_DIR.rglob("*")):
-            if source.suffix not in {".py", ".typed", ".toml"}:
-                continue
+            data = _rewrite_entry(info.filename, original.read(info))
+            out.writestr(entry, data, zipfile.ZIP_DEFLATED)
+        for source in _package_files():
             relative = source.relative_to(_PACKAGE_DIR.parent).as_posix()
             entry = zipfile.ZipInfo(f"files/{relative}", date_time=_ZIP_DATE)
             entry.external_attr = 0o644 << 16
@@ -119,14 +176,91 @@ def _bundle_package(zip_bytes: bytes) -> bytes:
     return buffer.getvalue()
 
 
-def assign(workbook: Workbook) -> Assigned:
-    """Run otter assign on a master notebook and collect what it generates.
+def _package_files() -> list[Path]:
+    return sorted(
+        path for path in _PACKAGE_DIR.rglob("*") if path.suffix in {".py", ".typed", ".toml"}
+    )
+
+
+def cache_dir() -> Path:
+    """Where assigned workbooks are cached: ``$PERFMODEL_CACHE_DIR``, else the user cache."""
+    explicit = os.environ.get("PERFMODEL_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "perfmodel"
+
+
+def _cache_key(workbook: Workbook) -> str:
+    from importlib.metadata import version
+
+    digest = hashlib.sha256()
+    digest.update(f"otter {version('otter-grader')}\0".encode())
+    digest.update(workbook.master.read_bytes())
+    for path in _package_files():
+        digest.update(path.relative_to(_PACKAGE_DIR).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes())
+    return f"{workbook.name}-{digest.hexdigest()[:24]}"
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (POSIX; elsewhere no lock is taken)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def assign(workbook: Workbook, *, cache: bool = True) -> Assigned:
+    """Run otter assign on a master notebook (or reuse a cached run) and collect its output.
+
+    Parameters
+    ----------
+    workbook : Workbook
+        The master to assign.
+    cache : bool, optional
+        Reuse an earlier run on the same master, package and otter version (see
+        :func:`cache_dir`); concurrent callers wait for the first instead of repeating it.
 
     Raises
     ------
     RuntimeError
         If otter assign fails; the message carries otter's own output.
     """
+    if not cache:
+        return _assign(workbook)
+    folder = cache_dir() / "assign"
+    key = _cache_key(workbook)
+    student, archive = folder / f"{key}.ipynb", folder / f"{key}.zip"
+    with _locked(folder / f"{key}.lock"):
+        if not (student.is_file() and archive.is_file()):
+            assigned = _assign(workbook)
+            for target, data in (
+                (archive, assigned.autograder_zip),
+                (student, assigned.student_text.encode("utf-8")),
+            ):
+                partial = target.with_suffix(".partial")
+                partial.write_bytes(data)
+                os.replace(partial, target)
+            return assigned
+    data = archive.read_bytes()
+    return Assigned(
+        student_text=student.read_text(encoding="utf-8"),
+        tests=load_tests(data),
+        autograder_zip=data,
+    )
+
+
+def _assign(workbook: Workbook) -> Assigned:
     with tempfile.TemporaryDirectory(prefix="perfmodel-assign-") as scratch:
         result = Path(scratch) / "out"
         command = [
@@ -158,6 +292,35 @@ def assign(workbook: Workbook) -> Assigned:
             tests=load_tests(zip_bytes),
             autograder_zip=zip_bytes,
         )
+
+
+def assignment_name(autograder_zip: bytes | Path) -> str:
+    """The workbook name an autograder zip was made for, from its ``otter_config.json``.
+
+    Raises
+    ------
+    ValueError
+        If the zip has no otter config naming its assignment.
+    """
+    data = autograder_zip.read_bytes() if isinstance(autograder_zip, Path) else autograder_zip
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            config = json.loads(archive.read("otter_config.json"))
+        name = config["assignment_name"]
+    except (zipfile.BadZipFile, KeyError, ValueError, TypeError):
+        raise ValueError(
+            "`workbook` zip must be an otter autograder zip with an assignment_name in its "
+            "otter_config.json"
+        ) from None
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"`workbook` zip names no assignment (got {name!r}).")
+    return name
+
+
+def tests_from_folder(folder: Path) -> dict[str, str]:
+    """Read every ``*.py`` test file in ``folder``, in question order."""
+    paths = sorted(Path(folder).glob("*.py"), key=lambda path: _question_order(path.name))
+    return {path.stem: path.read_text(encoding="utf-8") for path in paths}
 
 
 def load_tests(autograder_zip: bytes | Path) -> dict[str, str]:
