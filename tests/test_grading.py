@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import copy
 import csv
+import io
 import json
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
 from conftest import WORKBOOKS, answer_cells, assigned, read_json, solved_copy, with_code
 
+from perfmodel import isolation
+from perfmodel.cli import _tests_for
 from perfmodel.grading import grade_folder, grade_submission, score_answers, write_feedback
-from perfmodel.sandbox import Limits
+from perfmodel.sandbox import Limits, _how_it_died, _read_report
 from perfmodel.workbooks import find_workbook
 
 LIMITS = Limits(wall_s=90, cell_s=10, memory_bytes=4 * 1024**3, max_processes=64)
@@ -55,12 +59,14 @@ def test_master_scores_full_marks_and_blank_scores_zero(workbook, tests_by_workb
     assert (blank.status, blank.total) == ("graded", 0)
 
 
-def test_gradescope_zip_scores_the_key_with_otters_own_runner(tmp_path):
-    """The released zip, run by otter's non-containerised runner (what Gradescope runs)."""
+@pytest.mark.parametrize(("copy", "total"), [("key", 5), ("blank", 0)])
+def test_gradescope_zip_through_otters_own_runner(tmp_path, copy, total):
+    """The released zip, run by otter's non-containerised runner, scores like the grader."""
     workbook = find_workbook("00_warmup", Path("exercises"))
     archive = tmp_path / "autograder.zip"
     archive.write_bytes(assigned(workbook).autograder_zip)
-    write(tmp_path, f"{workbook.name}.ipynb", solved_copy(workbook))
+    nb = solved_copy(workbook) if copy == "key" else read_json(workbook.student)
+    write(tmp_path, f"{workbook.name}.ipynb", nb)
     subprocess.run(
         [sys.executable, "-m", "otter", "run", "-a", str(archive), f"{workbook.name}.ipynb"],
         cwd=tmp_path,
@@ -70,7 +76,33 @@ def test_gradescope_zip_scores_the_key_with_otters_own_runner(tmp_path):
     results = read_json(tmp_path / "results.json")
     scored = {test["name"]: test for test in results["tests"] if test["name"].startswith("q")}
     assert set(scored) == {"q1", "q2", "q3", "q4"}
-    assert all(test["score"] == test["max_score"] for test in scored.values())
+    assert sum(test["score"] for test in scored.values()) == total
+
+
+@pytest.mark.parametrize(("copy", "total"), [("key", 5), ("blank", 0)])
+def test_gradescope_runner_is_the_clean_room_pipeline(tmp_path, copy, total):
+    """The zip's run_autograder: perfmodel.gradescope in Gradescope's /autograder layout."""
+    workbook = find_workbook("00_warmup", Path("exercises"))
+    data = assigned(workbook).autograder_zip
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        archive.extractall(tmp_path / "source")
+        assert "perfmodel.gradescope" in archive.read("run_autograder").decode()
+    (tmp_path / "submission").mkdir()
+    nb = solved_copy(workbook) if copy == "key" else read_json(workbook.student)
+    write(tmp_path / "submission", "anything.ipynb", nb)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "source" / "files")}
+    subprocess.run(
+        [sys.executable, "-m", "perfmodel.gradescope", str(tmp_path)],
+        check=True,
+        env=env,
+        cwd=tmp_path / "submission",
+        capture_output=True,
+    )
+    results = read_json(tmp_path / "results" / "results.json")
+    assert results["score"] == total
+    assert sum(test["score"] for test in results["tests"]) == total
+    hidden = [test for test in results["tests"] if test["visibility"] == "after_published"]
+    assert hidden and all("5e-07" not in test["output"] for test in results["tests"])
 
 
 def test_score_answers_needs_no_notebook(tests_by_workbook):
@@ -79,8 +111,8 @@ def test_score_answers_needs_no_notebook(tests_by_workbook):
     by_name = {q.name: q for q in score_answers(tests, answers)}
     assert by_name["q1"].score == 1
     assert by_name["q2"].score == 0
-    assert "exactly 8x too large" in by_name["q2"].cases[0]["message"]
-    assert "exactly 2x too small" in by_name["q3"].cases[0]["message"]
+    assert "about 8.00x too large" in by_name["q2"].cases[0]["message"]
+    assert "about 2.00x too small" in by_name["q3"].cases[0]["message"]
     assert "multiply-add" in by_name["q3"].cases[0]["message"]
 
 
@@ -118,12 +150,84 @@ import json, pathlib
 out = pathlib.Path({out!r})
 out.mkdir(parents=True, exist_ok=True)
 (out / "grades.csv").write_text("submission,total\\ntamper_output.ipynb,999\\n")
-feedback = out / "grades_feedback"
-feedback.mkdir(exist_ok=True)
-(feedback / "tamper_output.json").write_text(json.dumps({{"total": 999}}))
-(feedback / "zz_forged.json").write_text("{{}}")
-guess = "0" * 32
-print(guess + json.dumps({{"vector_bytes": 1e7, "slower": "memory"}}) + guess)
+"""
+
+READ_KEY = """
+import json, pathlib, perfmodel
+root = pathlib.Path(perfmodel.__file__).resolve().parents[2]
+master = json.loads((root / "exercises" / "masters" / "00_warmup.ipynb").read_text())
+"""
+
+OVERWRITE_CLASSMATE = """
+import pathlib
+pathlib.Path({right!r}).write_text("{{}}")
+"""
+
+RIG_PACKAGE = """
+import pathlib, site, perfmodel.exercises as exercises
+try:
+    pathlib.Path(site.getsitepackages()[0], "zz_rig.pth").write_text("import os")
+finally:
+    pathlib.Path(exercises.__file__).write_text("def check_number(*a, **k): pass")
+"""
+
+PLANT_STARTUP = """
+import glob, pathlib
+for folder in glob.glob("/tmp/perfmodel-grade-*/work"):
+    startup = pathlib.Path(folder, ".ipython/profile_default/startup")
+    startup.mkdir(parents=True, exist_ok=True)
+    (startup / "00-rig.py").write_text("vector_bytes = 1e7")
+print(glob.glob("/tmp/perfmodel-grade-*"))
+"""
+
+KILL_EVERYONE = """
+import os, signal
+for entry in os.listdir("/proc"):
+    if entry.isdigit() and int(entry) != os.getpid():
+        try:
+            os.kill(int(entry), signal.SIGKILL)
+        except OSError:
+            pass
+"""
+
+DAEMON = """
+import os, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(600)
+    os._exit(0)
+"""
+
+FORGE_HOOK = """
+import json
+def forge(*args):
+    print(json.dumps({"vector_bytes": 1e7, "read_time_s": 2.5e-5, "slower": "memory"}))
+get_ipython().events.register("pre_run_cell", forge)
+get_ipython().events.register("post_run_cell", forge)
+"""
+
+BIG_VALUES = """
+import numpy as np
+sizes = list(range(12000))
+grid = np.linspace(0, 1e-3, 4000)
+huge = np.ones(50_000_000)
+"""
+
+MEMORY_ACROSS_FORKS = """
+import os, time
+for _ in range(12):
+    if os.fork() == 0:
+        block = b"x" * (400 * 1024**2)
+        time.sleep(60)
+        os._exit(0)
+time.sleep(20)
+"""
+
+FILL_DISK = """
+for index in range(12):
+    with open(f"fill-{index}.bin", "wb") as handle:
+        handle.write(b"x" * (60 * 1024**2))
 """
 
 
@@ -154,6 +258,32 @@ def build_fixtures(workbook, folder: Path, out: Path) -> dict[str, tuple[str, fl
     cells[2]["source"] = "matvec_flops = 6e6\ncompute_time_s = 5e-4"  # (b) off by 1000
     cells[3]["source"] = "slower = 'compute'"
     add("partly_right", partly, "graded", 2)
+
+    def with_cell(name, base, source, status, total, phrase=""):
+        add(name, with_code(base, q1_answer + 1, source), status, total, phrase)
+
+    with_cell("read_key", student, READ_KEY, "graded", 0, "FileNotFoundError")
+    with_cell(
+        "overwrite_classmate",
+        solved,
+        OVERWRITE_CLASSMATE.format(right=str(folder / "right.ipynb")),
+        "graded",
+        5,
+        "FileNotFoundError",
+    )
+    with_cell("rig_package", solved, RIG_PACKAGE, "graded", 5, "Read-only file system")
+    with_cell("plant_startup", student, PLANT_STARTUP, "graded", 0)
+    with_cell("kill_everyone", solved, KILL_EVERYONE, "failed", 0, "the kernel died")
+    with_cell("daemon", solved, DAEMON, "graded", 5)
+    with_cell("forge_hook", student, FORGE_HOOK, "graded", 0)
+    with_cell("big_values", solved, BIG_VALUES, "graded", 5)
+    with_cell("memory_across_forks", solved, MEMORY_ACROSS_FORKS, "failed", 0, "memory across its")
+    with_cell("fill_disk", solved, FILL_DISK, "failed", 0, "writing more than 256 MiB")
+    add("dup", solved, "graded", 5)
+    (folder / "dup.json").write_text(json.dumps(solved), encoding="utf-8")
+    expected["dup.json"] = ("graded", 5, "")
+    (folder / os.fsdecode(b"caf\xe9.ipynb")).write_text(json.dumps(solved), encoding="utf-8")
+    expected["caf\\xe9.ipynb"] = ("graded", 5, "")
 
     add("not_json", "print('this is a script, not a notebook')\n", "failed", 0, "invalid JSON")
     add("not_utf8", b"\xff\xfe\x00garbage", "failed", 0, "not UTF-8")
@@ -236,7 +366,13 @@ def build_fixtures(workbook, folder: Path, out: Path) -> dict[str, tuple[str, fl
     answer_cells(tamper)[1]["source"] = "read_time_s = 1.0"
     answer_cells(tamper)[3]["source"] = "slower = 'compute'"
     add("tamper_helpers", with_code(tamper, 1, TAMPER_HELPERS), "graded", 1)
-    add("tamper_output", with_code(student, 1, TAMPER_OUTPUT.format(out=str(out))), "graded", 0)
+    add(
+        "tamper_output",
+        with_code(student, 1, TAMPER_OUTPUT.format(out=str(out))),
+        "graded",
+        0,
+        "Read-only file system",
+    )
 
     other = copy.deepcopy(solved)
     other["metadata"]["otter"]["assignment_name"] = "99_other"
@@ -260,18 +396,35 @@ def leftover_kernels() -> list[int]:
     return found
 
 
+def package_fingerprint() -> str:
+    import hashlib
+
+    import perfmodel
+
+    digest = hashlib.sha256()
+    for path in sorted(Path(perfmodel.__file__).parent.rglob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 @pytest.mark.slow
+@pytest.mark.skipif(isolation.probe() != "", reason=f"no bubblewrap here: {isolation.probe()}")
 def test_fixture_folder_scores_exactly_as_expected(tmp_path):
     workbook = find_workbook("00_warmup", Path("exercises"))
     folder, out = tmp_path / "submissions", tmp_path / "out"
     folder.mkdir()
     expected = build_fixtures(workbook, folder, out)
+    right_before = (folder / "right.ipynb").read_bytes()
+    package_before = package_fingerprint()
+    private_tmp = tmp_path / "tmp"
+    private_tmp.mkdir()
     command = [
         sys.executable, "-m", "perfmodel.cli", "grade", "00_warmup", str(folder),
         "--out", str(out / "grades.csv"), "--timeout", "90", "--cell-timeout", "10",
-        "--jobs", "2", "--no-progress",
+        "--disk-mib", "256", "--jobs", "2", "--no-progress",
     ]  # fmt: skip
-    first = subprocess.run(command, capture_output=True, text=True, check=True)
+    env = {**os.environ, "TMPDIR": str(private_tmp)}
+    first = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
     assert f"graded {len(expected)} submissions of 00_warmup" in first.stdout
     sheet = (out / "grades.csv").read_text(encoding="utf-8")
     rows = {row["submission"]: row for row in csv.DictReader(sheet.splitlines())}
@@ -280,25 +433,78 @@ def test_fixture_folder_scores_exactly_as_expected(tmp_path):
         row = rows[name]
         assert (row["status"], float(row["total"])) == (status, total), (name, row)
         assert float(row["possible"]) == 5
+        assert row["isolation"] == "bubblewrap"
         assert phrase in row["reason"], (name, row["reason"])
         if not phrase and status == "graded":
             assert row["reason"] == "", (name, row["reason"])
 
-    partly = read_json(out / "grades_feedback" / "partly_right.json")
+    partly = read_json(out / "grades_feedback" / "partly_right.ipynb.json")
     q2 = next(q for q in partly["questions"] if q["name"] == "q2")
-    assert "exactly 8x too large" in q2["cases"][0]["message"]
+    assert "about 8.00x too large" in q2["cases"][0]["message"]
     hidden = next(q for q in partly["questions"] if q["name"] == "q3")["cases"][1]
     assert hidden["hidden"] and not hidden["passed"]
     assert "5e-07" not in hidden["message"], "hidden feedback must not reveal the answer"
 
     feedback = sorted(p.name for p in (out / "grades_feedback").iterdir())
-    assert feedback == sorted(name.replace(".ipynb", ".json") for name in expected)
-    assert read_json(out / "grades_feedback" / "tamper_output.json")["total"] == 0
+    assert feedback == sorted(f"{name}.json" for name in expected)
+    assert not (out / "grades.csv.partial").exists()
     assert leftover_kernels() == [], "grading left processes behind"
+    assert list(private_tmp.iterdir()) == [], "grading left files in TMPDIR"
+    assert (folder / "right.ipynb").read_bytes() == right_before
+    assert package_fingerprint() == package_before, "a submission changed the package"
 
-    second = subprocess.run(command, capture_output=True, text=True, check=True)
+    second = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
     assert second.returncode == 0
     assert (out / "grades.csv").read_text(encoding="utf-8") == sheet, "re-grading changed the CSV"
+
+
+def test_a_malformed_or_missing_report_becomes_a_reason(tmp_path):
+    report = tmp_path / "report.json"
+    assert _read_report(report) == ""
+    report.write_text('{"answers": 3}')
+    assert _read_report(report) == "the grading worker's report was malformed"
+    report.write_text("not json")
+    assert "could not be read" in _read_report(report)
+    assert "killed by SIGKILL" in _how_it_died(-9, LIMITS)
+
+
+def test_a_renamed_zip_keeps_its_workbook_name(tmp_path):
+    workbook = find_workbook("00_warmup", Path("exercises"))
+    archive = tmp_path / "00_warmup-autograder (1).zip"
+    archive.write_bytes(assigned(workbook).autograder_zip)
+    name, tests = _tests_for(str(archive), Path("exercises"))
+    assert name == "00_warmup" and set(tests) == {"q1", "q2", "q3", "q4"}
+
+
+def test_grade_folder_gives_every_file_one_row_even_when_grading_fails(tmp_path, monkeypatch):
+    import perfmodel.grading as grading
+
+    (tmp_path / "a.ipynb").write_text("{}")
+    (tmp_path / "b.ipynb").write_text("{}")
+
+    def explode(path, *args, **kwargs):
+        if path.name == "a.ipynb":
+            raise RuntimeError("boom")
+        return real(path, *args, **kwargs)
+
+    real = grading.grade_submission
+    monkeypatch.setattr(grading, "grade_submission", explode)
+    grades = grade_folder({}, tmp_path, assignment="00_warmup", progress=False)
+    assert [(g.submission, g.status) for g in grades] == [
+        ("a.ipynb", "failed"),
+        ("b.ipynb", "failed"),
+    ]
+    assert "the grader failed on this file: RuntimeError: boom" in grades[0].reason
+
+
+def test_feedback_names_are_distinct():
+    from perfmodel.grading import SubmissionGrade, feedback_names
+
+    grades = [
+        SubmissionGrade(submission=name, status="graded", reason="", questions=())
+        for name in ("dup.ipynb", "dup.json", "dup.ipynb")
+    ]
+    assert feedback_names(grades) == ["dup.ipynb.json", "dup.json.json", "dup.ipynb~2.json"]
 
 
 def test_feedback_refuses_a_folder_with_other_files(tmp_path):
@@ -322,7 +528,7 @@ def test_grade_folder_rejects_a_missing_folder(tmp_path):
 
 
 def test_limits_are_validated():
-    with pytest.raises(ValueError, match="`wall_s` must be positive"):
+    with pytest.raises(ValueError, match="`wall_s` must be positive and finite"):
         Limits(wall_s=0)
     with pytest.raises(ValueError, match="`cell_s` must not exceed `wall_s`"):
         Limits(wall_s=5, cell_s=10)

@@ -70,3 +70,57 @@ def test_a_broken_master_fails_with_otters_words(tmp_path):
 def test_master_path_is_accepted(tmp_path):
     master = find_workbook("00_warmup", EXERCISES).master
     assert find_workbook(master, Path("elsewhere")).name == "00_warmup"
+
+
+def _master_namespace_and_checks(workbook):
+    """Run a master's own cells (tests aside); list its check_number calls with their source."""
+    import ast
+
+    env: dict = {}
+    checks, in_tests = [], False
+    for cell in read_json(workbook.master)["cells"]:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "raw":
+            in_tests = {"# BEGIN TESTS": True, "# END TESTS": False}.get(source.strip(), in_tests)
+        elif cell["cell_type"] == "code" and not in_tests:
+            exec(source, env)
+        elif cell["cell_type"] == "code":
+            for node in ast.walk(ast.parse(source)):
+                if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "check_number":
+                    checks.append(node)
+    return env, checks
+
+
+@pytest.mark.parametrize("workbook", WORKBOOKS, ids=lambda workbook: workbook.name)
+def test_every_declared_slip_is_named_for_the_masters_answer(workbook):
+    """Each question's slips, applied to the key's own answer, get that slip's hint."""
+    import ast
+    import math
+
+    from perfmodel import exercises
+
+    env, checks = _master_namespace_and_checks(workbook)
+    assert checks, f"{workbook.name} has no numeric checks"
+    for call in checks:
+        name, key = ast.literal_eval(call.args[0]), ast.literal_eval(call.args[2])
+        keywords = {kw.arg: kw.value for kw in call.keywords}
+        unit = ast.literal_eval(keywords["unit"]) if "unit" in keywords else ""
+        slips = (
+            eval(compile(ast.Expression(keywords["slips"]), "<slips>", "eval"), vars(exercises))
+            if "slips" in keywords
+            else exercises.default_slips(unit)
+        )
+        value = float(env[name])
+        exercises.check_number(name, value, key, unit=unit, slips=slips)
+        window = math.log1p(float(key.split(":")[2])) * (1 + 1 / exercises.SUBDIVISIONS)
+        for slip in slips:
+            if slip.reciprocal:
+                wrong = [1 / value]
+            elif math.log(slip.factor) > 2 * window:
+                wrong = [value * slip.factor, value / slip.factor]
+            else:
+                continue  # too close to 1 to tell apart at this tolerance; never named
+            for answer in wrong:
+                with pytest.raises(exercises.AnswerError) as caught:
+                    exercises.check_number(name, answer, key, unit=unit, slips=slips)
+                assert slip.cause in str(caught.value), (workbook.name, name, slip.name)

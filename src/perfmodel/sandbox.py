@@ -201,7 +201,11 @@ def _disk_usage(folder: Path, max_files: int) -> tuple[int, int]:
 
 def _kernel_env(scratch: Path) -> dict[str, str]:
     """The whole environment of the kernel: nothing inherited from the grader."""
+    import perfmodel
+
     return {
+        # The kernel imports the same perfmodel as the grader (a bundled copy on Gradescope).
+        "PYTHONPATH": str(Path(perfmodel.__file__).resolve().parent.parent),
         "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
         "HOME": str(scratch),
         "TMPDIR": str(scratch / "tmp"),
