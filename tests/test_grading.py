@@ -273,7 +273,7 @@ def build_fixtures(workbook, folder: Path, out: Path) -> dict[str, tuple[str, fl
     )
     with_cell("rig_package", solved, RIG_PACKAGE, "graded", 5, "Read-only file system")
     with_cell("plant_startup", student, PLANT_STARTUP, "graded", 0)
-    with_cell("kill_everyone", solved, KILL_EVERYONE, "failed", 0, "the kernel died")
+    with_cell("kill_everyone", solved, KILL_EVERYONE, "graded", 5)
     with_cell("daemon", solved, DAEMON, "graded", 5)
     with_cell("forge_hook", student, FORGE_HOOK, "graded", 0)
     with_cell("big_values", solved, BIG_VALUES, "graded", 5)

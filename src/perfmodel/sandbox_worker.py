@@ -86,23 +86,29 @@ del _perfmodel_readout
 
 
 def _kernel_manager(request: dict[str, Any]) -> Any:
-    """A kernel manager that starts the kernel inside the sandbox, over Unix sockets."""
-    from jupyter_client.manager import KernelManager
+    """A kernel manager that starts the kernel inside the sandbox, over Unix sockets.
+
+    Interrupts go as messages on the control channel: a signal would reach bubblewrap,
+    not the kernel inside it.
+    """
+    from jupyter_client.manager import AsyncKernelManager
 
     scratch = Path(request["notebook"]).parent
     prefix = list(request["kernel_prefix"])
 
-    class SandboxedKernelManager(KernelManager):
+    class SandboxedKernelManager(AsyncKernelManager):
         def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
             command = super().format_kernel_cmd(extra_arguments)
             return [*prefix, sys.executable, *command[1:]]
 
-    return SandboxedKernelManager(
+    manager = SandboxedKernelManager(
         kernel_name="python3",
         transport="ipc",
         ip=str(scratch / ".kernel"),
         connection_file=str(scratch / ".kernel.json"),
     )
+    manager.kernel_spec.interrupt_mode = "message"
+    return manager
 
 
 def _run(request: dict[str, Any]) -> dict[str, Any]:
