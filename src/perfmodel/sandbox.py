@@ -55,8 +55,8 @@ class Limits:
     cell_s : float
         Seconds one cell may run before the kernel is interrupted and the next cell runs.
     memory_bytes : int
-        Memory the submission's processes may hold together (resident set, summed over
-        the tree); each process also gets this as its address-space limit.
+        Memory the submission's processes may hold together (proportional set size,
+        summed over the tree); each process also gets this as its address-space limit.
     disk_bytes : int
         Bytes the submission may write into its scratch folder, all files together.
     file_bytes : int
@@ -145,15 +145,27 @@ def _descendants(root_pid: int) -> list[int]:
     return found
 
 
-def _resident_bytes(pids: list[int]) -> int:
-    page = os.sysconf("SC_PAGE_SIZE")
+def _memory_bytes(pids: list[int]) -> int:
+    """Memory the processes hold together: the sum of their proportional set sizes.
+
+    PSS splits each shared page among the processes that map it, so a hundred forks of one
+    kernel count once, not a hundred times (RSS would). Falls back to RSS where the kernel
+    offers no ``smaps_rollup``.
+    """
     total = 0
     for pid in pids:
-        with (
-            contextlib.suppress(OSError, ValueError, IndexError),
-            open(f"/proc/{pid}/statm", "rb") as handle,
-        ):
-            total += int(handle.read().split()[1]) * page
+        try:
+            with open(f"/proc/{pid}/smaps_rollup", "rb") as handle:
+                for line in handle:
+                    if line.startswith(b"Pss:"):
+                        total += int(line.split()[1]) * 1024
+                        break
+        except OSError:
+            with (
+                contextlib.suppress(OSError, ValueError, IndexError),
+                open(f"/proc/{pid}/statm", "rb") as handle,
+            ):
+                total += int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     return total
 
 
@@ -245,7 +257,7 @@ def _watch(process: subprocess.Popen[bytes], limits: Limits, scratch: Path) -> s
             tree = _descendants(process.pid)
             if len(tree) > limits.max_processes:
                 problem = f"stopped for starting more than {limits.max_processes} processes"
-            elif _resident_bytes([process.pid, *tree]) > limits.memory_bytes:
+            elif _memory_bytes([process.pid, *tree]) > limits.memory_bytes:
                 problem = (
                     f"stopped for using more than {limits.memory_bytes / 1024**3:g} GiB of "
                     f"memory across its processes"

@@ -107,7 +107,10 @@ def _kernel_manager(request: dict[str, Any]) -> Any:
         ip=str(scratch / ".kernel"),
         connection_file=str(scratch / ".kernel.json"),
     )
-    manager.kernel_spec.interrupt_mode = "message"
+    spec = manager.kernel_spec
+    if spec is None:
+        raise RuntimeError("no python3 kernel is installed for the grading worker")
+    spec.interrupt_mode = "message"
     return manager
 
 
