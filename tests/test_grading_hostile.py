@@ -337,7 +337,7 @@ def test_fixture_folder_scores_exactly_as_expected(tmp_path):
     assert set(rows) == set(expected)
     for name, (status, total, phrase) in expected.items():
         row = rows[name]
-        assert (row["status"], float(row["total"])) == (status, total), (name, row)
+        assert (row["status"], float(row["total"])) == (status, total), (name, row["reason"])
         assert float(row["possible"]) == 5
         assert row["isolation"] == "bubblewrap"
         assert phrase in row["reason"], (name, row["reason"])

@@ -360,7 +360,7 @@ def execute_notebook(path: Path, limits: Limits, *, name: str = "submission.ipyn
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            cwd=private,
+            cwd=scratch,
             env=worker_env,
             preexec_fn=lambda: _preexec(limits),
         )

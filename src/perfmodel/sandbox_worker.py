@@ -101,10 +101,12 @@ def _kernel_manager(request: dict[str, Any]) -> Any:
             command = super().format_kernel_cmd(extra_arguments)
             return [*prefix, sys.executable, *command[1:]]
 
+    # The socket path is relative: worker and kernel both run in the scratch folder, and a
+    # Unix socket's absolute path can outgrow its 107-byte limit under a long TMPDIR.
     manager = SandboxedKernelManager(
         kernel_name="python3",
         transport="ipc",
-        ip=str(scratch / ".kernel"),
+        ip=".kernel",
         connection_file=str(scratch / ".kernel.json"),
     )
     spec = manager.kernel_spec
