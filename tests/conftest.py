@@ -71,3 +71,16 @@ def with_code(nb: dict, index: int, source: str) -> dict:
         },
     )
     return nb
+
+
+def master_namespace(workbook: Workbook) -> dict:
+    """Run a master's cells in this process, tests aside; return its global namespace."""
+    env: dict = {}
+    in_tests = False
+    for cell in read_json(workbook.master)["cells"]:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "raw":
+            in_tests = {"# BEGIN TESTS": True, "# END TESTS": False}.get(source.strip(), in_tests)
+        elif cell["cell_type"] == "code" and not in_tests:
+            exec(source, env)
+    return env

@@ -109,6 +109,18 @@ get_ipython().events.register("pre_run_cell", forge)
 get_ipython().events.register("post_run_cell", forge)
 """
 
+FORGE_REPORT = """
+import json, os
+report = {"answers": {"vector_bytes": 1e7, "read_time_s": 2.5e-5, "slower": "memory"},
+          "cell_errors": [], "timed_out_cells": [], "problem": ""}
+for target in (f"/proc/{os.getppid()}/fd/1", "/proc/1/fd/1"):
+    try:
+        with open(target, "w") as out:
+            out.write("\\n" + json.dumps(report) + "\\n")
+    except OSError:
+        pass
+"""
+
 BIG_VALUES = """
 import numpy as np
 sizes = list(range(12000))
@@ -182,6 +194,7 @@ def build_fixtures(workbook, folder: Path, out: Path) -> dict[str, tuple[str, fl
     with_cell("kill_everyone", solved, KILL_EVERYONE, "graded", 5)
     with_cell("daemon", solved, DAEMON, "graded", 5)
     with_cell("forge_hook", student, FORGE_HOOK, "graded", 0)
+    with_cell("forge_report", student, FORGE_REPORT, "graded", 0)
     with_cell("big_values", solved, BIG_VALUES, "graded", 5)
     with_cell("memory_across_forks", solved, MEMORY_ACROSS_FORKS, "failed", 0, "memory across its")
     with_cell("fill_disk", solved, FILL_DISK, "failed", 0, "writing more than 256 MiB")

@@ -7,7 +7,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import EXERCISES, WORKBOOKS, answer_cells, assigned, read_json
+from conftest import EXERCISES, WORKBOOKS, answer_cells, assigned, master_namespace, read_json
 
 from perfmodel.workbooks import assign, find_workbook, load_tests, release
 
@@ -76,19 +76,16 @@ def _master_namespace_and_checks(workbook):
     """Run a master's own cells (tests aside); list its check_number calls with their source."""
     import ast
 
-    env: dict = {}
     checks, in_tests = [], False
     for cell in read_json(workbook.master)["cells"]:
         source = "".join(cell["source"])
         if cell["cell_type"] == "raw":
             in_tests = {"# BEGIN TESTS": True, "# END TESTS": False}.get(source.strip(), in_tests)
-        elif cell["cell_type"] == "code" and not in_tests:
-            exec(source, env)
-        elif cell["cell_type"] == "code":
+        elif cell["cell_type"] == "code" and in_tests:
             for node in ast.walk(ast.parse(source)):
                 if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "check_number":
                     checks.append(node)
-    return env, checks
+    return master_namespace(workbook), checks
 
 
 @pytest.mark.parametrize("workbook", WORKBOOKS, ids=lambda workbook: workbook.name)
@@ -124,3 +121,37 @@ def test_every_declared_slip_is_named_for_the_masters_answer(workbook):
                 with pytest.raises(exercises.AnswerError) as caught:
                     exercises.check_number(name, answer, key, unit=unit, slips=slips)
                 assert slip.cause in str(caught.value), (workbook.name, name, slip.name)
+
+
+@pytest.mark.parametrize("workbook", WORKBOOKS, ids=lambda workbook: workbook.name)
+def test_no_test_holds_an_expected_value(workbook):
+    """Every check, public or hidden, compares against a hashed key, never a raw answer."""
+    import ast
+
+    sources = [*read_json(workbook.student)["metadata"]["otter"]["tests"].values()]
+    sources += list(assigned(workbook).tests.values())
+    calls = 0
+    for source in sources:
+        for node in ast.walk(ast.parse(source)):
+            name = getattr(getattr(node, "func", None), "id", "")
+            if isinstance(node, ast.Call) and name.startswith("check_"):
+                calls += 1
+                key = node.args[2]
+                assert isinstance(key, ast.Constant) and str(key.value).startswith("pm1:"), (
+                    workbook.name,
+                    ast.unparse(node)[:80],
+                )
+    assert calls >= 4
+
+
+def test_the_instant_check_shows_the_hint_and_not_the_test_code(monkeypatch, tmp_path):
+    from perfmodel.checker import Notebook
+
+    student = find_workbook("00_warmup", EXERCISES).student
+    (tmp_path / student.name).write_bytes(student.read_bytes())
+    monkeypatch.chdir(tmp_path)  # otter writes its log beside the notebook
+    grader = Notebook(student.name)
+    shown = repr(grader.check("q1", {"vector_bytes": 8e7}))
+    assert "about 8.00x too large" in shown and "bits-vs-bytes" in shown
+    assert "pm1:" not in shown and "check_number" not in shown and "Error at line" not in shown
+    assert "passed" in repr(grader.check("q1", {"vector_bytes": 1e7})).lower()
