@@ -15,10 +15,10 @@ that matches, with the real ratio, so the hint is only given when it is true.
 
 How a number key works
     The positive reals are cut into buckets of constant width in ``log(x)``, a quarter of
-    ``log(1 + rel_tol)`` wide. The key holds the hash of the bucket of the right answer
+    ``-log(1 - rel_tol)`` wide. The key holds the hash of the bucket of the right answer
     (and its sign). An answer passes when its bucket is within four buckets of that one:
-    every answer within ``rel_tol`` passes, and none beyond ``1.25 * rel_tol``. The same
-    test runs in the instant check and in the grader, so both always agree.
+    every answer within ``rel_tol`` passes, and none beyond about ``1.26 * rel_tol``. The
+    same test runs in the instant check and in the grader, so both always agree.
 
 The hashes keep the answer out of the test source and out of every message; they do not
 stop a determined learner from trying every bucket with this module's own code. That is
@@ -204,7 +204,10 @@ def _digest(salt: str, token: str) -> str:
 
 
 def _width(rel_tol: float) -> float:
-    return math.log1p(rel_tol) / SUBDIVISIONS
+    # Within rel_tol means |answer - right| <= rel_tol * |right|; its wider side in log terms
+    # is -log(1 - rel_tol). The 1e-9 keeps an answer exactly at the tolerance from landing
+    # one bucket too far through rounding.
+    return -math.log1p(-rel_tol) / SUBDIVISIONS * (1 + 1e-9)
 
 
 def _token(value: float, width: float, shift: int = 0) -> str:

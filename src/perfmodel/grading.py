@@ -12,13 +12,13 @@ after the whole batch, from memory.
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import os
 import re
 import shutil
 import sys
 import tempfile
-import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -239,21 +239,16 @@ def _submissions(folder: Path) -> list[Path]:
     )
 
 
-_warned = threading.Lock()
-_warned_once: list[bool] = []
-
-
+@functools.cache
 def _warn_without_isolation() -> None:
     """Say once per process, loudly, that submissions will run unisolated."""
     why = isolation.probe()
-    with _warned:
-        if why and not _warned_once:
-            _warned_once.append(True)
-            print(
-                f"\n*** WARNING: grading WITHOUT isolation: {why}.\n*** Submissions run as "
-                f"your user and can read your files. The CSV records `isolation: none`.\n",
-                file=sys.stderr,
-            )
+    if why:
+        print(
+            f"\n*** WARNING: grading WITHOUT isolation: {why}.\n*** Submissions run as your "
+            f"user and can read your files. The CSV records `isolation: none`.\n",
+            file=sys.stderr,
+        )
 
 
 def grade_folder(
