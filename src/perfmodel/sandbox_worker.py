@@ -206,6 +206,10 @@ def _become_subreaper() -> None:
 
 
 def main(argv: list[str]) -> int:  # pragma: no cover - exercised through execute_notebook
+    # nbclient imports nbformat, whose validator imports jsonschema, whose optional IRI
+    # format checker (rfc3987_syntax) builds a parser at import: about 2 s, per submission,
+    # for a check the worker never makes. jsonschema skips the checker when it cannot import.
+    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
     from perfmodel.sandbox import kill_descendants
 
     _become_subreaper()
