@@ -235,3 +235,16 @@ def test_what_the_instant_check_accepts_gets_full_marks(tests_by_workbook):
     tests = tests_by_workbook["01_measure_what_matters"]
     by_name = {q.name: q for q in score_answers(tests, {"utilization_a100": 0.513})}
     assert by_name["q2"].score == by_name["q2"].possible == 1
+
+
+def test_without_bubblewrap_grading_still_works_and_says_so(tmp_path, monkeypatch, capsys):
+    import perfmodel.grading as grading
+    from perfmodel import isolation
+
+    monkeypatch.setattr(isolation, "probe", lambda: "bubblewrap (`bwrap`) is not installed")
+    workbook = find_workbook("00_warmup", Path("exercises"))
+    path = write(tmp_path, "right.ipynb", solved_copy(workbook))
+    grade = grade_submission(path, assigned(workbook).tests, assignment="00_warmup", limits=LIMITS)
+    assert (grade.status, grade.total, grade.isolation) == ("graded", 5, "none")
+    grading._warn_without_isolation.__wrapped__()
+    assert "WARNING: grading WITHOUT isolation: bubblewrap" in capsys.readouterr().err

@@ -70,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
         "--memory-gib",
         type=_positive(float),
         default=4.0,
-        help="address-space limit per submission, GiB (default 4)",
+        help="memory all of a submission's processes may hold together, GiB (default 4)",
     )
     grade.add_argument(
         "--disk-mib",
