@@ -248,3 +248,32 @@ def test_without_bubblewrap_grading_still_works_and_says_so(tmp_path, monkeypatc
     assert (grade.status, grade.total, grade.isolation) == ("graded", 5, "none")
     grading._warn_without_isolation.__wrapped__()
     assert "WARNING: grading WITHOUT isolation: bubblewrap" in capsys.readouterr().err
+
+
+def test_a_stopped_batch_keeps_every_row_it_graded(tmp_path):
+    import signal
+    import time
+
+    workbook = find_workbook("00_warmup", Path("exercises"))
+    folder, out = tmp_path / "submissions", tmp_path / "out"
+    folder.mkdir()
+    for index in range(6):
+        write(folder, f"right_{index}.ipynb", solved_copy(workbook))
+    command = [
+        sys.executable, "-m", "perfmodel.cli", "grade", "00_warmup", str(folder),
+        "--out", str(out / "grades.csv"), "--jobs", "1", "--no-progress",
+    ]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    partial = out / "grades.csv.partial"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if partial.is_file() and len(partial.read_text().splitlines()) >= 2:
+            break
+        time.sleep(0.1)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130
+    assert f"the rows graded so far are in {partial}" in err
+    rows = list(csv.DictReader(partial.read_text().splitlines()))
+    assert 1 <= len(rows) < 6 and all(row["total"] == "5" for row in rows)
+    assert not (out / "grades.csv").exists()

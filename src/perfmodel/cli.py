@@ -8,6 +8,7 @@ answer key a workbook test checks against.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -141,6 +142,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    """Turn SIGTERM into the same orderly stop as Ctrl-C."""
+    raise KeyboardInterrupt
+
+
 def _grade(args: argparse.Namespace) -> int:
     from perfmodel.grading import PartialSheet, grade_folder, write_csv, write_feedback
     from perfmodel.sandbox import Limits
@@ -156,6 +162,7 @@ def _grade(args: argparse.Namespace) -> int:
     )
     feedback = args.feedback or args.out.with_name(f"{args.out.stem}_feedback")
     sheet = PartialSheet(args.out, list(tests))
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         grades = grade_folder(
             tests,

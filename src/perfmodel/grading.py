@@ -299,17 +299,19 @@ def grade_folder(
             )
 
     grades: list[SubmissionGrade] = []
-    with (
-        ThreadPoolExecutor(max_workers=jobs) as pool,
-        tqdm(
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    try:
+        with tqdm(
             total=len(paths), desc=f"grading {assignment}", unit="nb", disable=not progress
-        ) as bar,
-    ):
-        for grade_result in pool.map(grade, paths):
-            grades.append(grade_result)
-            if on_result:
-                on_result(grade_result)
-            bar.update()
+        ) as bar:
+            for grade_result in pool.map(grade, paths):
+                grades.append(grade_result)
+                if on_result:
+                    on_result(grade_result)
+                bar.update()
+    finally:
+        # Interrupted: let the submissions already running finish, start no more.
+        pool.shutdown(wait=True, cancel_futures=True)
     return grades
 
 
