@@ -20,7 +20,8 @@ arXiv:1812.06162, 2018.
 
 Examples
 --------
-The seed's example: an N×N fp32 layer on the 2015 GPU (ridge 20 FLOP/byte).
+The example of Adam Coates's talk *Deep Learning (hopefully faster)*: an N×N fp32 layer on
+its 2015 GPU (ridge 20 FLOP/byte).
 
 >>> round(crossover_batch(4096, "GPU circa 2015", "fp32"), 1)
 40.8

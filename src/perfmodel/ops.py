@@ -11,7 +11,7 @@ Conventions
 
 Examples
 --------
-The seed's matrix-vector product, M=1024, N=512, fp32:
+Coates's matrix-vector product (*Deep Learning (hopefully faster)*), M=1024, N=512, fp32:
 
 >>> mv = matvec(1024, 512, dtype="fp32")
 >>> mv.flops, mv.bytes
@@ -19,7 +19,7 @@ The seed's matrix-vector product, M=1024, N=512, fp32:
 >>> round(mv.intensity, 2)
 0.5
 
-The seed's C = C + A·B with M=K=N=512 in fp32:
+Coates's C = C + A·B with M=K=N=512 in fp32:
 
 >>> matmul(512, 512, 512, dtype="fp32", accumulate=True).intensity
 64.0
@@ -161,7 +161,7 @@ def matmul(m: int, k: int, n: int, *, dtype: str | int = "fp32", accumulate: boo
     Notes
     -----
     FLOPs ``2·m·k·n``. Bytes ``w·(m·k + k·n + m·n)``, plus another ``w·m·n`` to read C
-    when accumulating, which is the seed's ``4·(MK + KN + 2MN)`` for fp32.
+    when accumulating, which is Coates's ``4·(MK + KN + 2MN)`` for fp32.
 
     Examples
     --------
@@ -352,7 +352,7 @@ def dense_forward(
 ) -> Cost:
     """Y = X·W for a layer with weights (in_features, out_features) and a minibatch.
 
-    For the seed's N×N layer with minibatch M this is FLOPs ``2·N²·M`` and bytes
+    For Coates's N×N layer with minibatch M this is FLOPs ``2·N²·M`` and bytes
     ``4·(N² + 2·N·M)`` in fp32.
 
     >>> layer = dense_forward(64, 1024, 1024)

@@ -12,7 +12,8 @@ multicore architectures", Communications of the ACM 52(4), 2009.
 
 Examples
 --------
-The seed's matrix-vector product on the 2015 GPU: memory-bound at about 142 GFLOP/s.
+The matrix-vector product of Adam Coates's talk *Deep Learning (hopefully faster)* on its 2015
+GPU: memory-bound at about 150 GFLOP/s (the talk rounds its counts and gets 142).
 
 >>> from perfmodel import ops
 >>> e = estimate(ops.matvec(1024, 512), "GPU circa 2015")
