@@ -250,3 +250,10 @@ def test_answers_exactly_at_the_tolerance_pass(expected, rel_tol):
     key = number_key(expected, rel_tol=rel_tol, salt=SALT)
     for ratio in (1 - rel_tol, 1 + rel_tol):
         check_number("x", expected * ratio, key)
+
+
+def test_a_slip_too_close_to_one_for_the_tolerance_is_never_named():
+    kib = BINARY_PREFIX_SLIPS[2]
+    assert not kib.distinguishable(0.01) and kib.distinguishable(1e-3)
+    key = number_key(1e6, rel_tol=0.01, salt=SALT)
+    assert kib.cause not in fails(1.024e6 * 1.012, key, unit="B", slips=(kib,))

@@ -92,7 +92,6 @@ def _master_namespace_and_checks(workbook):
 def test_every_declared_slip_is_named_for_the_masters_answer(workbook):
     """Each question's slips, applied to the key's own answer, get that slip's hint."""
     import ast
-    import math
 
     from perfmodel import exercises
 
@@ -109,11 +108,11 @@ def test_every_declared_slip_is_named_for_the_masters_answer(workbook):
         )
         value = float(env[name])
         exercises.check_number(name, value, key, unit=unit, slips=slips)
-        window = math.log1p(float(key.split(":")[2])) * (1 + 1 / exercises.SUBDIVISIONS)
+        rel_tol = float(key.split(":")[2])
         for slip in slips:
             if slip.reciprocal:
                 wrong = [1 / value]
-            elif math.log(slip.factor) > 2 * window:
+            elif slip.distinguishable(rel_tol):
                 wrong = [value * slip.factor, value / slip.factor]
             else:
                 continue  # too close to 1 to tell apart at this tolerance; never named

@@ -110,6 +110,11 @@ class Slip:
         ):
             raise ValueError(f"`factor` must be a finite number above 1 (got {self.factor!r}).")
 
+    def distinguishable(self, rel_tol: float) -> bool:
+        """Whether this factor can be told apart from rounding at ``rel_tol`` (checks name
+        only such slips: 1.024 on a 1% question never is)."""
+        return self.reciprocal or math.log(self.factor) > 2 * _window(rel_tol)
+
 
 def _slip(factor: float, name: str, cause: str) -> Slip:
     return Slip(factor=factor, name=name, cause=cause)
@@ -208,6 +213,11 @@ def _width(rel_tol: float) -> float:
     # is -log(1 - rel_tol). The 1e-9 keeps an answer exactly at the tolerance from landing
     # one bucket too far through rounding.
     return -math.log1p(-rel_tol) / SUBDIVISIONS * (1 + 1e-9)
+
+
+def _window(rel_tol: float) -> float:
+    """The widest log-distance from the right answer that a check may still accept."""
+    return _width(rel_tol) * (SUBDIVISIONS + 1)
 
 
 def _token(value: float, width: float, shift: int = 0) -> str:
@@ -358,7 +368,7 @@ class _NumberKey:
 
 def _match_slip(value: float, key: _NumberKey, slips: Iterable[Slip]) -> str | None:
     """The best-fitting slip as a phrase with the real ratio, or None."""
-    window = math.log1p(key.rel_tol) * (1 + 1 / SUBDIVISIONS)
+    window = _window(key.rel_tol)
     found: list[tuple[int, str]] = []
     for slip in slips:
         if slip.reciprocal:
@@ -366,8 +376,8 @@ def _match_slip(value: float, key: _NumberKey, slips: Iterable[Slip]) -> str | N
             if shift is not None and abs(math.log(abs(value))) > window:
                 found.append((abs(shift), f"the reciprocal of the right answer: {slip.cause}"))
             continue
-        if math.log(slip.factor) <= 2 * window:
-            continue  # too close to 1 to tell apart from this question's tolerance
+        if not slip.distinguishable(key.rel_tol):
+            continue
         for direction, scale in (("large", slip.factor), ("small", 1 / slip.factor)):
             shift = key.offset(value / scale)
             if shift is not None:
