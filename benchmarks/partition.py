@@ -33,8 +33,9 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from perfmodel import pipeline, pipeline_zoo
-from perfmodel.pipeline_baselines import balance_by_params, balance_by_time, equal_layers
+from perfmodel import pipeline
+from perfmodel.pipeline import zoo
+from perfmodel.pipeline.baselines import balance_by_params, balance_by_time, equal_layers
 
 STAGES = (2, 4, 8, 16, 32, 64)
 
@@ -42,16 +43,16 @@ STAGES = (2, 4, 8, 16, 32, 64)
 def testbed(dags: int) -> dict[str, pipeline.Graph]:
     """The zoo on an H100 SXM with NVLink 4, then ``dags`` seeded random layered DAGs."""
     graphs: dict[str, pipeline.Graph] = {
-        "mlp": pipeline_zoo.mlp(layers=64),
-        "gpt2_like": pipeline_zoo.gpt2_like(),
-        "resnet50_like": pipeline_zoo.resnet50_like(),
-        "inception_like": pipeline_zoo.inception_like(),
+        "mlp": zoo.mlp(layers=64),
+        "gpt2_like": zoo.gpt2_like(),
+        "resnet50_like": zoo.resnet50_like(),
+        "inception_like": zoo.inception_like(),
     }
     rng = np.random.default_rng(2024)
     for index in range(dags):
         layers, width = int(rng.integers(8, 41)), int(rng.integers(1, 5))
         p = float(rng.uniform(0.05, 0.4))
-        graphs[f"dag{index:02d}_{layers}x{width}"] = pipeline_zoo.random_layered_dag(
+        graphs[f"dag{index:02d}_{layers}x{width}"] = zoo.random_layered_dag(
             layers, width, edge_probability=p, seed=index
         )
     return graphs
@@ -75,7 +76,7 @@ def run_case(case: tuple[str, pipeline.Graph, int, float]) -> dict[str, object]:
         "balance_by_time": balance_by_time(graph, k).bottleneck,
         "balance_by_params": math.nan,
     }
-    if isinstance(graph, pipeline_zoo.Model):
+    if isinstance(graph, zoo.Model):
         row["balance_by_params"] = balance_by_params(graph, k, graph.params).bottleneck
     return row
 
@@ -128,7 +129,7 @@ def speed_goals(time_limit_s: float) -> str:
     result = pipeline.partition(chain, 64)
     chain_s = time.perf_counter() - start
     lines = [f"10,000-layer chain, k=64: {chain_s:.2f} s ({result.method}, gap {result.gap:.1e})"]
-    big = pipeline_zoo.random_layered_dag(100, 10, edge_probability=0.05, seed=7)
+    big = zoo.random_layered_dag(100, 10, edge_probability=0.05, seed=7)
     start = time.perf_counter()
     result = pipeline.partition(big, 16, time_limit_s=time_limit_s)
     big_s = time.perf_counter() - start

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import answer_cells, read_json, solved_copy, with_code
 
-from perfmodel import isolation
-from perfmodel.workbooks import find_workbook
+from perfmodel.course import isolation
+from perfmodel.course.workbooks import find_workbook
 
 # --- the fixture folder -------------------------------------------------------------------
 
@@ -338,7 +338,7 @@ def test_fixture_folder_scores_exactly_as_expected(tmp_path):
     private_tmp = tmp_path / "tmp"
     private_tmp.mkdir()
     command = [
-        sys.executable, "-m", "perfmodel.cli", "grade", "00_warmup", str(folder),
+        sys.executable, "-m", "perfmodel.course.cli", "grade", "00_warmup", str(folder),
         "--out", str(out / "grades.csv"), "--timeout", "90", "--cell-timeout", "10",
         "--memory-gib", "2", "--disk-mib", "256", "--jobs", "2", "--no-progress",
     ]  # fmt: skip

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 
 import numpy as np
 import pytest
@@ -107,7 +106,7 @@ def test_the_mip_matches_the_downset_dp_on_twelve_wide_nodes():
 
 
 def test_too_many_downsets_is_a_none_not_a_hang():
-    from perfmodel.pipeline_zoo import random_layered_dag
+    from perfmodel.pipeline.zoo import random_layered_dag
 
     g = random_layered_dag(10, 6, seed=1)
     assert pl.split_downsets(g, 4) is None
@@ -138,7 +137,7 @@ def contiguous_oracle(graph, order, k):
 @settings(max_examples=60, deadline=None)
 @given(dags(max_nodes=8), st.integers(0, 10**6))
 def test_order_dp_equals_trying_every_cut_of_any_order(case, seed):
-    from perfmodel.pipeline_search import decode
+    from perfmodel.pipeline.search import decode
 
     graph, k = case
     keys = np.random.default_rng(seed).random(graph.n).tolist()
@@ -164,41 +163,62 @@ def test_order_search_is_feasible_deterministic_and_never_below_the_optimum(case
 @settings(max_examples=25, deadline=None)
 @given(dags(max_nodes=6))
 def test_window_and_mip_bounds_never_exceed_the_optimum(case):
-    from perfmodel.pipeline_bounds import mip_lower_bound, window_lower_bound
+    from perfmodel.pipeline.bounds import mip_lower_bound, window_lower_bound
 
     graph, k = case
     optimum = pl.brute_force(graph, k).bottleneck
     assert window_lower_bound(graph, k) <= optimum * (1 + 1e-9) + 1e-12
     upper = pl.split_order(graph, graph.order, k).bottleneck
-    proof = mip_lower_bound(graph, k, upper, time_limit_s=5)
+    proof = mip_lower_bound(graph, k, upper)
+    assert proof.complete
     assert proof.lower_bound <= optimum * (1 + 1e-9) + 1e-12
     if proof.split is not None:
         assert pl.is_feasible(graph, proof.split.stages) and proof.split.bottleneck < upper
 
 
 def test_mip_bound_closes_most_of_the_gap_on_a_random_dag():
-    from perfmodel.pipeline_bounds import mip_lower_bound
-    from perfmodel.pipeline_zoo import random_layered_dag
+    from perfmodel.pipeline.bounds import mip_lower_bound
+    from perfmodel.pipeline.zoo import random_layered_dag
 
     g = random_layered_dag(6, 4, seed=3)
     found = pl.search_orders(g, 4)
-    proof = mip_lower_bound(g, 4, found.bottleneck, time_limit_s=20)
+    proof = mip_lower_bound(g, 4, found.bottleneck)
     best = min(found.bottleneck, proof.split.bottleneck if proof.split else math.inf)
-    assert proof.lower_bound / best > 0.95  # about 0.99 in 20 s; leave room for a slow runner
+    assert proof.lower_bound / best > 0.95
     assert pl.combinatorial_lower_bound(g, 4) / best < 0.85
 
 
 def test_a_long_chain_splits_fast_and_exactly():
     rng = np.random.default_rng(0)
     g = pl.Graph.chain(rng.uniform(1, 10, 10_000).tolist(), rng.uniform(0, 5, 10_000).tolist())
-    start = time.perf_counter()
-    result = pl.partition(g, 64)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 4  # about 0.3 s on a 2-core runner; the goal is 2 s, with room for load
+    result = pl.partition(g, 64)  # its speed is measured in benchmarks/partition.py
     assert len(result.stages) == 64 and result.optimal
     assert result.bottleneck == pytest.approx(
         max(pl.stage_cost(g, stage) for stage in result.stages)
     )
+
+
+def test_the_same_inputs_give_the_same_bound_whatever_the_clock():
+    # Work bounds, not seconds: a generous and a tight-but-unreached safety net agree.
+    from perfmodel.pipeline.bounds import mip_lower_bound
+    from perfmodel.pipeline.zoo import random_layered_dag
+
+    g = random_layered_dag(9, 4, seed=5)
+    upper = pl.search_orders(g, 16).bottleneck
+    first = mip_lower_bound(g, 16, upper, time_limit_s=600)
+    second = mip_lower_bound(g, 16, upper, time_limit_s=60)
+    assert first.complete and second.complete
+    assert (first.lower_bound, first.probes) == (second.lower_bound, second.probes)
+
+
+def test_a_time_limit_cuts_the_whole_call_short_and_says_so():
+    from perfmodel.pipeline.zoo import random_layered_dag
+
+    g = random_layered_dag(60, 10, edge_probability=0.05, seed=7)
+    result = pl.partition(g, 16, time_limit_s=0.5)
+    assert not result.complete
+    assert pl.is_feasible(g, result.stages)
+    assert result.lower_bound <= result.bottleneck
 
 
 def test_larger_graphs_report_a_gap():
@@ -251,7 +271,7 @@ def test_bad_requests():
 
 
 def test_subnormal_times_still_terminate():
-    from perfmodel.pipeline_bounds import window_lower_bound
+    from perfmodel.pipeline.bounds import window_lower_bound
 
     tiny = pl.Graph.chain([5e-324, 5e-324, 0.0], [5e-324, 0.0, 1e-320])
     assert pl.partition(tiny, 2).bottleneck <= 1e-322

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perfmodel import pipeline as pl
-from perfmodel.pipeline_baselines import balance_by_params, balance_by_time, equal_layers
-from perfmodel.pipeline_schedule import bubble_fraction, simulate
+from perfmodel.pipeline.baselines import balance_by_params, balance_by_time, equal_layers
+from perfmodel.pipeline.schedule import bubble_fraction, simulate
 
 
 def test_equal_layers_splits_counts_evenly():

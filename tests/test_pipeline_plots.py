@@ -10,9 +10,9 @@ import matplotlib.pyplot as plt
 import pytest
 
 from perfmodel import pipeline as pl
-from perfmodel.pipeline_plots import gantt, split_bars, stage_bars, stage_breakdown
-from perfmodel.pipeline_schedule import simulate
-from perfmodel.pipeline_zoo import inception_like
+from perfmodel.pipeline.schedule import simulate
+from perfmodel.pipeline.zoo import inception_like
+from perfmodel.plotting.pipeline import gantt, split_bars, stage_bars, stage_breakdown
 
 
 def test_breakdown_adds_up_to_the_stage_cost():
@@ -47,7 +47,7 @@ def test_gantt_draws_every_stage_and_micro_batch():
 
 
 def test_partition_view_names_the_models_it_knows():
-    from perfmodel.widgets import partition_view
+    from perfmodel.widgets.partition import partition_view
 
     fig = partition_view("ResNet-50", "A100 SXM4 80GB", "PCIe 3.0 x16", 8)
     assert "1 of 8 stages used" in fig.axes[0].get_title()  # over PCIe 3, one GPU is best
@@ -57,7 +57,7 @@ def test_partition_view_names_the_models_it_knows():
 
 
 def test_partition_explorer_builds():
-    from perfmodel.widgets import partition_explorer
+    from perfmodel.widgets.partition import partition_explorer
 
     box = partition_explorer()
     assert len(box.children) == 3

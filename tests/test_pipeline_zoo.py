@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 from perfmodel import hardware, ops
-from perfmodel import pipeline_zoo as zoo
 from perfmodel.metrics import transfer_time_s
-from perfmodel.pipeline import is_feasible, partition
+from perfmodel.pipeline import is_feasible, partition, zoo
 from perfmodel.roofline import estimate
 
 

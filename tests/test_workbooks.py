@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import EXERCISES, WORKBOOKS, answer_cells, assigned, master_namespace, read_json
 
-from perfmodel.workbooks import assign, find_workbook, load_tests, release
+from perfmodel.course.workbooks import assign, find_workbook, load_tests, release
 
 
 def test_there_is_a_warmup_with_three_or_more_questions():

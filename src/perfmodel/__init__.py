@@ -1,10 +1,10 @@
 """perfmodel: predict how fast an ML workload runs on a machine, and why.
 
 The package backs the course notebooks. Its model modules (``hardware``, ``ops``,
-``roofline``, ``metrics``, ``minibatch``, ``pipeline``...) are pure and import fast; the
-presentation and course-tooling modules (``plotting``, ``widgets``, ``grading``,
-``workbooks``, ``cli``) import heavy libraries and load only when first used, so
-``import perfmodel`` stays quick.
+``roofline``, ``metrics``, ``minibatch``, ``pipeline``...) are pure and never import
+matplotlib or ipywidgets; ``plotting`` and ``widgets`` draw, and ``course`` holds the
+instructors' tooling. Every public module loads on first use, so ``import perfmodel``
+stays quick and loads no numpy.
 
 >>> import perfmodel
 >>> perfmodel.hardware.get("H100 SXM").kind
@@ -14,41 +14,25 @@ presentation and course-tooling modules (``plotting``, ``widgets``, ``grading``,
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from typing import Any
 
+#: The one place the version is written; pyproject.toml reads it from here.
 __version__ = "0.1.0"
 
-_SUBMODULES = (
-    "environment",
-    "exercises",
-    "grading",
-    "hardware",
-    "metrics",
-    "minibatch",
-    "ops",
-    "pipeline",
-    "pipeline_baselines",
-    "pipeline_bounds",
-    "pipeline_cover",
-    "pipeline_graph",
-    "pipeline_mip",
-    "pipeline_plots",
-    "pipeline_schedule",
-    "pipeline_search",
-    "pipeline_split",
-    "pipeline_zoo",
-    "plotting",
-    "roofline",
-    "sandbox",
-    "units",
-    "widgets",
-    "workbooks",
+#: Public modules and subpackages, found on disk: a new module needs no entry here.
+_PUBLIC = tuple(
+    sorted(info.name for info in pkgutil.iter_modules(__path__) if not info.name.startswith("_"))
 )
 
-__all__ = ["__version__", *_SUBMODULES]
+__all__ = ["__version__", *_PUBLIC]
 
 
 def __getattr__(name: str) -> Any:
-    if name in _SUBMODULES:
+    if name in _PUBLIC:
         return importlib.import_module(f"perfmodel.{name}")
     raise AttributeError(f"module 'perfmodel' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_PUBLIC})

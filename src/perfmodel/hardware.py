@@ -49,6 +49,7 @@ __all__ = [
     "link_names",
     "load",
     "names",
+    "op_unit",
 ]
 
 #: Bytes per element of each dtype the course knows.
@@ -82,6 +83,17 @@ def dtype_bytes(dtype: str | int) -> int:
     if key not in DTYPE_BYTES:
         raise ValueError(f"`dtype` must be one of {', '.join(DTYPES)} (got {dtype!r}).")
     return DTYPE_BYTES[key]
+
+
+def op_unit(dtype: str) -> str:
+    """What one operation of ``dtype`` is called: ``"OP"`` for integers, else ``"FLOP"``.
+
+    An int8 multiply-add is not a floating-point operation, so int8 peaks read OP/s.
+
+    >>> op_unit("int8"), op_unit("bf16")
+    ('OP', 'FLOP')
+    """
+    return "OP" if dtype.strip().lower().startswith("int") else "FLOP"
 
 
 def _check_rates(name: str, rates: Mapping[str, float], what: str) -> Mapping[str, float]:

@@ -18,7 +18,7 @@ Examples
 
 from __future__ import annotations
 
-import math
+from perfmodel._validate import non_negative, positive
 
 __all__ = [
     "energy_j",
@@ -29,16 +29,6 @@ __all__ = [
     "transfer_time_s",
     "utilization",
 ]
-
-
-def _require_number(name: str, value: object, *, positive: bool) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"`{name}` must be a number (got {type(value).__name__}: {value!r}).")
-    number = float(value)
-    if not math.isfinite(number) or number < 0 or (positive and number == 0):
-        need = "a positive" if positive else "a non-negative"
-        raise ValueError(f"`{name}` must be {need} finite number (got {name}={value!r}).")
-    return number
 
 
 def transfer_time_s(
@@ -72,9 +62,9 @@ def transfer_time_s(
     >>> transfer_time_s(0, 12.5e9, latency_s=2e-6)
     2e-06
     """
-    size = _require_number("nbytes", nbytes, positive=False)
-    bandwidth = _require_number("bandwidth_bytes_per_s", bandwidth_bytes_per_s, positive=True)
-    latency = _require_number("latency_s", latency_s, positive=False)
+    size = non_negative("nbytes", nbytes)
+    bandwidth = positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    latency = non_negative("latency_s", latency_s)
     return latency + size / bandwidth
 
 
@@ -95,9 +85,9 @@ def run_time_s(work: float, time_per_work_s: float, parallelism: float = 1.0) ->
     >>> run_time_s(1e6, 2e-6, parallelism=4)
     0.5
     """
-    w = _require_number("work", work, positive=False)
-    t = _require_number("time_per_work_s", time_per_work_s, positive=False)
-    p = _require_number("parallelism", parallelism, positive=True)
+    w = non_negative("work", work)
+    t = non_negative("time_per_work_s", time_per_work_s)
+    p = positive("parallelism", parallelism)
     return w * t / p
 
 
@@ -107,9 +97,7 @@ def throughput(work: float, seconds: float) -> float:
     >>> throughput(1e6, 7e-6) / 1e9  # FLOP/s -> GFLOP/s
     142.85714285714286
     """
-    return _require_number("work", work, positive=False) / _require_number(
-        "seconds", seconds, positive=True
-    )
+    return non_negative("work", work) / positive("seconds", seconds)
 
 
 def utilization(achieved: float, peak: float) -> float:
@@ -118,9 +106,7 @@ def utilization(achieved: float, peak: float) -> float:
     >>> utilization(150e9, 6e12)
     0.025
     """
-    return _require_number("achieved", achieved, positive=False) / _require_number(
-        "peak", peak, positive=True
-    )
+    return non_negative("achieved", achieved) / positive("peak", peak)
 
 
 def energy_j(power_w: float, seconds: float) -> float:
@@ -129,9 +115,7 @@ def energy_j(power_w: float, seconds: float) -> float:
     >>> energy_j(700, 3600) / 3.6e6  # an H100-class board for an hour, in kWh
     0.7
     """
-    return _require_number("power_w", power_w, positive=False) * _require_number(
-        "seconds", seconds, positive=False
-    )
+    return non_negative("power_w", power_w) * non_negative("seconds", seconds)
 
 
 def flops_per_joule(flops: float, power_w: float, seconds: float) -> float:
@@ -143,7 +127,7 @@ def flops_per_joule(flops: float, power_w: float, seconds: float) -> float:
     energy = energy_j(power_w, seconds)
     if energy == 0:
         raise ValueError("`power_w` and `seconds` must both be positive to spend any energy.")
-    return _require_number("flops", flops, positive=False) / energy
+    return non_negative("flops", flops) / energy
 
 
 def headroom(fraction_of_light: float) -> float:
@@ -152,7 +136,7 @@ def headroom(fraction_of_light: float) -> float:
     >>> headroom(0.5)
     2.0
     """
-    f = _require_number("fraction_of_light", fraction_of_light, positive=True)
+    f = positive("fraction_of_light", fraction_of_light)
     if f > 1:
         raise ValueError(
             f"`fraction_of_light` must be at most 1; above 1 the model is wrong, not the code "

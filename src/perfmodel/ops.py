@@ -176,7 +176,7 @@ def matmul(m: int, k: int, n: int, *, dtype: str | int = "fp32", accumulate: boo
         bytes_read=width * read,
         bytes_written=width * m * n,
         dtype=name,
-        label=f"matmul {m}x{k}x{n}" + (" +=" if accumulate else ""),
+        label=f"matmul {m}x{k}x{n}" + (", C += A·B" if accumulate else ""),
     )
 
 

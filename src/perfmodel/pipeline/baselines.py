@@ -24,7 +24,7 @@ import itertools
 import math
 from collections.abc import Sequence
 
-from perfmodel.pipeline_graph import Graph, Partition, check_k, stage_cost
+from perfmodel.pipeline.graph import Graph, Partition, bisect_threshold, check_k, stage_cost
 
 __all__ = ["balance_by_params", "balance_by_time", "equal_layers"]
 
@@ -79,12 +79,7 @@ def balance_by_time(graph: Graph, k: int) -> Partition:
 
     # Summing a block in order can exceed fsum of the total by an ulp; start just above it.
     low, high = max(work), math.fsum(work) * (1 + 1e-12) + 1e-300
-    for _ in range(100):  # bisection on the largest block; 100 halvings reach float precision
-        middle = (low + high) / 2
-        if cuts_within(middle) is None:
-            low = middle
-        else:
-            high = middle
+    _, high = bisect_threshold(lambda t: cuts_within(t) is not None, low, high, rel_tol=0.0)
     cuts = cuts_within(high)
     assert cuts is not None  # high is always feasible: it starts at the total
     return _priced(graph, cuts, "balance by time (block partition)")

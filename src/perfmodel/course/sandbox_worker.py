@@ -1,7 +1,7 @@
 """The grading worker: run one notebook in a (sandboxed) kernel, write one report file.
 
-Started by :func:`perfmodel.sandbox.execute_notebook` as
-``python -m perfmodel.sandbox_worker REQUEST.json``. It runs outside the sandbox, talks to
+Started by :func:`perfmodel.course.sandbox.execute_notebook` as
+``python -m perfmodel.course.sandbox_worker REQUEST.json``. It runs outside the sandbox, talks to
 the kernel over Unix sockets in the submission's scratch folder, and writes its report
 into the grader's private folder, which the kernel cannot see.
 
@@ -210,7 +210,7 @@ def main(argv: list[str]) -> int:  # pragma: no cover - exercised through execut
     # format checker (rfc3987_syntax) builds a parser at import: about 2 s, per submission,
     # for a check the worker never makes. jsonschema skips the checker when it cannot import.
     sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
-    from perfmodel.sandbox import kill_descendants
+    from perfmodel.course.sandbox import kill_descendants
 
     _become_subreaper()
     request = json.loads(Path(argv[0]).read_text(encoding="utf-8"))

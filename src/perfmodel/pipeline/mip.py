@@ -3,7 +3,7 @@
 :func:`solve_mip` finds the exact optimum of a small graph (and, on a time limit, the best
 split found with HiGHS's dual bound as a proof of how good it is).
 
->>> from perfmodel.pipeline_graph import Graph
+>>> from perfmodel.pipeline.graph import Graph
 >>> g = Graph([1.0, 2.0, 2.0, 1.0], [0.1] * 4, [(0, 1), (0, 2), (1, 3), (2, 3)])
 >>> result = solve_mip(g, 2)
 >>> result.bottleneck, result.optimal
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from perfmodel.pipeline_graph import (
+from perfmodel.pipeline.graph import (
     MIP_REL_GAP,
     Graph,
     Partition,
@@ -25,6 +25,7 @@ from perfmodel.pipeline_graph import (
     check_k,
     check_time_limit,
     combinatorial_lower_bound,
+    stages_from_labels,
 )
 
 __all__ = ["SparseRows", "solve_mip"]
@@ -79,7 +80,7 @@ def solve_mip(graph: Graph, k: int, *, time_limit_s: float = 30.0) -> Partition:
     On a time limit the best split found is returned with HiGHS's dual bound as the lower
     bound, which is still a proof: no split is better than it.
     """
-    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.optimize import Bounds, milp
 
     k = check_k(graph, k)
     time_limit_s = check_time_limit(time_limit_s)
@@ -103,32 +104,24 @@ def solve_mip(graph: Graph, k: int, *, time_limit_s: float = 30.0) -> Partition:
     def t(j: int, s: int) -> int:  # stage s sends the output of the j-th sender
         return nx + nr + j * k + s
 
-    rows, lower, upper = [], [], []
-
-    def add(coefficients: dict[int, float], lo: float, hi: float) -> None:
-        row = np.zeros(size)
-        for index, value in coefficients.items():
-            row[index] += value
-        rows.append(row)
-        lower.append(lo)
-        upper.append(hi)
-
+    rows = SparseRows()  # about 3·edges·k rows: dense ones would not fit in memory
+    add = rows.add
     for i in range(n):
-        add({x(i, s): 1.0 for s in range(k)}, 1, 1)
+        add([(x(i, s), 1.0) for s in range(k)], 1, 1)
     for j, u in enumerate(senders):
         for v in graph.successors[u]:
-            add({**{x(u, s): float(s) for s in range(k)}, **{x(v, s): -float(s) for s in range(k)}},
-                -math.inf, 0)  # fmt: skip
+            order = [(x(u, s), float(s)) for s in range(k)] + [
+                (x(v, s), -float(s)) for s in range(k)
+            ]
+            add(order, -math.inf, 0)  # stage(u) <= stage(v)
             for s in range(k):
-                add({r(j, s): 1.0, x(v, s): -1.0, x(u, s): 1.0}, 0, math.inf)
-                add({t(j, s): 1.0, x(u, s): -1.0, x(v, s): 1.0}, 0, math.inf)
+                add([(r(j, s), 1.0), (x(v, s), -1.0), (x(u, s), 1.0)], 0, math.inf)
+                add([(t(j, s), 1.0), (x(u, s), -1.0), (x(v, s), 1.0)], 0, math.inf)
     for s in range(k):
-        stage = {x(i, s): work[i] for i in range(n)}
+        stage = [(x(i, s), work[i]) for i in range(n)]
         for j, u in enumerate(senders):
-            stage[r(j, s)] = comm[u]
-            stage[t(j, s)] = comm[u]
-        stage[size - 1] = -1.0
-        add(stage, -math.inf, 0)
+            stage += [(r(j, s), comm[u]), (t(j, s), comm[u])]
+        add([*stage, (size - 1, -1.0)], -math.inf, 0)
     objective = np.zeros(size)
     objective[-1] = 1.0
     integrality = np.zeros(size)
@@ -139,15 +132,13 @@ def solve_mip(graph: Graph, k: int, *, time_limit_s: float = 30.0) -> Partition:
         objective,
         integrality=integrality,
         bounds=Bounds(np.zeros(size), bounds_hi),
-        constraints=LinearConstraint(np.array(rows), lower, upper),
+        constraints=rows.constraint(size),
         options={"time_limit": time_limit_s, "mip_rel_gap": MIP_REL_GAP},
     )
     if result.x is None:
         raise RuntimeError(f"the MIP found no split within {time_limit_s:g} s: {result.message}")
     labels = [int(np.argmax(result.x[x(i, 0) : x(i, 0) + k])) for i in range(n)]
-    stages = tuple(
-        s for s in (tuple(i for i in range(n) if labels[i] == stage) for stage in range(k)) if s
-    )
+    stages = stages_from_labels(labels, k)
     bottleneck = bottleneck_of(graph, stages)
     proven = result.status == 0
     # HiGHS stops once the incumbent is within max(1e-6, MIP_REL_GAP x incumbent) of its

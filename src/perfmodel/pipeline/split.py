@@ -8,14 +8,14 @@ Three exact algorithms, each for a different shape of problem:
 * :func:`split_order`: the best split of a given topological order into contiguous pieces.
   The cost of every piece comes from a 2-D difference array (``O(n² + edges)``), then a
   min-max dynamic program over (stages, prefix). Feasible by construction, optimal for that
-  order, and the inner loop of the order search in :mod:`perfmodel.pipeline_search`.
+  order, and the inner loop of the order search in :mod:`perfmodel.pipeline.search`.
 * :func:`split_downsets`: the optimum over *all* feasible splits. A feasible split is a
   chain of downsets (sets closed under predecessors), one per stage boundary, so a dynamic
   program over the downsets is exact. Transformer and CNN graphs are narrow and have few
   downsets (GPT-2-like: one per node plus one); a wide random DAG has too many, and the
   function says so by returning ``None``.
 
->>> from perfmodel.pipeline_graph import Graph
+>>> from perfmodel.pipeline.graph import Graph
 >>> g = Graph.chain([4.0, 1.0, 1.0, 4.0], [0.5, 0.5, 0.5, 0.5])
 >>> split_chain(g, 2).stages
 ((0, 1), (2, 3))
@@ -28,9 +28,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from perfmodel.pipeline_graph import (
+from perfmodel.pipeline.budget import Deadline
+from perfmodel.pipeline.graph import (
     Graph,
     Partition,
+    bisect_threshold,
     bottleneck_of,
     check_k,
     combinatorial_lower_bound,
@@ -41,6 +43,7 @@ __all__ = [
     "DOWNSET_LIMIT",
     "PAIR_LIMIT",
     "downsets",
+    "order_segment_costs",
     "split_chain",
     "split_downsets",
     "split_order",
@@ -104,14 +107,7 @@ def split_chain(graph: Graph, k: int) -> Partition:
     total = float(prefix[-1])
     low = combinatorial_lower_bound(graph, k) * (1 - _ROUNDING)
     high = total * (1 + _ROUNDING) + 1e-300  # one stage holding everything always fits
-    for _ in range(200):  # halvings; also ends on subnormal times, where the bracket stalls
-        middle = (low + high) / 2
-        if high - low <= _ROUNDING * high or not low < middle < high:
-            break
-        if sweep(middle) is None:
-            low = middle
-        else:
-            high = middle
+    low, high = bisect_threshold(lambda t: sweep(t) is not None, low, high, rel_tol=_ROUNDING)
     pointers = sweep(high)
     assert pointers is not None  # high is always feasible
     stages, end = [], n
@@ -123,7 +119,7 @@ def split_chain(graph: Graph, k: int) -> Partition:
     return _partition(graph, stages, low * (1 - _ROUNDING), "chain dynamic programming")
 
 
-def _order_segment_costs(graph: Graph, order: Sequence[int]) -> np.ndarray:
+def order_segment_costs(graph: Graph, order: Sequence[int]) -> np.ndarray:
     """``C[a, b]``: the cost of the stage ``order[a..b]`` (inclusive); ``inf`` when a > b.
 
     Node u at position p with consumers at positions ``c_1 < ... < c_m`` is *sent* by every
@@ -189,7 +185,7 @@ def split_order(graph: Graph, order: Sequence[int], k: int) -> Partition:
     position = {node: i for i, node in enumerate(order)}
     if any(position[u] > position[v] for u, v in graph.edges):
         raise ValueError("`order` must be topological: every edge must point forwards.")
-    best, start = _min_max_dp(_order_segment_costs(graph, order), k)
+    best, start = _min_max_dp(order_segment_costs(graph, order), k)
     used = int(np.argmin(best[:, -1]))
     stages, end = [], graph.n
     for j in range(used, 0, -1):
@@ -250,6 +246,7 @@ def split_downsets(
     upper: float | None = None,
     masks: list[int] | None = None,
     pair_limit: int = PAIR_LIMIT,
+    deadline: Deadline | None = None,
 ) -> Partition | None:
     """The optimal split over all feasible splits, or ``None`` if there are too many downsets.
 
@@ -263,7 +260,8 @@ def split_downsets(
     ``None`` also when more than ``pair_limit`` pairs remain. ``masks`` passes in the
     downsets when they are already known (or any family of downsets holding the empty
     set and the whole graph: the result is then the best split whose cuts all come from
-    the family).
+    the family). A ``deadline`` (a wall-clock safety net) that passes mid-way also gives
+    ``None``.
     """
     k = check_k(graph, k)
     if masks is None:
@@ -293,6 +291,8 @@ def split_downsets(
     choice = np.zeros((k + 1, d), dtype=int)
     best[0, 0] = 0.0
     for i in range(1, d):
+        if deadline is not None and i % 256 == 0 and deadline.expired():
+            return None
         inside = member[i]
         band = by_work[lows[i] : highs[i]]
         band = band[size[band] < size[i]]

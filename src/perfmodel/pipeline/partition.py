@@ -23,7 +23,7 @@ anything else                          random-key GA over orders, MIP lower boun
 This module is the public face; the pieces live in ``pipeline_graph`` (the problem),
 ``pipeline_split`` (dynamic programs), ``pipeline_search`` (the order search),
 ``pipeline_mip`` (the exact MIP), ``pipeline_bounds`` and ``pipeline_cover`` (lower
-bounds), ``pipeline_baselines``, ``pipeline_zoo``, ``pipeline_schedule`` and
+bounds), ``pipeline_baselines``, ``pipeline.zoo``, ``pipeline_schedule`` and
 ``pipeline_plots``.
 
 References
@@ -44,71 +44,63 @@ from __future__ import annotations
 import itertools
 import math
 
-from perfmodel.pipeline_bounds import mip_lower_bound
-from perfmodel.pipeline_graph import (
-    MIP_REL_GAP,
+from perfmodel._validate import count
+from perfmodel.pipeline.bounds import mip_lower_bound
+from perfmodel.pipeline.budget import Deadline
+from perfmodel.pipeline.graph import (
     Graph,
     Partition,
     bottleneck_of,
     check_k,
     check_time_limit,
-    combinatorial_lower_bound,
-    is_feasible,
-    stage_cost,
     stage_order,
+    stages_from_labels,
 )
-from perfmodel.pipeline_mip import solve_mip
-from perfmodel.pipeline_search import search_orders
-from perfmodel.pipeline_split import downsets, split_chain, split_downsets, split_order
+from perfmodel.pipeline.search import search_orders
+from perfmodel.pipeline.split import downsets, split_chain, split_downsets
 
-__all__ = [
-    "EXACT_NODE_LIMIT",
-    "MIP_REL_GAP",
-    "Graph",
-    "Partition",
-    "brute_force",
-    "combinatorial_lower_bound",
-    "is_feasible",
-    "partition",
-    "search_orders",
-    "solve_mip",
-    "split_chain",
-    "split_downsets",
-    "split_order",
-    "stage_cost",
-]
+__all__ = ["BRUTE_FORCE_NODE_LIMIT", "EXACT_NODE_LIMIT", "brute_force", "partition"]
 
 #: Graphs this small are always solved exactly.
 EXACT_NODE_LIMIT = 12
+#: The largest graph :func:`brute_force` accepts.
+BRUTE_FORCE_NODE_LIMIT = 10
 
 
 def brute_force(graph: Graph, k: int) -> Partition:
     """The optimum by trying every assignment of nodes to stages (tiny graphs only).
 
-    An oracle for tests: ``k ** n`` assignments, so keep ``n`` at 8 or below.
+    An oracle for tests: ``k ** n`` assignments, so it refuses graphs of more than
+    :data:`BRUTE_FORCE_NODE_LIMIT` nodes (10: up to 10 billion assignments at k = 10;
+    keep ``k ** n`` near a million for a test that runs in seconds).
     """
     k = check_k(graph, k)
-    if graph.n > 10:
-        raise ValueError(f"brute force is for graphs of at most 10 nodes (got {graph.n}).")
+    if graph.n > BRUTE_FORCE_NODE_LIMIT:
+        raise ValueError(
+            f"`graph` must have at most {BRUTE_FORCE_NODE_LIMIT} nodes for brute force "
+            f"(got {graph.n})."
+        )
     best: tuple[float, tuple[tuple[int, ...], ...]] = (math.inf, ())
     for labels in itertools.product(range(k), repeat=graph.n):
         if any(labels[u] > labels[v] for u, v in graph.edges):
             continue
-        stages = tuple(tuple(i for i in range(graph.n) if labels[i] == s) for s in range(k))
-        stages = tuple(s for s in stages if s)
+        stages = stages_from_labels(labels, k)
         cost = bottleneck_of(graph, stages)
         if cost < best[0]:
             best = (cost, stages)
     return Partition(stages=best[1], bottleneck=best[0], lower_bound=best[0], method="brute force")
 
 
-def partition(graph: Graph, k: int, *, seed: int = 0, time_limit_s: float = 30.0) -> Partition:
+def partition(graph: Graph, k: int, *, seed: int = 0, time_limit_s: float = 60.0) -> Partition:
     """Split ``graph`` into at most ``k`` pipeline stages, minimising the bottleneck.
 
     Exact for chains and for graphs with few enough downsets, which includes every graph
     of at most :data:`EXACT_NODE_LIMIT` nodes (at most 4,096 downsets); otherwise the best
     split the order search finds, with the strongest lower bound available (see
-    :mod:`perfmodel.pipeline_bounds`).
+    :mod:`perfmodel.pipeline.bounds`).
+
+    Every step is bounded by work (evaluations, probes, simplex rounds, branch-and-bound
+    nodes), so the same inputs give the same split and the same bound on any machine.
 
     Parameters
     ----------
@@ -118,37 +110,36 @@ def partition(graph: Graph, k: int, *, seed: int = 0, time_limit_s: float = 30.0
     seed : int
         Seed of the order search: the same inputs give the same split.
     time_limit_s : float
-        Cap on the lower-bound search for graphs that are not solved exactly; the bound is
-        valid whenever it stops, and only gets tighter with more time.
+        A safety net on the whole call's wall-clock time: past it, no new step starts and
+        the best split so far is returned with ``complete=False`` (its numbers may then
+        differ between machines). The lectures never reach it.
 
     Returns
     -------
     Partition
-        ``stages`` in pipeline order, ``bottleneck``, ``lower_bound``, ``gap`` and
-        ``method``; ``optimal`` when the gap is closed.
+        ``stages`` in pipeline order, ``bottleneck``, ``lower_bound``, ``gap``, ``method``
+        and ``complete``; ``optimal`` when the gap is closed.
     """
     if not isinstance(graph, Graph):
         raise TypeError(f"`graph` must be a pipeline.Graph (got {type(graph).__name__}).")
     k = check_k(graph, k)
-    time_limit_s = check_time_limit(time_limit_s)
+    seed = count("seed", seed, minimum=0)
+    deadline = Deadline(check_time_limit(time_limit_s))
     if graph.is_chain:
         return split_chain(graph, k)
     masks = downsets(graph)
     if masks is not None:
-        exact = split_downsets(graph, k, masks=masks)
+        exact = split_downsets(graph, k, masks=masks, deadline=deadline)
         if exact is not None:
             return exact
-    found = search_orders(graph, k, seed=seed)
-    if masks is not None:  # too many pairs under the order's split: try the GA's, tighter
-        exact = split_downsets(graph, k, masks=masks, upper=found.bottleneck)
+    found = search_orders(graph, k, seed=seed, deadline=deadline)
+    if masks is not None and not deadline.expired():  # too many pairs under the order's
+        # split: try again under the GA's, tighter
+        exact = split_downsets(graph, k, masks=masks, upper=found.bottleneck, deadline=deadline)
         if exact is not None:
             return exact
     proof = mip_lower_bound(
-        graph,
-        k,
-        found.bottleneck,
-        time_limit_s=time_limit_s,
-        orders=[stage_order(graph, found.stages)],
+        graph, k, found.bottleneck, orders=[stage_order(graph, found.stages)], deadline=deadline
     )
     if proof.split is not None and proof.split.bottleneck < found.bottleneck:
         found = proof.split
@@ -157,4 +148,5 @@ def partition(graph: Graph, k: int, *, seed: int = 0, time_limit_s: float = 30.0
         bottleneck=found.bottleneck,
         lower_bound=min(proof.lower_bound, found.bottleneck),
         method=found.method + " + MIP bound",
+        complete=not deadline.reached,
     )

@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from perfmodel.pipeline_graph import Graph, Partition, stage_parts
-from perfmodel.pipeline_schedule import Schedule
+from perfmodel.pipeline.graph import Graph, Partition, stage_parts
+from perfmodel.pipeline.schedule import Schedule
+from perfmodel.plotting import new_axes, style
 
 __all__ = ["gantt", "split_bars", "stage_bars", "stage_breakdown"]
 
@@ -38,11 +39,9 @@ def stage_bars(graph: Graph, result: Partition, *, title: str = "", ax: Any = No
     A dashed line marks the bottleneck, a dotted one the lower bound; the band between
     them is how much better the best split could still be.
     """
-    from perfmodel.plotting import _axes, style
-
     parts = stage_breakdown(graph, result.stages)
     with style():
-        ax = _axes(ax, (11, 5))
+        ax = new_axes(ax, (11, 5))
         positions = list(range(1, len(parts) + 1))
         bottom = [0.0] * len(parts)
         for index, (name, colour) in enumerate(_PARTS):
@@ -76,12 +75,10 @@ def split_bars(results: Mapping[str, Partition], *, title: str = "", ax: Any = N
 
     Put the split to beat last (``"optimal"``) and the alternatives before it.
     """
-    from perfmodel.plotting import _axes, style
-
     if not results:
         raise ValueError("`results` must name at least one split.")
     with style():
-        ax = _axes(ax, (10, 0.6 * len(results) + 1.4))
+        ax = new_axes(ax, (10, 0.6 * len(results) + 1.4))
         micros = [1e6 * r.bottleneck for r in results.values()]
         colours = ["#8c8c8c"] * (len(micros) - 1) + ["#2e933c"]
         ax.barh(list(results), micros, color=colours)
@@ -95,12 +92,10 @@ def split_bars(results: Mapping[str, Partition], *, title: str = "", ax: Any = N
 
 def gantt(schedule: Schedule, *, title: str = "", ax: Any = None) -> Any:
     """Each stage's busy intervals, one row per stage, micro-batches numbered."""
-    from perfmodel.plotting import _axes, style
-
     stages = len(schedule.stage_times)
     micro = len(schedule.start[0])
     with style():
-        ax = _axes(ax, (11, 0.6 * stages + 2))
+        ax = new_axes(ax, (11, 0.6 * stages + 2))
         scale = 1e6 if schedule.makespan < 1e-2 else 1e3
         unit = "µs" if scale == 1e6 else "ms"
         for s in range(stages):

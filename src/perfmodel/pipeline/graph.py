@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -156,12 +156,15 @@ class Partition:
 
     ``lower_bound`` never exceeds the best possible bottleneck; ``gap`` is the fraction by
     which ``bottleneck`` could at most exceed it; ``optimal`` says the split is proven best.
+    ``complete`` is False when a wall-clock cap stopped the search before its work bounds
+    did: the split and the bound are still valid, but another machine may find others.
     """
 
     stages: tuple[tuple[int, ...], ...]
     bottleneck: float
     lower_bound: float
     method: str
+    complete: bool = True
 
     @property
     def gap(self) -> float:
@@ -176,6 +179,43 @@ class Partition:
     def throughput(self) -> float:
         """Inputs per second in steady state: one per bottleneck time."""
         return math.inf if self.bottleneck == 0 else 1 / self.bottleneck
+
+
+def stages_from_labels(labels: Sequence[int], k: int) -> tuple[tuple[int, ...], ...]:
+    """Each node's stage number to the stages themselves, in order, empty stages dropped.
+
+    >>> stages_from_labels([0, 0, 2, 2], 3)
+    ((0, 1), (2, 3))
+    """
+    stages: list[list[int]] = [[] for _ in range(k)]
+    for node, stage in enumerate(labels):
+        stages[stage].append(node)
+    return tuple(tuple(stage) for stage in stages if stage)
+
+
+def bisect_threshold(
+    fits: Callable[[float], bool], low: float, high: float, *, rel_tol: float
+) -> tuple[float, float]:
+    """Narrow ``[low, high]`` around the smallest value that ``fits``, by halving.
+
+    ``fits`` must be monotone (False below a threshold, True from it on) and ``fits(high)``
+    true. Stops when the bracket is within ``rel_tol`` of ``high``, or after 200 halvings
+    (which also ends on subnormal numbers, where the midpoint stalls). Returns the final
+    ``(low, high)``: ``high`` fits; nothing below ``low`` does, if ``low`` did not.
+
+    >>> low, high = bisect_threshold(lambda x: x * x >= 2, 1.0, 2.0, rel_tol=1e-12)
+    >>> round(high, 9)
+    1.414213562
+    """
+    for _ in range(200):
+        middle = (low + high) / 2
+        if high - low <= rel_tol * high or not low < middle < high:
+            break
+        if fits(middle):
+            high = middle
+        else:
+            low = middle
+    return low, high
 
 
 def stage_parts(graph: Graph, stage: Iterable[int]) -> tuple[float, float, float]:

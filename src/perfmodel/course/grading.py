@@ -1,7 +1,7 @@
 """Grade a folder of submitted workbooks, locally and without Docker.
 
 Each submission is first read as plain JSON (a file that is not a notebook fails here,
-with the reason), then run in its own sandboxed process (:mod:`perfmodel.sandbox`), and
+with the reason), then run in its own sandboxed process (:mod:`perfmodel.course.sandbox`), and
 its answers are scored by otter-grader's own test-file runner **in this process**, which
 never runs student code. Results go to one CSV row per submission and one JSON feedback
 file per student. Each row is also appended to ``<out>.partial`` as soon as it is graded,
@@ -27,9 +27,9 @@ from typing import Any
 
 import nbformat
 
-from perfmodel import isolation
+from perfmodel.course import isolation
+from perfmodel.course.sandbox import Execution, Limits, execute_notebook
 from perfmodel.exercises import feedback
-from perfmodel.sandbox import Execution, Limits, execute_notebook
 
 __all__ = [
     "MAX_NOTEBOOK_BYTES",
@@ -108,7 +108,7 @@ def score_answers(tests: dict[str, str], answers: dict[str, Any]) -> tuple[Quest
     ----------
     tests : dict
         Question name to the source of its otter test file (see
-        :func:`perfmodel.workbooks.load_tests`).
+        :func:`perfmodel.course.workbooks.load_tests`).
     answers : dict
         Variable name to value, as read back from an executed submission.
     """
@@ -272,7 +272,7 @@ def grade_folder(
     assignment : str
         The workbook's name; a notebook of another workbook fails with that reason.
     limits : Limits, optional
-        Per-submission limits (defaults: :class:`~perfmodel.sandbox.Limits`).
+        Per-submission limits (defaults: :class:`~perfmodel.course.sandbox.Limits`).
     jobs : int, optional
         Submissions graded at once (each in its own sandbox).
     progress : bool, optional

@@ -2,15 +2,15 @@
 
 Three processes, each trusting the one before it and nothing after:
 
-* the **grader** (:func:`execute_notebook`, called from :mod:`perfmodel.grading`) makes a
+* the **grader** (:func:`execute_notebook`, called from :mod:`perfmodel.course.grading`) makes a
   private folder, starts the worker, enforces the wall clock and watches the whole tree:
   its process count, the memory all its processes hold together, and the bytes and files
   written to the scratch folder. It scores nothing here and runs no student code.
-* the **worker** (:mod:`perfmodel.sandbox_worker`) runs the notebook's cells in a Jupyter
+* the **worker** (:mod:`perfmodel.course.sandbox_worker`) runs the notebook's cells in a Jupyter
   kernel, one cell at a time with a per-cell limit, then asks the kernel to write its
   plain-data globals into a file named by a fresh nonce, reads that file back with a cap,
   and writes its report into the private folder, which the kernel cannot see.
-* the **kernel** runs the student's code inside the :mod:`perfmodel.isolation` sandbox
+* the **kernel** runs the student's code inside the :mod:`perfmodel.course.isolation` sandbox
   (bubblewrap) when it is available, with a minimal explicit environment either way.
 
 Whatever the kernel does, the worst it can achieve is its own row marked failed with a
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perfmodel import isolation
+from perfmodel.course import isolation
 
 __all__ = ["CellError", "Execution", "Limits", "execute_notebook", "kill_descendants"]
 
@@ -356,7 +356,12 @@ def execute_notebook(path: Path, limits: Limits, *, name: str = "submission.ipyn
             HOME=str(private), JUPYTER_RUNTIME_DIR=str(private / "runtime"), PYTHONSAFEPATH="1"
         )
         process = subprocess.Popen(
-            [sys.executable, "-m", "perfmodel.sandbox_worker", str(private / "request.json")],
+            [
+                sys.executable,
+                "-m",
+                "perfmodel.course.sandbox_worker",
+                str(private / "request.json"),
+            ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

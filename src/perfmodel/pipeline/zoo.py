@@ -23,22 +23,24 @@ import numpy as np
 from perfmodel import ops
 from perfmodel.hardware import Device, Link, dtype_bytes, get, get_link
 from perfmodel.metrics import transfer_time_s
-from perfmodel.pipeline_graph import Graph
+from perfmodel.pipeline.graph import Graph
 from perfmodel.roofline import estimate
 
 __all__ = ["Model", "gpt2_like", "inception_like", "mlp", "random_layered_dag", "resnet50_like"]
 
 
 class Model(Graph):
-    """A model graph that also knows each node's parameter count and name.
+    """A model graph that also knows each node's parameter count and name, and its input.
 
     The parameter counts are what DeepSpeed-style balancing splits on; the names label
-    plots.
+    plots. ``input_description`` says what one input is (``"a batch of 8 sequences of
+    1,024 tokens"``), so that a throughput in inputs per second can be read.
     """
 
-    __slots__ = ("labels", "params")
+    __slots__ = ("input_description", "labels", "params")
     params: tuple[int, ...]
     labels: tuple[str, ...]
+    input_description: str
 
     def __init__(
         self,
@@ -47,13 +49,16 @@ class Model(Graph):
         edges: list[tuple[int, int]],
         params: list[int],
         labels: list[str],
+        input_description: str,
     ) -> None:
         super().__init__(work, comm, edges)
         object.__setattr__(self, "params", tuple(params))
         object.__setattr__(self, "labels", tuple(labels))
+        object.__setattr__(self, "input_description", input_description)
 
     def __reduce__(self) -> tuple[type[Model], tuple[object, ...]]:  # for process pools
-        return (Model, (self.work, self.comm, self.edges, self.params, self.labels))
+        fields = (self.work, self.comm, self.edges, self.params, self.labels)
+        return (Model, (*fields, self.input_description))
 
 
 class _Builder:
@@ -78,8 +83,8 @@ class _Builder:
         self.edges.extend((i, node) for i in inputs)
         return node
 
-    def graph(self) -> Model:
-        return Model(self.work, self.comm, self.edges, self.params, self.labels)
+    def graph(self, input_description: str) -> Model:
+        return Model(self.work, self.comm, self.edges, self.params, self.labels, input_description)
 
 
 def mlp(
@@ -102,7 +107,7 @@ def mlp(
             params=width * width + width,
         )
         previous = (node,)
-    return b.graph()
+    return b.graph(f"a batch of {batch:,} vectors of {width:,}")
 
 
 def gpt2_like(
@@ -157,7 +162,7 @@ def gpt2_like(
         ops.matmul(tokens, d_model, vocab, dtype=dtype), tokens * vocab, final,
         params=d_model * vocab,
     )  # fmt: skip
-    return b.graph()
+    return b.graph(f"a batch of {batch:,} sequences of {seq_len:,} tokens")
 
 
 def resnet50_like(
@@ -207,7 +212,7 @@ def resnet50_like(
             )
             channels, size = 4 * width, out
     b.add(ops.matmul(batch, channels, 1000, dtype=dtype), batch * 1000, x, params=channels * 1000)
-    return b.graph()
+    return b.graph(f"a batch of {batch:,} images of {image}x{image}")
 
 
 def inception_like(
@@ -256,7 +261,7 @@ def inception_like(
         )  # fmt: skip
         x = b.add(ops.elementwise(elements, inputs=4, dtype=dtype, label="concat"), elements,
                   one, three, five, proj)  # fmt: skip
-    return b.graph()
+    return b.graph(f"a batch of {batch:,} feature maps of {size}x{size}")
 
 
 def random_layered_dag(
@@ -270,8 +275,10 @@ def random_layered_dag(
 ) -> Graph:
     """A random DAG of ``layers`` layers of ``width`` nodes; the same seed, the same graph.
 
-    Every node after the first layer reads at least one node of the layer before it and,
-    with ``edge_probability``, any node of the layers before that. Times are uniform in
+    Every node after the first layer reads one random node of the layer just before it,
+    and each earlier node (any layer) with probability ``edge_probability / depth``,
+    where ``depth`` is its layer's index: so every node expects about
+    ``edge_probability * width`` extra inputs however deep it sits. Times are uniform in
     the given ranges, in seconds.
     """
     if layers < 1 or width < 1:

@@ -15,12 +15,12 @@ a set can lower the LP). Cheap candidates come from contiguous pieces of known g
 orders; when none is left, a small MIP (HiGHS) finds the best set exactly, and its bound
 gives Farley's lower bound ``LP >= restricted LP / best price``, a proof at every step.
 
->>> from perfmodel.pipeline_graph import Graph
+>>> from perfmodel.pipeline.graph import Graph
 >>> g = Graph.chain([2.0, 2.0, 2.0, 2.0], [1.0, 1.0, 1.0, 1.0])
->>> cover_probe(g, 2, 4.5, orders=[g.order], time_limit_s=5)  # two stages of 2+2+1 = 5
-'infeasible'
->>> cover_probe(g, 2, 5.0, orders=[g.order], time_limit_s=5)
-'open'
+>>> cover_probe(g, 2, 4.5, orders=[g.order])  # two stages of 2+2+1 = 5
+<Verdict.INFEASIBLE: 'infeasible'>
+>>> cover_probe(g, 2, 5.0, orders=[g.order])
+<Verdict.OPEN: 'open'>
 
 References
 ----------
@@ -30,30 +30,46 @@ stock problems", Operations Research 38(5), 1990.
 
 from __future__ import annotations
 
+import enum
 import functools
 import math
 import operator
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from perfmodel.pipeline_graph import Graph, node_masks, stage_cost
-from perfmodel.pipeline_mip import SparseRows
-from perfmodel.pipeline_split import _order_segment_costs
+from perfmodel.pipeline.budget import Deadline
+from perfmodel.pipeline.graph import Graph, node_masks, stage_cost
+from perfmodel.pipeline.mip import SparseRows
+from perfmodel.pipeline.split import order_segment_costs
 
-__all__ = ["connected_pool", "connected_sets", "cover_probe"]
+__all__ = ["ConnectedPool", "Verdict", "connected_pool", "connected_sets", "cover_probe"]
+
+
+class Verdict(enum.Enum):
+    """What a feasibility probe "is there a split with every stage under T?" concluded."""
+
+    INFEASIBLE = "infeasible"  #: proven: no split under T exists (the bound rises to T)
+    FEASIBLE = "feasible"  #: a split under T was found
+    OPEN = "open"  #: the relaxation allows it, so no proof either way
+    UNKNOWN = "unknown"  #: the work (or the safety-net clock) ran out first
+
 
 _NEW_COLUMNS = 20  # candidate sets added per round of the cheap pricing
 _POOL_LIMIT = 50_000  # most connected sets enumerated for the cheap pricing
 _PAIR_POOL = 400  # best-priced connected sets tried in pairs
 _EPSILON = 1e-7  # reduced costs below this count as zero (the LP's own tolerance)
+#: Column-generation rounds one covering probe may take whose new column needed the
+#: exact pricing MIP (the rounds priced cheaply, from known orders and the pool, are free).
+LP_ROUNDS = 12
+#: Branch-and-bound nodes the exact pricing MIP may explore.
+PRICING_NODES = 2000
 
 
 def _price_exactly(
-    graph: Graph, prices: np.ndarray, limit: float, time_limit_s: float
+    graph: Graph, prices: np.ndarray, limit: float, deadline: Deadline
 ) -> tuple[tuple[int, ...] | None, float]:
     """The set of cost at most ``limit`` with the largest total price, by a small MIP.
 
@@ -86,8 +102,9 @@ def _price_exactly(
         integrality=integrality,
         bounds=Bounds(np.zeros(size), np.ones(size)),
         constraints=rows.constraint(size),
-        options={"time_limit": max(time_limit_s, 0.05)},
+        options={"node_limit": PRICING_NODES, "time_limit": max(deadline.left(), 0.05)},
     )
+    deadline.expired()  # note it, if the safety net (not the node limit) stopped HiGHS
     dual = getattr(result, "mip_dual_bound", None)
     if dual is None or not math.isfinite(dual):
         dual = result.fun if result.status == 0 else -float(np.sum(np.maximum(prices, 0)))
@@ -112,30 +129,47 @@ def connected_sets(graph: Graph, limit: float, most: int = _POOL_LIMIT) -> list[
     Enumerated once per set by growing from its smallest node and only ever adding
     neighbours that are new to the set (Wernicke's ESU), pruned by work, which only grows.
 
-    >>> from perfmodel.pipeline_graph import Graph
+    >>> from perfmodel.pipeline.graph import Graph
     >>> connected_sets(Graph.chain([1.0, 1.0, 1.0], [0.0] * 3), 2.0)
     [(0,), (0, 1), (1,), (1, 2), (2,)]
     """
+    return [nodes for nodes, _ in _priced_connected_sets(graph, limit, most, Deadline.none())]
+
+
+def _nodes_of(mask: int) -> tuple[int, ...]:
+    """The set bits of ``mask``, lowest first."""
+    nodes = []
+    while mask:
+        low = mask & -mask
+        nodes.append(low.bit_length() - 1)
+        mask ^= low
+    return tuple(nodes)
+
+
+def _priced_connected_sets(
+    graph: Graph, limit: float, most: int, deadline: Deadline
+) -> list[tuple[tuple[int, ...], float]]:
+    """:func:`connected_sets` with each set's cost, stopping early at the ``deadline``."""
     n = graph.n
     around = _neighbours(graph)
     work = graph.work
-    found: list[tuple[int, ...]] = []
-    stack: list[tuple[int, int, int, float, int]] = []
+    found: list[tuple[tuple[int, ...], float]] = []
     share = max(1, most // n)  # an equal share of the budget for each smallest node
     for start in range(n):
         if work[start] > limit:
             continue
+        if deadline.expired():
+            break
         above = ~((1 << (start + 1)) - 1)
-        stack.append(
-            (1 << start, around[start] & above, around[start] | 1 << start, work[start], start)
-        )
+        stack = [(1 << start, around[start] & above, around[start] | 1 << start, work[start])]
         looked = 0
         while stack and looked < share:
             looked += 1
-            members, extension, closed, held, low = stack.pop()
-            nodes = tuple(v for v in range(low, n) if members >> v & 1)
-            if stage_cost(graph, nodes) <= limit:
-                found.append(nodes)
+            members, extension, closed, held = stack.pop()
+            nodes = _nodes_of(members)
+            cost = stage_cost(graph, nodes)
+            if cost <= limit:
+                found.append((nodes, cost))
             while extension:
                 bit = extension & -extension
                 extension ^= bit
@@ -143,14 +177,12 @@ def connected_sets(graph: Graph, limit: float, most: int = _POOL_LIMIT) -> list[
                 if held + work[w] > limit:
                     continue
                 fresh = around[w] & ~closed & above
-                stack.append(
-                    (members | bit, extension | fresh, closed | around[w], held + work[w], low)
-                )
+                stack.append((members | bit, extension | fresh, closed | around[w], held + work[w]))
     return sorted(found)
 
 
 @dataclass(frozen=True)
-class _Pool:
+class ConnectedPool:
     """Connected sets that fit under the limit, ready for pricing."""
 
     sets: list[tuple[int, ...]]
@@ -160,13 +192,13 @@ class _Pool:
     reach: list[int]  # each set's nodes and their neighbours
 
     @classmethod
-    def build(cls, graph: Graph, limit: float) -> _Pool:
-        """The connected sets of ``graph`` that cost at most ``limit``."""
+    def build(cls, graph: Graph, limit: float, deadline: Deadline | None = None) -> ConnectedPool:
+        """The connected sets of ``graph`` that cost at most ``limit`` (as many as the
+        ``deadline`` allows: the pool only seeds the pricing, so a partial one is valid)."""
         from scipy.sparse import csr_matrix
 
-        sets = connected_sets(graph, limit)
-        costs = [stage_cost(graph, s) for s in sets]
-        kept = [(s, c) for s, c in zip(sets, costs, strict=True) if c <= limit]
+        deadline = Deadline.none() if deadline is None else deadline
+        kept = _priced_connected_sets(graph, limit, _POOL_LIMIT, deadline)
         sets = [s for s, _ in kept]
         around = _neighbours(graph)
         masks = [functools.reduce(operator.or_, (1 << v for v in s), 0) for s in sets]
@@ -183,10 +215,10 @@ class _Pool:
         )
         return cls(sets, np.array([c for _, c in kept]), incidence, masks, reach)
 
-    def under(self, limit: float) -> _Pool:
+    def under(self, limit: float) -> ConnectedPool:
         """The sets of this pool that cost at most ``limit``."""
         keep = np.flatnonzero(self.cost <= limit)
-        return _Pool(
+        return ConnectedPool(
             [self.sets[j] for j in keep],
             self.cost[keep],
             self.incidence[keep],
@@ -217,9 +249,9 @@ class _Pool:
         return added
 
 
-def connected_pool(graph: Graph, limit: float) -> _Pool:
+def connected_pool(graph: Graph, limit: float, deadline: Deadline | None = None) -> ConnectedPool:
     """The connected sets of cost at most ``limit``, indexed for pricing (reuse it)."""
-    return _Pool.build(graph, limit)
+    return ConnectedPool.build(graph, limit, deadline)
 
 
 def cover_probe(
@@ -228,26 +260,28 @@ def cover_probe(
     limit: float,
     *,
     orders: Sequence[Sequence[int]],
-    time_limit_s: float,
+    rounds: int = LP_ROUNDS,
+    deadline: Deadline | None = None,
     segment_costs: list[np.ndarray] | None = None,
-    pool: _Pool | None = None,
-) -> str:
+    pool: ConnectedPool | None = None,
+) -> Verdict:
     """Can ``k`` sets of cost at most ``limit`` cover the graph, even fractionally?
 
-    Returns ``"infeasible"`` when the LP relaxation provably needs more than ``k`` sets (so
-    no split under ``limit`` exists), ``"open"`` when it needs at most ``k`` (no proof
-    either way), and ``"unknown"`` when the time ran out first. ``orders`` are topological
-    orders whose contiguous pieces seed and cheaply price the columns; ``segment_costs``
-    passes in their piece costs when they are already known, ``pool`` the connected sets
-    (:func:`connected_pool`, for this or any larger ``limit``).
+    Returns :attr:`Verdict.INFEASIBLE` when the LP relaxation provably needs more than
+    ``k`` sets (so no split under ``limit`` exists), :attr:`Verdict.OPEN` when it needs at
+    most ``k`` (no proof either way), and :attr:`Verdict.UNKNOWN` when ``rounds`` of
+    exact pricing (or the ``deadline``, a safety net) ran out first. ``orders`` are
+    topological orders whose contiguous pieces seed and cheaply price the columns;
+    ``segment_costs`` passes in their piece costs when they are already known, ``pool``
+    the connected sets (:func:`connected_pool`, for this or any larger ``limit``).
     """
     from scipy.optimize import linprog
     from scipy.sparse import csc_matrix
 
-    deadline = time.monotonic() + time_limit_s
+    deadline = Deadline.none() if deadline is None else deadline
     n = graph.n
     if segment_costs is None:
-        segment_costs = [_order_segment_costs(graph, order) for order in orders]
+        segment_costs = [order_segment_costs(graph, order) for order in orders]
     pieces = [
         (np.asarray(order), costs <= limit)
         for order, costs in zip(orders, segment_costs, strict=True)
@@ -267,7 +301,8 @@ def cover_probe(
         for a, b in zip(*np.nonzero(fits), strict=True):
             add(tuple(order[a : b + 1].tolist()))
     connected = (connected_pool(graph, limit) if pool is None else pool).under(limit)
-    while time.monotonic() < deadline:
+    priced = 0
+    while priced < rounds and not deadline.expired():
         entries = [v for column in columns for v in column]
         owners = [j for j, column in enumerate(columns) for _ in column]
         matrix = csc_matrix(
@@ -280,7 +315,7 @@ def cover_probe(
         costs = np.concatenate((np.full(n, float(n)), np.ones(len(columns))))  # n: a stand-in
         solved = linprog(costs, A_ub=-matrix, b_ub=-np.ones(n), bounds=(0, None), method="highs")
         if solved.status != 0:
-            return "unknown"
+            return Verdict.UNKNOWN
         total, prices = float(solved.fun), np.maximum(-solved.ineqlin.marginals, 0.0)
         added = 0
         for order, fits in pieces:  # cheap pricing: the best pieces of the known orders
@@ -294,14 +329,12 @@ def cover_probe(
             added = connected.best(prices, limit, add)
         if added:
             continue
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return "unknown"
-        column, best_price = _price_exactly(graph, prices, limit, min(left, 10.0))
+        priced += 1
+        column, best_price = _price_exactly(graph, prices, limit, deadline)
         if total / max(1.0, best_price) > k * (1 + 1e-6):
-            return "infeasible"  # Farley: no fractional cover with k sets exists
+            return Verdict.INFEASIBLE  # Farley: no fractional cover with k sets exists
         if best_price <= 1 + _EPSILON:
-            return "open"  # the LP is solved and needs at most k sets
+            return Verdict.OPEN  # the LP is solved and needs at most k sets
         if column is None or not add(column):
-            return "unknown"
-    return "unknown"
+            return Verdict.UNKNOWN
+    return Verdict.UNKNOWN

@@ -15,7 +15,7 @@ keyed by a hash of the master, the package files bundled into the zip and otter'
 an unchanged master is assigned once per machine, whichever process asks first.
 
 The zip's ``run_autograder`` grades with the same clean-room pipeline as ``perfmodel grade``
-(:mod:`perfmodel.gradescope`): the tests stay in ``/autograder/source``, never in the
+(:mod:`perfmodel.course.gradescope`): the tests stay in ``/autograder/source``, never in the
 submission's working folder.
 """
 
@@ -134,7 +134,7 @@ _RUN_AUTOGRADER_TAIL = "python /autograder/source/run_otter.py"
 _PERFMODEL_RUN = (
     "# perfmodel: grade with the same clean-room pipeline as `perfmodel grade` (run the\n"
     "# notebook in a sandboxed kernel, read the answers back as data, score outside it).\n"
-    "PYTHONPATH=/autograder/source/files python -m perfmodel.gradescope /autograder"
+    "PYTHONPATH=/autograder/source/files python -m perfmodel.course.gradescope /autograder"
 )
 
 

@@ -113,7 +113,7 @@ def _key(args: argparse.Namespace) -> int:
 
 
 def _tests_for(workbook: str, exercises: Path) -> tuple[str, dict[str, str]]:
-    from perfmodel import workbooks
+    from perfmodel.course import workbooks
 
     path = Path(workbook)
     if path.suffix == ".zip":
@@ -129,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "release":
-            from perfmodel.workbooks import release
+            from perfmodel.course.workbooks import release
 
             for path in release(args.exercises, args.dist):
                 print(f"wrote {path}")
@@ -148,8 +148,8 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from perfmodel.grading import PartialSheet, grade_folder, write_csv, write_feedback
-    from perfmodel.sandbox import Limits
+    from perfmodel.course.grading import PartialSheet, grade_folder, write_csv, write_feedback
+    from perfmodel.course.sandbox import Limits
 
     name, tests = _tests_for(args.workbook, args.exercises)
     if args.timeout < args.cell_timeout:

@@ -1,7 +1,7 @@
 """Gradescope's entry point: grade one submission the way ``perfmodel grade`` does.
 
-An autograder zip made by :func:`perfmodel.workbooks.release` runs
-``python -m perfmodel.gradescope /autograder`` instead of otter's in-kernel grading. It
+An autograder zip made by :func:`perfmodel.course.workbooks.release` runs
+``python -m perfmodel.course.gradescope /autograder`` instead of otter's in-kernel grading. It
 executes the notebook in the sandboxed worker, reads the answers back as plain data and
 scores them here, with the tests in ``/autograder/source/tests``, which the submission's
 kernel never sees in its working folder. Results go to ``/autograder/results/results.json``
@@ -32,9 +32,9 @@ def grade_autograder_folder(root: Path) -> dict[str, Any]:
     dict
         The results, as written.
     """
-    from perfmodel.grading import grade_submission, score_answers
-    from perfmodel.sandbox import Limits
-    from perfmodel.workbooks import tests_from_folder
+    from perfmodel.course.grading import grade_submission, score_answers
+    from perfmodel.course.sandbox import Limits
+    from perfmodel.course.workbooks import tests_from_folder
 
     source = root / "source"
     config = json.loads((source / "otter_config.json").read_text(encoding="utf-8"))

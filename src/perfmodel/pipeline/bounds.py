@@ -10,16 +10,16 @@ A lower bound ``L`` turns any split of bottleneck ``B`` into a certificate: it i
   ``k - ceil(work(descendants)/T)`` or earlier. When some node's window is empty, no split
   under ``T`` exists; bisection finds the smallest ``T`` that passes;
 * the *MIP relaxation* bounds, by bisection on ``T``: first the covering relaxation of
-  :mod:`perfmodel.pipeline_cover` (can ``k`` sets of cost ``T`` cover the nodes, even
+  :mod:`perfmodel.pipeline.cover` (can ``k`` sets of cost ``T`` cover the nodes, even
   fractionally?), the strongest on wide graphs; then, on small graphs, the feasibility
   problem "every stage under ``T``" as a mixed-integer program in cumulative variables
   ``z[v, s] = [stage(v) <= s]`` with every ``z`` outside the windows fixed, handed to
-  HiGHS with a time limit. A proof of infeasibility raises the bound to ``T``; a
-  feasible answer is a better split, which lowers the upper end instead; a timeout
-  leaves both and the bisection moves down.
+  HiGHS with a node limit. A proof of infeasibility raises the bound to ``T``; a
+  feasible answer is a better split, which lowers the upper end instead; running out
+  of nodes leaves both and the bisection moves down.
 
->>> from perfmodel.pipeline_zoo import random_layered_dag
->>> from perfmodel.pipeline_graph import combinatorial_lower_bound
+>>> from perfmodel.pipeline.zoo import random_layered_dag
+>>> from perfmodel.pipeline.graph import combinatorial_lower_bound
 >>> g = random_layered_dag(6, 3, seed=1)
 >>> window_lower_bound(g, 4) >= combinatorial_lower_bound(g, 4)
 True
@@ -28,29 +28,37 @@ True
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from perfmodel.pipeline_cover import connected_pool, cover_probe
-from perfmodel.pipeline_graph import (
+from perfmodel._validate import count, non_negative
+from perfmodel.pipeline.budget import Deadline
+from perfmodel.pipeline.cover import LP_ROUNDS, Verdict, connected_pool, cover_probe
+from perfmodel.pipeline.graph import (
     Graph,
     Partition,
+    bisect_threshold,
     bottleneck_of,
     check_k,
     check_time_limit,
     combinatorial_lower_bound,
+    stages_from_labels,
 )
-from perfmodel.pipeline_mip import SparseRows
-from perfmodel.pipeline_split import _order_segment_costs
+from perfmodel.pipeline.mip import SparseRows
+from perfmodel.pipeline.split import order_segment_costs
 
 __all__ = ["MipBound", "mip_lower_bound", "window_lower_bound", "windows"]
 
 _TOLERANCE = 1e-9  # relative: never claim a bound closer than this to a float tie
-#: The MIP relaxation is tried only when ``nodes x stages`` is at most this.
-MIP_SIZE_LIMIT = 4000
+#: The compact MIP is tried only when ``nodes x stages`` is at most this: a node limit
+#: bounds its search, but not its root (presolve and cuts), which grows fast with size.
+MIP_SIZE_LIMIT = 200
+#: Most bisection probes of :func:`mip_lower_bound`.
+PROBES = 16
+#: Most branch-and-bound nodes of one compact MIP.
+MIP_NODES = 200
 
 
 def _closure_work(
@@ -110,14 +118,7 @@ def window_lower_bound(graph: Graph, k: int) -> float:
     high = max(sum(graph.work), low) * (1 + 2 * _TOLERANCE)
     if low == 0 or fits(low):
         return low
-    for _ in range(200):  # halvings; also ends on subnormal times, where the bracket stalls
-        middle = (low + high) / 2
-        if high - low <= 1e-9 * high or not low < middle < high:
-            break
-        if fits(middle):
-            high = middle
-        else:
-            low = middle
+    low, _ = bisect_threshold(fits, low, high, rel_tol=1e-9)
     return low
 
 
@@ -125,16 +126,18 @@ def _feasibility_mip(
     graph: Graph,
     k: int,
     limit: float,
-    time_limit_s: float,
+    nodes: int,
+    deadline: Deadline,
     reach: tuple[np.ndarray, np.ndarray],
-) -> tuple[str, list[int] | None]:
-    """Solve "every stage costs at most ``limit``"; returns (status, labels or None)."""
+) -> tuple[Verdict, list[int] | None]:
+    """Solve "every stage costs at most ``limit``" exploring at most ``nodes`` branch-and-bound
+    nodes; returns the verdict and, when feasible, each node's stage."""
     from scipy.optimize import Bounds, milp
 
     n = graph.n
     earliest, latest = _stage_windows(reach, k, limit)
     if np.any(earliest > latest):
-        return "infeasible", None
+        return Verdict.INFEASIBLE, None
     unit = limit  # pose it in units of the limit: costs are fractions of 1
     senders = [u for u in range(n) if graph.successors[u]]
     nz = n * k
@@ -184,23 +187,30 @@ def _feasibility_mip(
         integrality=integrality,
         bounds=Bounds(low, high),
         constraints=rows.constraint(size),
-        options={"time_limit": max(time_limit_s, 0.05)},  # HiGHS ignores a limit <= 0
+        # The node limit bounds the work; the time limit is only the safety net.
+        options={"node_limit": nodes, "time_limit": max(deadline.left(), 0.05)},
     )
+    deadline.expired()
     if result.status == 2:
-        return "infeasible", None
+        return Verdict.INFEASIBLE, None
     if result.x is None:
-        return "unknown", None
+        return Verdict.UNKNOWN, None
     cumulative = result.x[:nz].reshape(n, k) > 0.5
-    return "feasible", [int(np.argmax(row)) for row in cumulative]
+    return Verdict.FEASIBLE, [int(np.argmax(row)) for row in cumulative]
 
 
 @dataclass(frozen=True, slots=True)
 class MipBound:
-    """Result of :func:`mip_lower_bound`: the proven bound and the best split seen."""
+    """Result of :func:`mip_lower_bound`: the proven bound and the best split seen.
+
+    ``complete`` is False when the wall-clock safety net stopped the search before its
+    work bounds did; the bound is still valid, but another machine may find another.
+    """
 
     lower_bound: float
     split: Partition | None
     probes: int
+    complete: bool
 
 
 def mip_lower_bound(
@@ -208,16 +218,20 @@ def mip_lower_bound(
     k: int,
     upper: float,
     *,
-    time_limit_s: float = 30.0,
-    probe_limit_s: float = 4.0,
+    probes: int = PROBES,
+    rounds: int = LP_ROUNDS,
+    mip_nodes: int = MIP_NODES,
     orders: Sequence[Sequence[int]] = (),
+    time_limit_s: float = math.inf,
+    deadline: Deadline | None = None,
 ) -> MipBound:
     """Raise the window bound by bisection on feasibility probes between it and ``upper``.
 
     Each probe ``T`` first asks the covering relaxation
-    (:func:`perfmodel.pipeline_cover.cover_probe`) whether ``k`` sets of cost ``T`` can
+    (:func:`perfmodel.pipeline.cover.cover_probe`) whether ``k`` sets of cost ``T`` can
     cover the graph; when they can, the compact MIP (small graphs only) either proves that
-    no split under ``T`` exists or finds one.
+    no split under ``T`` exists or finds one. The search is bounded by work, so its answer
+    is the same on any machine; the clock is only a safety net.
 
     Parameters
     ----------
@@ -225,64 +239,73 @@ def mip_lower_bound(
         The problem.
     upper : float
         The bottleneck of a known split.
-    time_limit_s : float
-        Total time for all probes.
-    probe_limit_s : float
-        Time limit of one probe's compact MIP; a probe that runs out proves nothing.
+    probes : int
+        Most values of ``T`` to try (each halves the interval still open).
+    rounds : int
+        Most column-generation rounds per covering probe.
+    mip_nodes : int
+        Most branch-and-bound nodes per compact MIP; a probe that runs out proves nothing.
     orders : sequence of sequences of int
         Good topological orders (the graph's own is always added); their contiguous pieces
         seed the covering relaxation.
+    time_limit_s : float
+        Wall-clock safety net (default: none); see :mod:`perfmodel.pipeline.budget`.
+    deadline : Deadline, optional
+        A deadline shared with the caller, used instead of ``time_limit_s``.
 
     Returns
     -------
     MipBound
         ``lower_bound`` (never above the optimum), ``split`` (a split better than
-        ``upper`` found on the way, or None) and ``probes`` (how many values of T were tried).
+        ``upper`` found on the way, or None), ``probes`` (how many values of T were tried)
+        and ``complete`` (False if the safety net cut the work short).
     """
     k = check_k(graph, k)
-    time_limit_s = check_time_limit(time_limit_s)
+    probes = count("probes", probes)
+    rounds = count("rounds", rounds)
+    mip_nodes = count("mip_nodes", mip_nodes)
+    upper = non_negative("upper", upper)
+    if deadline is None:
+        deadline = Deadline(check_time_limit(time_limit_s))
     low = window_lower_bound(graph, k)
     high, ceiling = upper, upper
     split: Partition | None = None
-    deadline = time.monotonic() + time_limit_s
-    probes = 0
+    tried = 0
     if not upper > 0:
-        return MipBound(min(low, upper), None, 0)
+        return MipBound(min(low, upper), None, 0, True)
+    if deadline.expired():
+        return MipBound(min(low, upper), None, 0, False)
     known = [tuple(graph.order), *(tuple(order) for order in orders)]
-    segment_costs = [_order_segment_costs(graph, order) for order in known]
-    pool = connected_pool(graph, upper)
+    segment_costs = [order_segment_costs(graph, order) for order in known]
+    pool = connected_pool(graph, upper, deadline)
     reach = _reach_works(graph)
-    while ceiling - low > 1e-3 * high:
-        left = deadline - time.monotonic()
-        if left <= 0.2:
-            break
+    while ceiling - low > 1e-3 * high and tried < probes and not deadline.expired():
         probe = (low + ceiling) / 2
-        probes += 1
+        tried += 1
         status = cover_probe(
             graph,
             k,
             probe,
             orders=known,
-            time_limit_s=min(left, max(2.0, left / 3)),
+            rounds=rounds,
+            deadline=deadline,
             segment_costs=segment_costs,
             pool=pool,
         )
         labels = None
-        left = deadline - time.monotonic()
-        if status != "infeasible" and graph.n * k <= MIP_SIZE_LIMIT and left > 0.2:
-            status, labels = _feasibility_mip(graph, k, probe, min(probe_limit_s, left), reach)
-        if status == "infeasible":
+        if status is not Verdict.INFEASIBLE and graph.n * k <= MIP_SIZE_LIMIT:
+            status, labels = _feasibility_mip(graph, k, probe, mip_nodes, deadline, reach)
+        if status is Verdict.INFEASIBLE:
             low = probe * (1 - _TOLERANCE)
-        elif status == "feasible" and labels is not None:
-            stages = [tuple(i for i in range(graph.n) if labels[i] == s) for s in range(k)]
-            stages = [s for s in stages if s]
+        elif status is Verdict.FEASIBLE and labels is not None:
+            stages = stages_from_labels(labels, k)
             found = bottleneck_of(graph, stages)
             if found < high:
                 high = found
                 split = Partition(
-                    stages=tuple(stages), bottleneck=found, lower_bound=0.0, method="MIP probe"
+                    stages=stages, bottleneck=found, lower_bound=0.0, method="MIP probe"
                 )
             ceiling = min(ceiling, found)
         else:
             ceiling = probe  # undecided: look lower, where a proof is easier
-    return MipBound(min(low, high), split, probes)
+    return MipBound(min(low, high), split, tried, not deadline.reached)

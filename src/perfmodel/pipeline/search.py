@@ -1,7 +1,7 @@
 """Search over topological orders with a random-key genetic algorithm (BRKGA).
 
 Any contiguous split of a topological order is feasible, and
-:func:`perfmodel.pipeline_split.split_order` finds the best one exactly, so a good order is
+:func:`perfmodel.pipeline.split.split_order` finds the best one exactly, so a good order is
 all a good split needs. Each individual is a vector of random keys, one per node; it is
 decoded into the topological order that always takes the ready node of smallest key.
 Each generation keeps the elite, adds fresh random individuals (mutants) and fills the
@@ -17,7 +17,7 @@ whose optimum is known, this finds it.
 
 The search is seeded: the same graph, ``k`` and seed give the same split on any machine.
 
->>> from perfmodel.pipeline_zoo import inception_like
+>>> from perfmodel.pipeline.zoo import inception_like
 >>> g = inception_like(modules=2)
 >>> found = search_orders(g, 4, generations=5)
 >>> found.bottleneck <= split_order(g, g.order, 4).bottleneck
@@ -31,7 +31,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from perfmodel.pipeline_graph import (
+from perfmodel.pipeline.budget import Deadline
+from perfmodel.pipeline.graph import (
     Graph,
     Partition,
     bottleneck_of,
@@ -40,7 +41,7 @@ from perfmodel.pipeline_graph import (
     stage_cost,
     stage_order,
 )
-from perfmodel.pipeline_split import split_downsets, split_order
+from perfmodel.pipeline.split import split_downsets, split_order
 
 __all__ = ["FAMILY_LIMIT", "decode", "polish", "search_orders"]
 
@@ -98,7 +99,7 @@ def polish(graph: Graph, stages: Sequence[Sequence[int]]) -> tuple[tuple[int, ..
     was (the best such move first). Every move keeps the split feasible, and the sorted
     stage costs fall at each step, so it stops.
 
-    >>> from perfmodel.pipeline_graph import Graph
+    >>> from perfmodel.pipeline.graph import Graph
     >>> g = Graph.chain([1.0, 5.0, 1.0, 1.0], [0.0] * 4)
     >>> polish(g, [(0, 1, 2), (3,)])
     ((0, 1), (2, 3))
@@ -140,6 +141,7 @@ def search_orders(
     population: int = 24,
     patience: int = 12,
     evaluations: int | None = None,
+    deadline: Deadline | None = None,
 ) -> Partition:
     """The best split found over many topological orders (never worse than the given one).
 
@@ -159,6 +161,10 @@ def search_orders(
     evaluations : int, optional
         Most orders to split (each ``O(k·n²)``); by default ``2e8 / n²`` (at least 60),
         which keeps a 1,000-node graph to about 15 s.
+    deadline : Deadline, optional
+        A wall-clock safety net: when it passes, the search stops starting new
+        evaluations (after at least one) and returns the best split so far, with
+        ``complete=False``.
 
     Returns
     -------
@@ -196,11 +202,23 @@ def search_orders(
     elite = max(1, round(_ELITE * population))
     mutants = max(1, round(_MUTANTS * population))
     seeds = _seed_keys(graph)
+    deadline = Deadline.none() if deadline is None else deadline
+
+    def evaluate(pool: list[np.ndarray], done: list[float]) -> list[float]:
+        """Scores of ``pool`` after ``done``, until the deadline (one at least, overall)."""
+        scores = list(done)
+        for keys in pool[len(done) :]:
+            if scores and deadline.expired():
+                break
+            scores.append(fitness(keys))
+        return scores
+
     pool = seeds + [rng.random(n) for _ in range(population - len(seeds))]
-    scores = [fitness(keys) for keys in pool]
+    scores = evaluate(pool, [])
+    pool = pool[: len(scores)]
     best, stall = min(scores), 0
     for _ in range(generations):
-        if len(cache) >= budget:
+        if len(cache) >= budget or len(pool) < population or deadline.expired():
             break
         ranked = np.argsort(scores, kind="stable")
         parents = [pool[i] for i in ranked]
@@ -209,8 +227,8 @@ def search_orders(
             first = parents[int(rng.integers(elite))]
             second = parents[int(rng.integers(elite, population))]
             children.append(np.where(rng.random(n) < _INHERIT, first, second))
-        pool = children
-        scores = [scores[i] for i in ranked[:elite]] + [fitness(keys) for keys in pool[elite:]]
+        scores = evaluate(children, [scores[i] for i in ranked[:elite]])
+        pool = children[: len(scores)]
         if min(scores) < best:
             best, stall = min(scores), 0
         else:
@@ -221,7 +239,12 @@ def search_orders(
     found = split_order(graph, decode(graph, winner.tolist()), k)
     family = _prefix_family(graph, [better for _, better in sorted(cache.values())])
     mixed = split_downsets(
-        graph, k, masks=family, upper=found.bottleneck, pair_limit=FAMILY_PAIR_LIMIT
+        graph,
+        k,
+        masks=family,
+        upper=found.bottleneck,
+        pair_limit=FAMILY_PAIR_LIMIT,
+        deadline=deadline,
     )
     stages = found.stages if mixed is None else mixed.stages
     stages = polish(graph, stages)
@@ -230,6 +253,7 @@ def search_orders(
         bottleneck=bottleneck_of(graph, stages),
         lower_bound=found.lower_bound,
         method="random-key GA over topological orders",
+        complete=not deadline.reached,
     )
 
 

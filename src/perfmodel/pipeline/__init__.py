@@ -1,0 +1,70 @@
+"""Pipeline parallelism: split a model graph into stages and prove how good the split is.
+
+This package's top level is its public face, everything lecture 10 and a learner need:
+
+* the problem: :class:`Graph` (a DAG of compute and send times), :class:`Partition`
+  (a split with its bottleneck and lower bound), :func:`stage_cost`, :func:`is_feasible`;
+* the solvers: :func:`partition` (picks the strongest method the graph allows),
+  :func:`brute_force` (the oracle for tiny graphs), :func:`split_chain`,
+  :func:`split_order`, :func:`split_downsets`, :func:`search_orders`, :func:`solve_mip`;
+* the proofs: :func:`combinatorial_lower_bound`, :func:`mip_lower_bound`,
+  :func:`downsets` (the sets a stage prefix can be, counted to see whether the exact
+  dynamic program fits);
+* the schedule: :func:`bubble_fraction`, :func:`simulate`;
+* the baselines: :func:`equal_layers`, :func:`balance_by_params`, :func:`balance_by_time`;
+* :mod:`perfmodel.pipeline.zoo`: model graphs priced on catalogue hardware.
+
+The submodules (``graph``, ``split``, ``search``, ``mip``, ``bounds``, ``cover``,
+``baselines``, ``schedule``, ``zoo``) each hold one part; pictures live in
+:mod:`perfmodel.plotting.pipeline`.
+
+>>> from perfmodel.pipeline import Graph, partition
+>>> partition(Graph.chain([4.0, 1.0, 1.0, 4.0], [0.5] * 4), 2).bottleneck
+5.5
+"""
+
+from __future__ import annotations
+
+from perfmodel.pipeline import zoo
+from perfmodel.pipeline.baselines import balance_by_params, balance_by_time, equal_layers
+from perfmodel.pipeline.bounds import MipBound, mip_lower_bound
+from perfmodel.pipeline.graph import (
+    MIP_REL_GAP,
+    Graph,
+    Partition,
+    combinatorial_lower_bound,
+    is_feasible,
+    stage_cost,
+)
+from perfmodel.pipeline.mip import solve_mip
+from perfmodel.pipeline.partition import EXACT_NODE_LIMIT, brute_force, partition
+from perfmodel.pipeline.schedule import Schedule, bubble_fraction, simulate
+from perfmodel.pipeline.search import search_orders
+from perfmodel.pipeline.split import downsets, split_chain, split_downsets, split_order
+
+__all__ = [
+    "EXACT_NODE_LIMIT",
+    "MIP_REL_GAP",
+    "Graph",
+    "MipBound",
+    "Partition",
+    "Schedule",
+    "balance_by_params",
+    "balance_by_time",
+    "brute_force",
+    "bubble_fraction",
+    "combinatorial_lower_bound",
+    "downsets",
+    "equal_layers",
+    "is_feasible",
+    "mip_lower_bound",
+    "partition",
+    "search_orders",
+    "simulate",
+    "solve_mip",
+    "split_chain",
+    "split_downsets",
+    "split_order",
+    "stage_cost",
+    "zoo",
+]

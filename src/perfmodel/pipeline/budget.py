@@ -1,0 +1,63 @@
+"""How much a search may do: bounded by work, with a wall-clock cap as a safety net.
+
+Every search in this package stops on *work* (generations, evaluations, probes, simplex
+rounds, branch-and-bound nodes), so the same inputs give the same answer on an idle laptop
+and on a loaded server. A :class:`Deadline` is the safety net above that: one clock for a
+whole call, checked between steps, so that ``partition(..., time_limit_s=20)`` returns
+within about 20 s even on a graph whose work bounds would take longer. A result cut short
+by it says so (:attr:`Partition.complete <perfmodel.pipeline.graph.Partition>` is False),
+because its numbers then depend on the machine.
+
+>>> deadline = Deadline(60.0)
+>>> deadline.expired(), deadline.reached
+(False, False)
+>>> Deadline.none().left() == float("inf")
+True
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from perfmodel._validate import positive
+
+__all__ = ["Deadline"]
+
+
+class Deadline:
+    """A point in (monotonic) time after which a call stops starting new work.
+
+    Parameters
+    ----------
+    seconds : float
+        From now; ``inf`` for no cap.
+
+    Attributes
+    ----------
+    reached : bool
+        True once a check found the time up: some work was skipped, so the result may
+        differ from one machine to another.
+    """
+
+    __slots__ = ("_end", "reached")
+
+    def __init__(self, seconds: float) -> None:
+        seconds = positive("seconds", seconds, allow_infinity=True)
+        self._end = time.monotonic() + seconds
+        self.reached = False
+
+    @classmethod
+    def none(cls) -> Deadline:
+        """A deadline that never comes."""
+        return cls(math.inf)
+
+    def left(self) -> float:
+        """Seconds until the deadline (never negative)."""
+        return max(0.0, self._end - time.monotonic())
+
+    def expired(self) -> bool:
+        """Whether the time is up (and, if so, remember that work was cut short)."""
+        if time.monotonic() >= self._end:
+            self.reached = True
+        return self.reached

@@ -1,0 +1,74 @@
+"""Plots for the lectures, sized to read from the back of a lecture hall.
+
+This package's top level holds what every plot shares: the house :func:`style`, the
+colour cycle, and :func:`new_axes` / :func:`si_formatter`. Each submodule draws one
+concept: :mod:`~perfmodel.plotting.roofline`, :mod:`~perfmodel.plotting.devices`,
+:mod:`~perfmodel.plotting.minibatch` and :mod:`~perfmodel.plotting.pipeline`.
+
+Every drawing function draws on a matplotlib ``Axes`` (made for you when not given) and
+returns it, so a notebook can add to it or save it. Only this package and
+:mod:`perfmodel.widgets` import matplotlib; the models never do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import matplotlib.pyplot as plt
+
+__all__ = ["COLOURS", "STYLE", "new_axes", "si_formatter", "style"]
+
+#: Large type and thick lines: slides are read from 15 metres away.
+STYLE: dict[str, Any] = {
+    "font.size": 14,
+    "axes.titlesize": 17,
+    "axes.labelsize": 15,
+    "legend.fontsize": 12,
+    "lines.linewidth": 2.5,
+    "lines.markersize": 9,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "figure.dpi": 100,
+    "savefig.dpi": 120,
+}
+
+#: The colour cycle: distinct in print and for the common colour-vision deficiencies.
+COLOURS = ("#1b6ca8", "#d1495b", "#2e933c", "#edae49", "#6b4c9a", "#00798c", "#8c564b")
+
+
+@contextlib.contextmanager
+def style() -> Iterator[None]:
+    """Apply :data:`STYLE` inside a ``with`` block, then put back exactly those settings.
+
+    Unlike ``plt.rc_context`` this restores only its own keys: rc_context also restores
+    ``interactive``, which the notebook backend switches on when the first figure is made,
+    and the figures of every later cell then never appear.
+    """
+    params: Any = plt.rcParams  # typed with literal keys; STYLE's are checked by matplotlib
+    saved = {key: params[key] for key in STYLE}
+    params.update(STYLE)
+    try:
+        yield
+    finally:
+        params.update(saved)
+
+
+def new_axes(ax: Any, figsize: tuple[float, float]) -> Any:
+    """``ax`` itself when given, else the axes of a new constrained-layout figure."""
+    if ax is not None:
+        return ax
+    _, new = plt.subplots(figsize=figsize, layout="constrained")
+    return new
+
+
+def si_formatter(unit: str) -> Any:
+    """A tick formatter that writes values with SI prefixes: ``1 TFLOP/s``, ``100 GB/s``."""
+    from matplotlib.ticker import FuncFormatter
+
+    from perfmodel.units import format_quantity
+
+    return FuncFormatter(
+        lambda value, _: format_quantity(value, unit, digits=3) if value > 0 else ""
+    )

@@ -1,0 +1,57 @@
+"""How the minibatch size moves a layer along the roofline: intensity and time per sample."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import matplotlib.pyplot as plt
+
+from perfmodel.hardware import get
+from perfmodel.minibatch import crossover_batch, step_time_s
+from perfmodel.ops import dense_forward
+from perfmodel.plotting import COLOURS, style
+
+__all__ = ["batch_size_plot"]
+
+
+def batch_size_plot(width: int = 4096, device: str = "GPU circa 2015", dtype: str = "fp32") -> Any:
+    """Intensity and time per sample of an N×N layer against the minibatch size M.
+
+    The left panel puts the layer's intensity against the device's ridge, with the
+    crossover M* where it meets it; the right panel shows the time per sample falling
+    until M* and then flattening.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    import math
+
+    node_ridge = get(device).ridge_point(dtype)
+    batches = [2**k for k in range(0, 13)]
+    intensity = [dense_forward(m, width, width, dtype=dtype).intensity for m in batches]
+    per_sample = [step_time_s(width, m, device, dtype) / m for m in batches]
+    crossover = crossover_batch(width, device, dtype)
+    with style():
+        fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5), layout="constrained")
+        left.plot(batches, intensity, "o-", color=COLOURS[0], label="layer intensity")
+        left.axhline(node_ridge, color=COLOURS[1], linestyle="--", label=f"ridge {node_ridge:.3g}")
+        if math.isfinite(crossover):
+            left.axvline(crossover, color="grey", linestyle=":", label=f"M* = {crossover:.3g}")
+        left.set(
+            xscale="log",
+            yscale="log",
+            xlabel="minibatch M",
+            ylabel="FLOP / byte",
+            title=f"{width}x{width} layer, {dtype}",
+        )
+        left.legend()
+        right.plot(batches, per_sample, "o-", color=COLOURS[2])
+        right.set(
+            xscale="log",
+            yscale="log",
+            xlabel="minibatch M",
+            ylabel="seconds per sample",
+            title=f"time per sample on {device}",
+        )
+    return fig

@@ -1,0 +1,22 @@
+"""Interactive explorers for the lectures: thin wires from controls to a model function.
+
+One module per lecture, each with its explorers and their static twins; the controls they
+share (log sliders with readable readouts, live text, a redrawn figure) live in
+:mod:`perfmodel.widgets.controls`.
+
+======================================  =======  ========================================
+module                                  lecture  explorer
+======================================  =======  ========================================
+:mod:`~perfmodel.widgets.transfer`      00       time to move bytes over a link
+:mod:`~perfmodel.widgets.run_time`      01       T = W·t/P
+:mod:`~perfmodel.widgets.devices`       02       the catalogue, one metric at a time
+:mod:`~perfmodel.widgets.op_cost`       03       FLOPs, bytes and intensity of an op
+:mod:`~perfmodel.widgets.roofline`      04       ops on a device's roofline
+:mod:`~perfmodel.widgets.minibatch`     05       a layer's intensity against its batch
+:mod:`~perfmodel.widgets.partition`     10       the best pipeline split of a model
+======================================  =======  ========================================
+
+Every explorer has a static twin (a plain function of the same arguments) that the
+notebooks call once with the default values, so the page still reads well where widgets
+cannot render: a PDF, GitHub's viewer, a projector with a dead kernel.
+"""

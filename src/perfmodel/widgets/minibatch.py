@@ -1,0 +1,41 @@
+"""Lecture 05: how a layer's intensity and time per sample move with the minibatch size."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from perfmodel.hardware import names
+from perfmodel.widgets.controls import live_plot
+
+__all__ = ["batch_size_explorer", "batch_size_view"]
+
+
+def batch_size_view(width: int = 4096, device: str = "GPU circa 2015", dtype: str = "fp32") -> Any:
+    """The static twin of :func:`batch_size_explorer` (see
+    :func:`perfmodel.plotting.minibatch.batch_size_plot`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from perfmodel.plotting.minibatch import batch_size_plot
+
+    return batch_size_plot(width, device, dtype)
+
+
+def batch_size_explorer() -> Any:
+    """Layer width, device and dtype controls for :func:`batch_size_view`."""
+    import ipywidgets as widgets
+
+    width = widgets.IntSlider(
+        value=4096,
+        min=256,
+        max=16384,
+        step=256,
+        description="width N",
+        layout=widgets.Layout(width="38em"),
+    )
+    device = widgets.Dropdown(options=names(), value="GPU circa 2015", description="device")
+    dtype = widgets.Dropdown(options=["fp32", "bf16"], value="fp32", description="dtype")
+    out = live_plot(batch_size_view, {"width": width, "device": device, "dtype": dtype})
+    return widgets.VBox([widgets.HBox([device, dtype]), width, out])

@@ -1,0 +1,59 @@
+"""Lecture 10: the best pipeline split of a zoo model, for a device, a link and k stages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from perfmodel.hardware import link_names, names
+from perfmodel.widgets.controls import live_plot
+
+__all__ = ["ZOO_MODELS", "partition_explorer", "partition_view"]
+
+#: Models the partition explorer offers: menu name -> (``pipeline.zoo`` builder, its
+#: options, what one input of it is).
+ZOO_MODELS: dict[str, tuple[str, dict[str, int], str]] = {
+    "GPT-2 small": ("gpt2_like", {}, "sequences"),
+    "ResNet-50": ("resnet50_like", {}, "batches"),
+    "Inception-style": ("inception_like", {}, "batches"),
+    "MLP, 16 layers": ("mlp", {"layers": 16}, "batches"),
+}
+
+
+def partition_view(
+    model: str = "GPT-2 small", device: str = "H100 SXM", link: str = "NVLink 4", k: int = 8
+) -> Any:
+    """The best split of a zoo model into at most ``k`` stages, as stage bars with the gap.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from perfmodel.pipeline import partition, zoo
+    from perfmodel.plotting.pipeline import stage_bars
+
+    if model not in ZOO_MODELS:
+        raise ValueError(f"`model` must be one of {sorted(ZOO_MODELS)} (got {model!r}).")
+    builder, options, _ = ZOO_MODELS[model]
+    graph = getattr(zoo, builder)(device=device, link=link, **options)
+    k = min(k, graph.n)
+    result = partition(graph, k)
+    used = len(result.stages)
+    title = (
+        f"{model} on {device} over {link}: {used} of {k} stages used,\n"
+        f"{result.throughput:,.0f} inputs/s (one input = {graph.input_description})"
+    )
+    ax = stage_bars(graph, result, title=title)
+    return ax.figure
+
+
+def partition_explorer() -> Any:
+    """Model, device, link and stage-count controls for :func:`partition_view`."""
+    import ipywidgets as widgets
+
+    model = widgets.Dropdown(options=list(ZOO_MODELS), value="GPT-2 small", description="model")
+    device = widgets.Dropdown(options=names(), value="H100 SXM", description="device")
+    link = widgets.Dropdown(options=link_names(), value="NVLink 4", description="link")
+    k = widgets.IntSlider(value=8, min=1, max=32, description="stages k")
+    controls = {"model": model, "device": device, "link": link, "k": k}
+    out = live_plot(partition_view, controls)
+    return widgets.VBox([widgets.HBox([model, device]), widgets.HBox([link, k]), out])
