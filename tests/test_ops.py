@@ -91,19 +91,31 @@ def test_backward_is_twice_forward():
 
 
 @pytest.mark.parametrize(
-    ("call", "message"),
+    ("call", "error", "message"),
     [
-        (lambda: ops.matvec(0, 4), "`m` must be a positive integer \\(got m=0\\)"),
-        (lambda: ops.matmul(4, 4.5, 4), "`k` must be a positive integer"),
-        (lambda: ops.matvec(4, 4, dtype="fp12"), "`dtype` must be one of"),
-        (lambda: ops.elementwise(4, flops_per_element=-1), "`flops_per_element` must be >= 0"),
-        (lambda: ops.fusion(4, []), "at least one op"),
-        (lambda: ops.flops_from_macs(-1), "`macs` must be a non-negative number"),
+        (lambda: ops.matvec(0, 4), ValueError, "`m` must be a positive integer \\(got 0\\)"),
+        (lambda: ops.matmul(4, 4.5, 4), TypeError, "`k` must be an integer \\(got float 4.5\\)"),
+        (lambda: ops.matvec(4, 4, dtype="fp12"), ValueError, "`dtype` must be one of"),
+        (lambda: ops.elementwise(4, flops_per_element=-1), ValueError,
+         "`flops_per_element` must be a non-negative finite number"),
+        (lambda: ops.elementwise(4, flops_per_element=float("nan")), ValueError,
+         "`flops_per_element` must be a non-negative finite number \\(got nan\\)"),
+        (lambda: ops.attention(1, 1, 8, 8, fused="no"), TypeError, "`fused` must be True or False"),
+        (lambda: ops.matmul(4, 4, 4, accumulate="no"), TypeError, "`accumulate` must be True or"),
+        (lambda: ops.fusion(4, []), ValueError, "at least one op"),
+        (lambda: ops.flops_from_macs(-1), ValueError, "`macs` must be a non-negative finite"),
     ],
-)
-def test_bad_sizes_and_dtypes(call, message):
-    with pytest.raises(ValueError, match=message):
+)  # fmt: skip
+def test_bad_sizes_and_dtypes(call, error, message):
+    with pytest.raises(error, match=message):
         call()
+
+
+def test_numpy_numbers_are_numbers():
+    import numpy as np
+
+    assert ops.matmul(np.int64(4), 4, 4) == ops.matmul(4, 4, 4)
+    assert ops.elementwise(np.int32(8), flops_per_element=np.float64(2.0)).flops == 16
 
 
 @given(m=st.integers(1, 4096), k=st.integers(1, 4096), n=st.integers(1, 4096))

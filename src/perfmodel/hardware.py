@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import difflib
 import functools
-import math
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -28,6 +27,8 @@ from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+
+from perfmodel._validate import choice, count, non_negative, positive, text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -96,29 +97,48 @@ def op_unit(dtype: str) -> str:
     return "OP" if dtype.strip().lower().startswith("int") else "FLOP"
 
 
-def _check_rates(name: str, rates: Mapping[str, float], what: str) -> Mapping[str, float]:
+def _check_rates(owner: str, rates: object, what: str) -> Mapping[str, float]:
+    """A table of positive, finite rates keyed by known dtype names."""
+    if not isinstance(rates, Mapping):
+        raise TypeError(
+            f"{owner}: `{what}` must be a table of dtype -> rate (got {type(rates).__name__})."
+        )
     checked = {}
     for dtype, rate in rates.items():
         if dtype not in DTYPE_BYTES:
             raise ValueError(
-                f"device {name!r}: `{what}` has an unknown dtype {dtype!r} "
-                f"(known: {', '.join(DTYPES)})."
+                f"{owner}: `{what}` has an unknown dtype {dtype!r} (known: {', '.join(DTYPES)})."
             )
-        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0:
-            raise ValueError(
-                f"device {name!r}: `{what}[{dtype!r}]` must be positive (got {rate!r})."
-            )
-        checked[dtype] = float(rate)
+        checked[dtype] = _positive(owner, f"{what}[{dtype!r}]", rate)
     return MappingProxyType(checked)
 
 
-def _positive(owner: str, field_name: str, value: object, *, optional: bool = False) -> None:
-    if value is None and optional:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ValueError(f"{owner}: `{field_name}` must be a positive number (got {value!r}).")
-    if not math.isfinite(value):
-        raise ValueError(f"{owner}: `{field_name}` must be finite (got {value!r}).")
+def _positive(owner: str, field_name: str, value: object) -> float:
+    """A positive finite number, with the owner named in the message."""
+    try:
+        return positive(field_name, value)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"{owner}: {error}") from None
+
+
+def _optional_positive(owner: str, field_name: str, value: object) -> float | None:
+    return None if value is None else _positive(owner, field_name, value)
+
+
+def _field(owner: str, check: Any, name: str, value: object, *args: Any, **kwargs: Any) -> Any:
+    """``check(name, value, ...)`` from :mod:`perfmodel._validate`, the owner named."""
+    try:
+        return check(name, value, *args, **kwargs)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"{owner}: {error}") from None
+
+
+def _source(owner: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{owner}: `source` must be a string (got {type(value).__name__}).")
+    if not value.strip():
+        raise ValueError(f"{owner}: `source` must say where the figures come from (got {value!r}).")
+    return value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -143,7 +163,15 @@ class Device:
     source : str
         Where the figures come from (a datasheet URL).
     sparse_flops_by_dtype : mapping, optional
-        Peaks with 2:4 structured sparsity, kept apart from the dense ones.
+        Peaks with 2:4 structured sparsity, kept apart from the dense ones (never below
+        them).
+    measured_flops_by_dtype : mapping, optional
+        The best rate anyone has *measured* per dtype (a large matmul, say): what
+        "achievable" means, beside the nameplate. Needs ``measured_source``.
+    measured_memory_bandwidth : float, optional
+        The best measured main-memory bandwidth (a STREAM-style copy), bytes/s.
+    measured_source : str, optional
+        Where the measured figures come from.
     notes : str, optional
         Anything a reader needs to interpret the figures.
     """
@@ -157,33 +185,56 @@ class Device:
     power_w: float | None = None
     year: int | None = None
     sparse_flops_by_dtype: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    measured_flops_by_dtype: Mapping[str, float] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    measured_memory_bandwidth: float | None = None
+    measured_source: str = ""
     notes: str = ""
 
     def __post_init__(self) -> None:
+        set_ = functools.partial(object.__setattr__, self)
+        set_("name", text("name", self.name))
         owner = f"device {self.name!r}"
-        if not isinstance(self.name, str) or not self.name.strip():
-            raise ValueError(f"`name` must be a non-empty string (got {self.name!r}).")
-        if self.kind not in KINDS:
+        set_("kind", _field(owner, choice, "kind", self.kind, KINDS))
+        if isinstance(self.peak_flops_by_dtype, Mapping) and not self.peak_flops_by_dtype:
+            raise ValueError(f"{owner}: `peak_flops_by_dtype` needs at least one dtype (got none).")
+        set_("peak_flops_by_dtype", _check_rates(owner, self.peak_flops_by_dtype, "peak_flops"))
+        sparse = _check_rates(owner, self.sparse_flops_by_dtype, "sparse_flops")
+        for dtype, rate in sparse.items():
+            dense = self.peak_flops_by_dtype.get(dtype)
+            if dense is not None and rate < dense:
+                raise ValueError(
+                    f"{owner}: `sparse_flops[{dtype!r}]` must be at least the dense peak "
+                    f"{dense:g} (got {rate:g}): sparsity never makes a device slower."
+                )
+        set_("sparse_flops_by_dtype", sparse)
+        measured = _check_rates(owner, self.measured_flops_by_dtype, "measured_flops")
+        for dtype, rate in measured.items():
+            nameplate = self.peak_flops_by_dtype.get(dtype)
+            if nameplate is None or rate > nameplate:
+                raise ValueError(
+                    f"{owner}: `measured_flops[{dtype!r}]` must be at most the dense peak "
+                    f"of that dtype (got {rate:g}, peak {nameplate})."
+                )
+        set_("measured_flops_by_dtype", measured)
+        set_("memory_bandwidth", _positive(owner, "memory_bandwidth", self.memory_bandwidth))
+        measured_bandwidth = _optional_positive(
+            owner, "measured_memory_bandwidth", self.measured_memory_bandwidth
+        )
+        if measured_bandwidth is not None and measured_bandwidth > self.memory_bandwidth:
             raise ValueError(
-                f"{owner}: `kind` must be one of {', '.join(KINDS)} (got {self.kind!r})."
+                f"{owner}: `measured_memory_bandwidth` must be at most `memory_bandwidth` "
+                f"{self.memory_bandwidth:g} (got {measured_bandwidth:g})."
             )
-        if not self.peak_flops_by_dtype:
-            raise ValueError(f"{owner}: `peak_flops_by_dtype` needs at least one dtype.")
-        object.__setattr__(
-            self,
-            "peak_flops_by_dtype",
-            _check_rates(self.name, self.peak_flops_by_dtype, "peak_flops"),
-        )
-        object.__setattr__(
-            self,
-            "sparse_flops_by_dtype",
-            _check_rates(self.name, self.sparse_flops_by_dtype, "sparse_flops"),
-        )
-        _positive(owner, "memory_bandwidth", self.memory_bandwidth)
-        _positive(owner, "memory_capacity", self.memory_capacity, optional=True)
-        _positive(owner, "power_w", self.power_w, optional=True)
-        if not isinstance(self.source, str) or not self.source.strip():
-            raise ValueError(f"{owner}: `source` must say where the figures come from.")
+        set_("measured_memory_bandwidth", measured_bandwidth)
+        if (measured or measured_bandwidth is not None) and not str(self.measured_source).strip():
+            raise ValueError(f"{owner}: measured ceilings need a `measured_source`.")
+        set_("memory_capacity", _optional_positive(owner, "memory_capacity", self.memory_capacity))
+        set_("power_w", _optional_positive(owner, "power_w", self.power_w))
+        if self.year is not None:
+            set_("year", _field(owner, count, "year", self.year, minimum=1940, maximum=2100))
+        set_("source", _source(owner, self.source))
 
     @property
     def dtypes(self) -> tuple[str, ...]:
@@ -214,6 +265,25 @@ class Device:
         """Intensity (FLOP/byte) above which an op is compute-bound: peak / bandwidth."""
         return self.peak_flops(dtype) / self.memory_bandwidth
 
+    def measured_flops(self, dtype: str = "fp32") -> float:
+        """The best measured rate for ``dtype`` (see ``measured_source``).
+
+        Raises
+        ------
+        ValueError
+            If nobody has published a measurement for that dtype; the message lists those
+            that have one.
+        """
+        key = text("dtype", dtype).lower()
+        dtype_bytes(key)
+        if key not in self.measured_flops_by_dtype:
+            have = ", ".join(d for d in DTYPES if d in self.measured_flops_by_dtype) or "none"
+            raise ValueError(
+                f"{self.name} has no measured ceiling for {key!r}; measured: {have}. "
+                f"Use the nameplate, or give an efficiency such as 0.8."
+            )
+        return self.measured_flops_by_dtype[key]
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Link:
@@ -230,18 +300,13 @@ class Link:
     notes: str = ""
 
     def __post_init__(self) -> None:
+        set_ = functools.partial(object.__setattr__, self)
+        set_("name", text("name", self.name))
         owner = f"link {self.name!r}"
-        if self.kind not in LINK_KINDS:
-            raise ValueError(
-                f"{owner}: `kind` must be one of {', '.join(LINK_KINDS)} (got {self.kind!r})."
-            )
-        _positive(owner, "bandwidth", self.bandwidth)
-        if isinstance(self.latency, bool) or not isinstance(self.latency, (int, float)):
-            raise ValueError(f"{owner}: `latency` must be a number of seconds.")
-        if self.latency < 0:
-            raise ValueError(f"{owner}: `latency` must be non-negative (got {self.latency!r}).")
-        if not isinstance(self.source, str) or not self.source.strip():
-            raise ValueError(f"{owner}: `source` must say where the figures come from.")
+        set_("kind", _field(owner, choice, "kind", self.kind, LINK_KINDS))
+        set_("bandwidth", _positive(owner, "bandwidth", self.bandwidth))
+        set_("latency", _field(owner, non_negative, "latency", self.latency))
+        set_("source", _source(owner, self.source))
 
 
 def _key(name: str) -> str:
@@ -259,25 +324,73 @@ def _lookup(table: Mapping[str, Any], name: str, what: str) -> Any:
     raise ValueError(f"no {what} named {name!r}; closest: {hint}. See names() for all.")
 
 
-def _device_from_toml(entry: dict[str, Any]) -> Device:
-    entry = dict(entry)
+_DEVICE_KEYS = {
+    "name", "kind", "peak_flops", "sparse_flops", "derived", "measured", "memory_bandwidth",
+    "memory_capacity", "power_w", "year", "source", "notes",
+}  # fmt: skip
+_DEVICE_REQUIRED = ("name", "kind", "memory_bandwidth", "source")
+_LINK_KEYS = {"name", "kind", "bandwidth", "latency", "source", "notes"}
+_LINK_REQUIRED = ("name", "kind", "bandwidth", "latency", "source")
+
+
+def _entry(entry: object, what: str, keys: set[str], required: tuple[str, ...]) -> dict[str, Any]:
+    """One ``[[device]]`` or ``[[link]]`` table, checked for unknown and missing keys."""
+    if not isinstance(entry, dict):
+        raise ValueError(f"each [[{what}]] must be a table (got {type(entry).__name__}).")
+    unknown = sorted(set(entry) - keys)
+    if unknown:
+        raise ValueError(
+            f"a [[{what}]] has unknown keys {', '.join(unknown)}; "
+            f"allowed: {', '.join(sorted(keys))}."
+        )
+    missing = [key for key in required if key not in entry]
+    if missing:
+        raise ValueError(f"a [[{what}]] entry is incomplete: it lacks {', '.join(missing)}.")
+    return dict(entry)
+
+
+def _device_from_toml(raw: object) -> Device:
+    entry = _entry(raw, "device", _DEVICE_KEYS, _DEVICE_REQUIRED)
+    owner = f"device {entry['name']!r}"
     derived = entry.pop("derived", None)
     if derived is not None:
-        cores, clock = derived["cores"], derived["clock_hz"]
-        entry["peak_flops"] = {
-            dtype: cores * clock * per_cycle
-            for dtype, per_cycle in derived["flops_per_cycle"].items()
-        }
+        if not isinstance(derived, dict) or set(derived) != {
+            "cores",
+            "clock_hz",
+            "flops_per_cycle",
+        }:
+            raise ValueError(
+                f"{owner}: `derived` must be a table of cores, clock_hz and flops_per_cycle."
+            )
+        cores = _field(owner, count, "derived.cores", derived["cores"])
+        clock = _positive(owner, "derived.clock_hz", derived["clock_hz"])
+        per_cycle = _check_rates(owner, derived["flops_per_cycle"], "derived.flops_per_cycle")
+        entry["peak_flops"] = {dtype: cores * clock * rate for dtype, rate in per_cycle.items()}
         entry["notes"] = (
-            entry.get("notes", "") + " Peaks derived: cores x clock x FLOP/cycle."
+            str(entry.get("notes", "")) + " Peaks derived: cores x clock x FLOP/cycle."
         ).strip()
+    elif "peak_flops" not in entry:
+        raise ValueError(f"{owner}: give `peak_flops` (a table of dtype -> FLOP/s) or `derived`.")
+    measured = entry.pop("measured", None)
+    if measured is not None:
+        if not isinstance(measured, dict) or not set(measured) <= {
+            "flops", "memory_bandwidth", "source",
+        }:  # fmt: skip
+            raise ValueError(
+                f"{owner}: `measured` must be a table of flops, memory_bandwidth and source."
+            )
+        entry["measured_flops_by_dtype"] = measured.get("flops", {})
+        entry["measured_memory_bandwidth"] = measured.get("memory_bandwidth")
+        entry["measured_source"] = measured.get("source", "")
     return Device(
-        name=entry.pop("name"),
-        kind=entry.pop("kind"),
-        peak_flops_by_dtype=entry.pop("peak_flops", {}),
+        peak_flops_by_dtype=entry.pop("peak_flops"),
         sparse_flops_by_dtype=entry.pop("sparse_flops", {}),
         **entry,
     )
+
+
+def _link_from_toml(raw: object) -> Link:
+    return Link(**_entry(raw, "link", _LINK_KEYS, _LINK_REQUIRED))
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,23 +407,43 @@ class Catalogue:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as error:
             raise ValueError(f"{origin} is not valid TOML: {error}") from None
-        devices, links = {}, {}
-        for entry in data.get("device", []):
-            try:
-                device = _device_from_toml(entry)
-            except (KeyError, TypeError) as error:
-                raise ValueError(f"{origin}: a [[device]] entry is incomplete: {error}") from None
-            devices[device.name] = device
-        for entry in data.get("link", []):
-            try:
-                link = Link(**entry)
-            except TypeError as error:
-                raise ValueError(f"{origin}: a [[link]] entry is incomplete: {error}") from None
-            links[link.name] = link
+        unknown = sorted(set(data) - {"device", "link"})
+        if unknown:
+            raise ValueError(
+                f"{origin}: unknown top-level keys {', '.join(unknown)}; "
+                f"a catalogue holds only [[device]] and [[link]] tables."
+            )
+        devices: dict[str, Any] = {}
+        links: dict[str, Any] = {}
+        for what, table, build in (
+            ("device", devices, _device_from_toml),
+            ("link", links, _link_from_toml),
+        ):
+            entries = data.get(what, [])
+            if not isinstance(entries, list):
+                raise ValueError(
+                    f"{origin}: `{what}` must be written [[{what}]] (an array of tables)."
+                )
+            for entry in entries:
+                try:
+                    item = build(entry)
+                except (TypeError, ValueError) as error:
+                    raise ValueError(f"{origin}: {error}") from None
+                if item.name in table:
+                    raise ValueError(f"{origin}: two [[{what}]] entries are named {item.name!r}.")
+                table[item.name] = item
         return cls(MappingProxyType(devices), MappingProxyType(links))
 
     def merged(self, other: Catalogue) -> Catalogue:
-        """This catalogue with ``other``'s entries added (``other`` wins on a name clash)."""
+        """This catalogue with ``other``'s entries added; a name in both is an error."""
+        for mine, theirs, what in ((self.devices, other.devices, "device"),
+                                   (self.links, other.links, "link")):  # fmt: skip
+            clash = sorted(set(mine) & set(theirs))
+            if clash:
+                raise ValueError(
+                    f"{what} names {', '.join(map(repr, clash))} are taken; "
+                    f"name yours differently (for example {clash[0] + ' (mine)'!r})."
+                )
         return Catalogue(
             MappingProxyType({**self.devices, **other.devices}),
             MappingProxyType({**self.links, **other.links}),

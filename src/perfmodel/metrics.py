@@ -18,7 +18,7 @@ Examples
 
 from __future__ import annotations
 
-from perfmodel._validate import non_negative, positive
+from perfmodel._validate import non_negative, number, positive
 
 __all__ = [
     "energy_j",
@@ -136,10 +136,12 @@ def headroom(fraction_of_light: float) -> float:
     >>> headroom(0.5)
     2.0
     """
-    f = positive("fraction_of_light", fraction_of_light)
-    if f > 1:
-        raise ValueError(
-            f"`fraction_of_light` must be at most 1; above 1 the model is wrong, not the code "
-            f"(got {fraction_of_light!r})."
-        )
+    f = number(
+        "fraction_of_light",
+        fraction_of_light,
+        minimum=0,
+        maximum=1,
+        strict_minimum=True,
+        what="a fraction in (0, 1]; above 1 the model is wrong, not the code",
+    )
     return 1 / f

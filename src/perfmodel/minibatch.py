@@ -2,7 +2,8 @@
 
 An N×N dense layer with minibatch M does ``2·N²·M`` FLOPs and moves ``w·(N² + 2·N·M)``
 bytes (weights once, inputs and outputs once), so its intensity ``2·N·M / (w·(N + 2·M))``
-grows with M and flattens near ``M/w``. It crosses a device's ridge point R at
+grows like ``2·M/w`` while M is much smaller than N, then flattens towards ``N/w``. It
+crosses a device's ridge point R at
 
     M* = R·w·N / (2·(N − R·w)),
 
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import math
 
+from perfmodel._validate import count, non_negative, positive
 from perfmodel.hardware import Device, dtype_bytes, get
 from perfmodel.ops import dense_forward
 from perfmodel.roofline import estimate
@@ -52,8 +54,7 @@ def crossover_batch(width: int, device: str | Device, dtype: str = "fp32") -> fl
     Returns ``math.inf`` when the layer is too narrow ever to be compute-bound
     (``N <= R·w``).
     """
-    if isinstance(width, bool) or not isinstance(width, int) or width < 1:
-        raise ValueError(f"`width` must be a positive integer (got width={width!r}).")
+    width = count("width", width)
     node = get(device)
     ridge_w = node.ridge_point(dtype) * dtype_bytes(dtype)
     if width <= ridge_w:
@@ -65,9 +66,11 @@ def smallest_compute_bound_power_of_two(
     width: int, device: str | Device, dtype: str = "fp32", *, largest: int = 2**20
 ) -> int | None:
     """The smallest power-of-two minibatch at which the layer is compute-bound, if any."""
+    width, largest = count("width", width), count("largest", largest)
+    node = get(device)
     batch = 1
     while batch <= largest:
-        if estimate(dense_forward(batch, width, width, dtype=dtype), device).bound == "compute":
+        if estimate(dense_forward(batch, width, width, dtype=dtype), node).bound == "compute":
             return batch
         batch *= 2
     return None
@@ -75,6 +78,7 @@ def smallest_compute_bound_power_of_two(
 
 def step_time_s(width: int, batch: int, device: str | Device, dtype: str = "fp32") -> float:
     """Roofline time of one forward pass of the N×N layer on a minibatch of ``batch``."""
+    width, batch = count("width", width), count("batch", batch)
     return estimate(dense_forward(batch, width, width, dtype=dtype), device).time_s
 
 
@@ -84,13 +88,9 @@ def steps_to_converge(batch: int, *, min_steps: float, noise_scale: float) -> fl
     >>> steps_to_converge(1000, min_steps=1e4, noise_scale=1000)
     20000.0
     """
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise ValueError(f"`batch` must be a positive integer (got batch={batch!r}).")
-    if not min_steps > 0 or not noise_scale >= 0:
-        raise ValueError(
-            f"`min_steps` must be positive and `noise_scale` non-negative "
-            f"(got min_steps={min_steps!r}, noise_scale={noise_scale!r})."
-        )
+    batch = count("batch", batch)
+    min_steps = positive("min_steps", min_steps)
+    noise_scale = non_negative("noise_scale", noise_scale)
     return min_steps * (1 + noise_scale / batch)
 
 

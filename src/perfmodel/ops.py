@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from perfmodel._validate import count, flag, is_number, non_negative, text
 from perfmodel.hardware import dtype_bytes
 
 __all__ = [
@@ -69,9 +69,11 @@ class Cost:
 
     def __post_init__(self) -> None:
         for name in ("flops", "bytes_read", "bytes_written"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Real) or value < 0:
-                raise ValueError(f"`{name}` must be a non-negative number (got {value!r}).")
+            non_negative(name, getattr(self, name))
+        if self.dtype is not None:
+            dtype_bytes(text("dtype", self.dtype))
+        if not isinstance(self.label, str):
+            raise TypeError(f"`label` must be a string (got {type(self.label).__name__}).")
 
     @property
     def bytes(self) -> float:
@@ -95,7 +97,7 @@ class Cost:
         )
 
     def __mul__(self, times: float) -> Cost:
-        if not _is_count(times) or times < 0:
+        if not is_number(times) or not 0 <= times < math.inf:
             return NotImplemented
         return Cost(
             flops=self.flops * times,
@@ -106,18 +108,6 @@ class Cost:
         )
 
     __rmul__ = __mul__
-
-
-def _is_count(value: object) -> bool:
-    """A real number that is not a bool (bool is an int in Python, never a count here)."""
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
-def _size(name: str, value: object, *, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        need = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-        raise ValueError(f"`{name}` must be {need} (got {name}={value!r}).")
-    return int(value)
 
 
 def _dtype(dtype: str | int) -> tuple[int, str | None]:
@@ -131,9 +121,7 @@ def flops_from_macs(macs: float) -> float:
     >>> flops_from_macs(4.1e9)  # ResNet-50's often-quoted "4.1 GFLOPs" are MACs
     8200000000.0
     """
-    if not _is_count(macs) or macs < 0:
-        raise ValueError(f"`macs` must be a non-negative number (got {macs!r}).")
-    return 2.0 * macs
+    return 2.0 * non_negative("macs", macs)
 
 
 def matvec(m: int, n: int, *, dtype: str | int = "fp32") -> Cost:
@@ -144,7 +132,7 @@ def matvec(m: int, n: int, *, dtype: str | int = "fp32") -> Cost:
     FLOPs ``2·m·n`` (exactly ``m·(2n-1)``; the difference vanishes for large n).
     Bytes ``w·(m·n + n + m)``: read A and x, write y.
     """
-    m, n = _size("m", m), _size("n", n)
+    m, n = count("m", m), count("n", n)
     width, name = _dtype(dtype)
     return Cost(
         flops=2 * m * n,
@@ -168,7 +156,8 @@ def matmul(m: int, k: int, n: int, *, dtype: str | int = "fp32", accumulate: boo
     >>> matmul(2, 3, 4).flops
     48
     """
-    m, k, n = _size("m", m), _size("k", k), _size("n", n)
+    m, k, n = count("m", m), count("k", k), count("n", n)
+    accumulate = flag("accumulate", accumulate)
     width, name = _dtype(dtype)
     read = m * k + k * n + (m * n if accumulate else 0)
     return Cost(
@@ -195,12 +184,11 @@ def elementwise(
     >>> add.bytes, add.flops
     (12000, 1000)
     """
-    n = _size("n", n)
-    inputs, outputs = _size("inputs", inputs, minimum=0), _size("outputs", outputs)
-    if not _is_count(flops_per_element):
-        raise ValueError(f"`flops_per_element` must be a number (got {flops_per_element!r}).")
-    if flops_per_element < 0:
-        raise ValueError(f"`flops_per_element` must be >= 0 (got {flops_per_element!r}).")
+    n = count("n", n)
+    inputs, outputs = count("inputs", inputs, minimum=0), count("outputs", outputs)
+    non_negative("flops_per_element", flops_per_element)
+    if not isinstance(label, str):
+        raise TypeError(f"`label` must be a string (got {type(label).__name__}).")
     width, name = _dtype(dtype)
     return Cost(
         flops=flops_per_element * n,
@@ -213,7 +201,7 @@ def elementwise(
 
 def reduction(n: int, *, dtype: str | int = "fp32") -> Cost:
     """Sum of ``n`` elements to one: ``n - 1`` adds, read ``n``, write 1."""
-    n = _size("n", n)
+    n = count("n", n)
     width, name = _dtype(dtype)
     return Cost(flops=n - 1, bytes_read=width * n, bytes_written=width, dtype=name, label="sum")
 
@@ -224,7 +212,7 @@ def scan(n: int, *, dtype: str | int = "fp32") -> Cost:
     The FLOPs equal a reduction's, but each output depends on the one before it, which is
     why lecture 07 finds far less parallelism in ``cumsum`` than in ``sin``.
     """
-    n = _size("n", n)
+    n = count("n", n)
     width, name = _dtype(dtype)
     return Cost(
         flops=n - 1, bytes_read=width * n, bytes_written=width * n, dtype=name, label="cumsum"
@@ -233,7 +221,7 @@ def scan(n: int, *, dtype: str | int = "fp32") -> Cost:
 
 def softmax(rows: int, cols: int, *, dtype: str | int = "fp32") -> Cost:
     """Row-wise softmax: max, subtract, exp, sum, divide: about 5 FLOPs per element."""
-    rows, cols = _size("rows", rows), _size("cols", cols)
+    rows, cols = count("rows", rows), count("cols", cols)
     width, name = _dtype(dtype)
     n = rows * cols
     return Cost(
@@ -247,7 +235,7 @@ def layer_norm(rows: int, cols: int, *, dtype: str | int = "fp32") -> Cost:
     Mean (1), subtract and square for the variance (2), sum (1), normalise (2), scale and
     shift (2). Reads x, gamma and beta; writes y.
     """
-    rows, cols = _size("rows", rows), _size("cols", cols)
+    rows, cols = count("rows", rows), count("cols", cols)
     width, name = _dtype(dtype)
     n = rows * cols
     return Cost(
@@ -285,10 +273,10 @@ def conv2d(
     >>> round(c.flops / 1e6)
     236
     """
-    batch = _size("batch", batch)
-    c_in, c_out = _size("in_channels", in_channels), _size("out_channels", out_channels)
-    h, w, k = _size("height", height), _size("width", width), _size("kernel", kernel)
-    stride, padding = _size("stride", stride), _size("padding", padding, minimum=0)
+    batch = count("batch", batch)
+    c_in, c_out = count("in_channels", in_channels), count("out_channels", out_channels)
+    h, w, k = count("height", height), count("width", width), count("kernel", kernel)
+    stride, padding = count("stride", stride), count("padding", padding, minimum=0)
     out_h, out_w = (h + 2 * padding - k) // stride + 1, (w + 2 * padding - k) // stride + 1
     if out_h < 1 or out_w < 1:
         raise ValueError(
@@ -328,8 +316,9 @@ def attention(
     ----------
     Dao et al., "FlashAttention", NeurIPS 2022.
     """
-    b, h = _size("batch", batch), _size("heads", heads)
-    s, d = _size("seq_len", seq_len), _size("head_dim", head_dim)
+    b, h = count("batch", batch), count("heads", heads)
+    s, d = count("seq_len", seq_len), count("head_dim", head_dim)
+    fused = flag("fused", fused)
     width, name = _dtype(dtype)
     qkv_o = b * h * s * d
     scores = b * h * s * s
@@ -397,9 +386,12 @@ def fusion(n: int, flops_per_element: Sequence[float], *, dtype: str | int = "fp
     (4, 24000000)
     """
     if isinstance(flops_per_element, (str, bytes)) or not isinstance(flops_per_element, Sequence):
-        raise ValueError("`flops_per_element` must be a sequence, one entry per op in the chain.")
+        raise TypeError(
+            "`flops_per_element` must be a sequence, one number per op in the chain "
+            f"(got {type(flops_per_element).__name__})."
+        )
     if not flops_per_element:
-        raise ValueError("`flops_per_element` must list at least one op.")
+        raise ValueError("`flops_per_element` must list at least one op (got an empty sequence).")
     steps = [
         elementwise(n, flops_per_element=f, dtype=dtype, label=f"op {i + 1}")
         for i, f in enumerate(flops_per_element)

@@ -29,10 +29,19 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from perfmodel._validate import choice, fraction, is_number, number
 from perfmodel.hardware import Device, get
 from perfmodel.ops import Cost
 
-__all__ = ["Estimate", "SequenceEstimate", "attainable_flops", "estimate", "estimate_sequence"]
+__all__ = [
+    "CEILINGS",
+    "Estimate",
+    "SequenceEstimate",
+    "attainable_flops",
+    "ceilings",
+    "estimate",
+    "estimate_sequence",
+]
 
 
 def _device(device: str | Device) -> Device:
@@ -43,7 +52,68 @@ def _device(device: str | Device) -> Device:
     return get(device)
 
 
-def attainable_flops(intensity: float, device: str | Device, dtype: str = "fp32") -> float:
+#: What ``ceiling`` may name: the maker's figures, or the best published measurements.
+CEILINGS = ("nameplate", "measured")
+
+
+def ceilings(
+    device: str | Device, dtype: str, ceiling: str | float = "nameplate"
+) -> tuple[float, float, str]:
+    """The compute peak and the memory bandwidth a roofline uses, and what they are.
+
+    Parameters
+    ----------
+    device : str or hardware.Device
+    dtype : str
+    ceiling : {"nameplate", "measured"} or float
+        ``"nameplate"``: the datasheet's peak and bandwidth. ``"measured"``: the best
+        published measurements (a large matmul; a STREAM-style copy), falling back to the
+        nameplate bandwidth where none is published, and saying so. A number in (0, 1]:
+        that fraction of both nameplate figures.
+
+    Returns
+    -------
+    (float, float, str)
+        Peak FLOP/s, bandwidth in bytes/s, and a description of the two.
+
+    Examples
+    --------
+    >>> peak, bandwidth, what = ceilings("H100 SXM", "bf16", "measured")
+    >>> round(peak / 1e12, 1), what
+    (794.5, 'measured compute, nameplate bandwidth (none published)')
+    >>> ceilings("H100 SXM", "bf16", 0.5)[:2] == (989.5e12 / 2, 3.35e12 / 2)
+    True
+    """
+    node = _device(device)
+    if isinstance(ceiling, str):
+        choice("ceiling", ceiling, CEILINGS)
+        if ceiling == "nameplate":
+            return node.peak_flops(dtype), node.memory_bandwidth, "nameplate"
+        peak = node.measured_flops(dtype)
+        if node.measured_memory_bandwidth is None:
+            what = "measured compute, nameplate bandwidth (none published)"
+            return peak, node.memory_bandwidth, what
+        return peak, node.measured_memory_bandwidth, "measured"
+    if not is_number(ceiling):
+        raise TypeError(
+            "`ceiling` must be 'nameplate', 'measured' or an efficiency in (0, 1] "
+            f"(got {type(ceiling).__name__} {ceiling!r})."
+        )
+    efficiency = fraction("ceiling", ceiling)
+    return (
+        efficiency * node.peak_flops(dtype),
+        efficiency * node.memory_bandwidth,
+        f"{efficiency:.0%} of nameplate",
+    )
+
+
+def attainable_flops(
+    intensity: float,
+    device: str | Device,
+    dtype: str = "fp32",
+    *,
+    ceiling: str | float = "nameplate",
+) -> float:
     """The roof at ``intensity`` (FLOP/byte): ``min(peak, intensity · bandwidth)``.
 
     >>> attainable_flops(0.5, "GPU circa 2015") / 1e9
@@ -51,12 +121,16 @@ def attainable_flops(intensity: float, device: str | Device, dtype: str = "fp32"
     >>> attainable_flops(1000, "GPU circa 2015") / 1e12
     6.0
     """
-    if isinstance(intensity, bool) or not isinstance(intensity, (int, float)) or intensity < 0:
-        raise ValueError(
-            f"`intensity` must be a non-negative number of FLOP/byte (got {intensity!r})."
-        )
+    intensity = number(
+        "intensity",
+        intensity,
+        minimum=0,
+        allow_infinity=True,
+        what="a non-negative number of FLOP/byte (inf for an op that moves nothing)",
+    )
     node = _device(device)
-    return min(node.peak_flops(dtype), intensity * node.memory_bandwidth)
+    peak, bandwidth, _ = ceilings(node, dtype, ceiling)
+    return min(peak, intensity * bandwidth)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,6 +146,7 @@ class Estimate:
     dtype: str
     compute_time_s: float
     memory_time_s: float
+    ceiling: str = "nameplate"
 
     @property
     def time_s(self) -> float:
@@ -88,11 +163,17 @@ class Estimate:
 
     @property
     def fraction_of_peak(self) -> float:
-        """Achieved FLOP/s over the device's peak for the dtype."""
+        """Achieved FLOP/s over the compute ceiling used (see ``ceiling``)."""
         return self.compute_time_s / self.time_s if self.time_s > 0 else 0.0
 
 
-def estimate(cost: Cost, device: str | Device, *, dtype: str | None = None) -> Estimate:
+def estimate(
+    cost: Cost,
+    device: str | Device,
+    *,
+    dtype: str | None = None,
+    ceiling: str | float = "nameplate",
+) -> Estimate:
     """How fast ``cost`` can run on ``device``: the speed of light for that operation.
 
     Parameters
@@ -103,27 +184,47 @@ def estimate(cost: Cost, device: str | Device, *, dtype: str | None = None) -> E
         A catalogue name or a device you built.
     dtype : str, optional
         Which peak to use; defaults to the cost's own dtype.
+    ceiling : {"nameplate", "measured"} or float
+        Which roof: the datasheet's, the best published measurements, or a fraction of
+        the datasheet's (see :func:`ceilings`).
 
     Raises
     ------
     ValueError
-        If no dtype is given or known, or the device has no peak for it.
+        If no dtype is given or known, or the device has no peak (or no measurement) for it.
+
+    Examples
+    --------
+    Nameplate and measured ceilings give different answers to the same question:
+
+    >>> from perfmodel import ops
+    >>> big = ops.matmul(8192, 8192, 8192, dtype="bf16")
+    >>> nameplate = estimate(big, "H100 SXM")
+    >>> measured = estimate(big, "H100 SXM", ceiling="measured")
+    >>> round(measured.time_s / nameplate.time_s, 2)
+    1.25
     """
     if not isinstance(cost, Cost):
         raise TypeError(f"`cost` must be an ops.Cost (got {type(cost).__name__}).")
     node = _device(device)
+    if dtype is not None and not isinstance(dtype, str):
+        raise TypeError(
+            f"`dtype` must be a dtype name such as 'bf16' (got {type(dtype).__name__})."
+        )
     dtype = dtype or cost.dtype
     if dtype is None:
         raise ValueError(
             "`dtype` is needed: this cost mixes dtypes (or was given a width in bytes); "
             "pass dtype='bf16' or similar."
         )
+    peak, bandwidth, what = ceilings(node, dtype, ceiling)
     return Estimate(
         cost=cost,
         device=node.name,
         dtype=dtype,
-        compute_time_s=cost.flops / node.peak_flops(dtype),
-        memory_time_s=cost.bytes / node.memory_bandwidth,
+        compute_time_s=cost.flops / peak,
+        memory_time_s=cost.bytes / bandwidth,
+        ceiling=what,
     )
 
 
@@ -160,7 +261,11 @@ class SequenceEstimate:
 
 
 def estimate_sequence(
-    costs: Iterable[Cost], device: str | Device, *, dtype: str | None = None
+    costs: Iterable[Cost],
+    device: str | Device,
+    *,
+    dtype: str | None = None,
+    ceiling: str | float = "nameplate",
 ) -> SequenceEstimate:
     """Estimate each op of a sequence on one device and add them up.
 
@@ -171,7 +276,10 @@ def estimate_sequence(
     >>> [step.bound for step in seq.steps]
     ['compute', 'memory']
     """
-    steps = tuple(estimate(cost, device, dtype=dtype) for cost in costs)
+    given: object = costs
+    if isinstance(given, (str, bytes)) or not isinstance(given, Iterable):
+        raise TypeError(f"`costs` must be an iterable of ops.Cost (got {type(costs).__name__}).")
+    steps = tuple(estimate(cost, device, dtype=dtype, ceiling=ceiling) for cost in costs)
     if not steps:
         raise ValueError("`costs` must hold at least one ops.Cost.")
     return SequenceEstimate(steps=steps)

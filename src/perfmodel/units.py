@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+from perfmodel._validate import count, number
+
 __all__ = ["format_quantity", "format_rate"]
 
 _PREFIXES = [
@@ -59,13 +61,10 @@ def format_quantity(value: float, unit: str, *, digits: int = 3) -> str:
     >>> format_quantity(0, "FLOP")
     '0 FLOP'
     """
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(
-            f"`value` must be a real number in base SI units (got {type(value).__name__}: "
-            f"{value!r})."
-        )
-    if digits < 1:
-        raise ValueError(f"`digits` must be at least 1 (got digits={digits}).")
+    value = number("value", value, allow_infinity=True)
+    digits = count("digits", digits)
+    if not isinstance(unit, str):
+        raise TypeError(f"`unit` must be a string (got {type(unit).__name__}).")
     if value == 0 or not math.isfinite(value):
         return f"{value:g} {unit}"
     magnitude = abs(value)
