@@ -313,15 +313,23 @@ def _key(name: str) -> str:
     return " ".join(name.lower().replace("-", " ").replace("_", " ").split())
 
 
-def _lookup(table: Mapping[str, Any], name: str, what: str) -> Any:
+def _lookup(table: Mapping[str, Any], name: str, what: str, argument: str = "name") -> Any:
     if not isinstance(name, str):
-        raise TypeError(f"`name` must be a string (got {type(name).__name__}).")
+        kind = "Device" if what == "device" else "Link"
+        raise TypeError(
+            f"`{argument}` must be a {what} name or a hardware.{kind} "
+            f"(got {type(name).__name__} {name!r})."
+        )
     by_key = {_key(entry): entry for entry in table}
     if _key(name) in by_key:
         return table[by_key[_key(name)]]
     close = difflib.get_close_matches(_key(name), list(by_key), n=3, cutoff=0.4)
     hint = ", ".join(repr(by_key[c]) for c in close) or "none close"
-    raise ValueError(f"no {what} named {name!r}; closest: {hint}. See names() for all.")
+    listing = "names()" if what == "device" else "link_names()"
+    raise ValueError(
+        f"`{argument}` must name a catalogue {what}: there is no {what} named {name!r}; "
+        f"closest: {hint}. See hardware.{listing} for all."
+    )
 
 
 _DEVICE_KEYS = {
@@ -449,14 +457,15 @@ class Catalogue:
             MappingProxyType({**self.links, **other.links}),
         )
 
-    def get(self, name: str) -> Device:
-        """The device called ``name`` (case, spaces and hyphens ignored)."""
-        device: Device = _lookup(self.devices, name, "device")
+    def get(self, name: str, *, argument: str = "name") -> Device:
+        """The device called ``name`` (case, spaces and hyphens ignored); errors name the
+        caller's ``argument``."""
+        device: Device = _lookup(self.devices, name, "device", argument)
         return device
 
-    def get_link(self, name: str) -> Link:
-        """The link called ``name``."""
-        link: Link = _lookup(self.links, name, "link")
+    def get_link(self, name: str, *, argument: str = "name") -> Link:
+        """The link called ``name``; errors name the caller's ``argument``."""
+        link: Link = _lookup(self.links, name, "link", argument)
         return link
 
 
@@ -479,14 +488,17 @@ def load(path: str | Path, *, include_builtin: bool = True) -> Catalogue:
     return catalogue().merged(own) if include_builtin else own
 
 
-def get(name: str | Device) -> Device:
-    """A device from the built-in catalogue; a :class:`Device` passes through unchanged."""
-    return name if isinstance(name, Device) else catalogue().get(name)
+def get(name: str | Device, *, argument: str = "name") -> Device:
+    """A device from the built-in catalogue; a :class:`Device` passes through unchanged.
+
+    ``argument`` is what the caller called it, for error messages (``"device"``).
+    """
+    return name if isinstance(name, Device) else catalogue().get(name, argument=argument)
 
 
-def get_link(name: str | Link) -> Link:
+def get_link(name: str | Link, *, argument: str = "name") -> Link:
     """A link from the built-in catalogue; a :class:`Link` passes through unchanged."""
-    return name if isinstance(name, Link) else catalogue().get_link(name)
+    return name if isinstance(name, Link) else catalogue().get_link(name, argument=argument)
 
 
 def names(kind: str | None = None) -> list[str]:

@@ -55,7 +55,7 @@ def crossover_batch(width: int, device: str | Device, dtype: str = "fp32") -> fl
     (``N <= R·w``).
     """
     width = count("width", width)
-    node = get(device)
+    node = get(device, argument="device")
     ridge_w = node.ridge_point(dtype) * dtype_bytes(dtype)
     if width <= ridge_w:
         return math.inf
@@ -67,7 +67,7 @@ def smallest_compute_bound_power_of_two(
 ) -> int | None:
     """The smallest power-of-two minibatch at which the layer is compute-bound, if any."""
     width, largest = count("width", width), count("largest", largest)
-    node = get(device)
+    node = get(device, argument="device")
     batch = 1
     while batch <= largest:
         if estimate(dense_forward(batch, width, width, dtype=dtype), node).bound == "compute":

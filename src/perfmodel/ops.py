@@ -348,6 +348,8 @@ def dense_forward(
     >>> layer.flops == 2 * 1024**2 * 64, layer.bytes == 4 * (1024**2 + 2 * 1024 * 64)
     (True, True)
     """
+    batch, in_features = count("batch", batch), count("in_features", in_features)
+    out_features = count("out_features", out_features)
     cost = matmul(batch, in_features, out_features, dtype=dtype)
     return dataclasses.replace(cost, label=f"dense {in_features}->{out_features} fwd")
 
@@ -356,6 +358,8 @@ def dense_backward(
     batch: int, in_features: int, out_features: int, *, dtype: str | int = "fp32"
 ) -> Cost:
     """Both gradients of a dense layer: dX = dY·Wᵀ and dW = Xᵀ·dY (twice the forward FLOPs)."""
+    batch, in_features = count("batch", batch), count("in_features", in_features)
+    out_features = count("out_features", out_features)
     grad_input = matmul(batch, out_features, in_features, dtype=dtype)
     grad_weight = matmul(in_features, batch, out_features, dtype=dtype)
     total = grad_input + grad_weight
@@ -385,6 +389,7 @@ def fusion(n: int, flops_per_element: Sequence[float], *, dtype: str | int = "fp
     >>> gelu_like.unfused.bytes // gelu_like.fused.bytes, gelu_like.bytes_saved
     (4, 24000000)
     """
+    n = count("n", n)
     if isinstance(flops_per_element, (str, bytes)) or not isinstance(flops_per_element, Sequence):
         raise TypeError(
             "`flops_per_element` must be a sequence, one number per op in the chain "

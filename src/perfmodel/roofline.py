@@ -45,11 +45,7 @@ __all__ = [
 
 
 def _device(device: str | Device) -> Device:
-    if not isinstance(device, (str, Device)):
-        raise TypeError(
-            f"`device` must be a device name or a hardware.Device (got {type(device).__name__})."
-        )
-    return get(device)
+    return get(device, argument="device")
 
 
 #: What ``ceiling`` may name: the maker's figures, or the best published measurements.
@@ -211,7 +207,7 @@ def estimate(
         raise TypeError(
             f"`dtype` must be a dtype name such as 'bf16' (got {type(dtype).__name__})."
         )
-    dtype = dtype or cost.dtype
+    dtype = cost.dtype if dtype is None else dtype
     if dtype is None:
         raise ValueError(
             "`dtype` is needed: this cost mixes dtypes (or was given a width in bytes); "

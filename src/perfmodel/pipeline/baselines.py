@@ -24,6 +24,7 @@ import itertools
 import math
 from collections.abc import Sequence
 
+from perfmodel._validate import non_negative
 from perfmodel.pipeline.graph import Graph, Partition, bisect_threshold, check_k, stage_cost
 
 __all__ = ["balance_by_params", "balance_by_time", "equal_layers"]
@@ -48,11 +49,15 @@ def equal_layers(graph: Graph, k: int) -> Partition:
 def balance_by_params(graph: Graph, k: int, params: Sequence[float]) -> Partition:
     """Cut where the running parameter count crosses each multiple of ``total / k``."""
     k = check_k(graph, k)
-    if len(params) != graph.n or any(not p >= 0 for p in params):
+    given: object = params
+    if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
+        raise TypeError(f"`params` must be a sequence of counts (got {type(given).__name__}).")
+    if len(params) != graph.n:
         raise ValueError(
-            f"`params` must give a non-negative count for each of the {graph.n} nodes "
+            f"`params` must give a count for each of the {graph.n} nodes "
             f"(got {len(params)} values)."
         )
+    params = [non_negative(f"params[{i}]", p) for i, p in enumerate(params)]
     total = math.fsum(params)
     running, cuts, target = 0.0, [], 1
     for position, node in enumerate(graph.order[:-1]):

@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from perfmodel._validate import count, non_negative, positive
+
 __all__ = [
     "MIP_REL_GAP",
     "Graph",
@@ -37,17 +39,13 @@ __all__ = [
 MIP_REL_GAP = 1e-6
 
 
-def _times(name: str, values: Iterable[object]) -> tuple[float, ...]:
-    out: list[float] = []
-    for index, value in enumerate(values):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise TypeError(f"`{name}[{index}]` must be a number of seconds (got {value!r}).")
-        if not math.isfinite(value) or value < 0:
-            raise ValueError(
-                f"`{name}[{index}]` must be a non-negative finite time (got {value!r})."
-            )
-        out.append(float(value))
-    return tuple(out)
+def _times(name: str, values: object) -> tuple[float, ...]:
+    """Seconds per node: a sequence of non-negative finite numbers."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise TypeError(
+            f"`{name}` must be a sequence of seconds, one per node (got {type(values).__name__})."
+        )
+    return tuple(non_negative(f"{name}[{index}]", value) for index, value in enumerate(values))
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,16 +88,23 @@ class Graph:
             )
         n = len(work_t)
         edge_set: list[tuple[int, int]] = []
+        given: object = edges
+        if isinstance(given, (str, bytes)) or not isinstance(given, Iterable):
+            raise TypeError(
+                f"`edges` must be an iterable of (u, v) pairs (got {type(given).__name__})."
+            )
         for edge in cast(Iterable[Any], edges):
             try:
                 first, second = edge
             except (TypeError, ValueError):
-                raise ValueError(f"edge {edge!r} must be a pair (u, v) of node indices.") from None
+                raise TypeError(
+                    f"`edges` must hold pairs (u, v) of node indices (got {edge!r})."
+                ) from None
             if not all(
                 isinstance(end, numbers.Integral) and not isinstance(end, bool)
                 for end in (first, second)
             ):
-                raise ValueError(f"edge {edge!r} must be a pair (u, v) of node indices.")
+                raise TypeError(f"`edges` must hold pairs (u, v) of node indices (got {edge!r}).")
             u, v = int(first), int(second)
             if not (0 <= u < n and 0 <= v < n):
                 raise ValueError(f"edge {edge!r} names a node outside 0..{n - 1}.")
@@ -270,23 +275,14 @@ def bottleneck_of(graph: Graph, stages: Sequence[Sequence[int]]) -> float:
 
 def check_k(graph: Graph, k: object) -> int:
     """``k`` as an int, or a clear error when it is not a stage count this graph allows."""
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or int(k) < 1:
-        raise ValueError(f"`k` must be a positive integer number of stages (got k={k!r}).")
-    if int(k) > graph.n:
-        raise ValueError(
-            f"`k` must be between 1 and the number of nodes (got k={k} for {graph.n} nodes)."
-        )
-    return int(k)
+    if not isinstance(graph, Graph):
+        raise TypeError(f"`graph` must be a pipeline.Graph (got {type(graph).__name__}).")
+    return count("k", k, minimum=1, maximum=graph.n)
 
 
 def check_time_limit(time_limit_s: object) -> float:
-    """``time_limit_s`` as a float, or a clear error when it is not a positive duration."""
-    if isinstance(time_limit_s, bool) or not isinstance(time_limit_s, numbers.Real):
-        raise TypeError(f"`time_limit_s` must be a number of seconds (got {time_limit_s!r}).")
-    seconds = float(time_limit_s)
-    if not seconds > 0:
-        raise ValueError(f"`time_limit_s` must be positive (got {time_limit_s!r}).")
-    return seconds
+    """``time_limit_s`` as a float: a positive number of seconds (``inf`` for no cap)."""
+    return positive("time_limit_s", time_limit_s, allow_infinity=True)
 
 
 def combinatorial_lower_bound(graph: Graph, k: int) -> float:

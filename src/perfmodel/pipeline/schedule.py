@@ -18,19 +18,17 @@ Parallelism", NeurIPS 2019.
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from perfmodel._validate import count, non_negative
 
 __all__ = ["Schedule", "bubble_fraction", "simulate"]
 
 
 def bubble_fraction(stages: int, micro_batches: int) -> float:
     """Idle fraction of a fill-and-drain pipeline of equal stages: (p-1)/(m+p-1)."""
-    checks: tuple[tuple[str, object], ...] = (("stages", stages), ("micro_batches", micro_batches))
-    for name, value in checks:
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-            raise ValueError(f"`{name}` must be a positive integer (got {name}={value!r}).")
+    stages, micro_batches = count("stages", stages), count("micro_batches", micro_batches)
     return (stages - 1) / (micro_batches + stages - 1)
 
 
@@ -66,12 +64,15 @@ class Schedule:
 
 def simulate(stage_times: Sequence[float], micro_batches: int) -> Schedule:
     """Simulate fill-and-drain over stages with the given per-micro-batch times."""
-    times = [float(t) for t in stage_times]
-    if not times or any(not math.isfinite(t) or t < 0 for t in times):
-        raise ValueError(
-            f"`stage_times` must be one or more non-negative finite times (got {stage_times!r})."
+    given: object = stage_times
+    if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
+        raise TypeError(
+            f"`stage_times` must be a sequence of seconds (got {type(given).__name__})."
         )
-    bubble_fraction(len(times), micro_batches)  # validates micro_batches
+    times = [non_negative(f"stage_times[{i}]", t) for i, t in enumerate(stage_times)]
+    if not times:
+        raise ValueError("`stage_times` must list at least one stage (got none).")
+    micro_batches = count("micro_batches", micro_batches)
     start = [[0.0] * micro_batches for _ in times]
     end = [[0.0] * micro_batches for _ in times]
     for s, duration in enumerate(times):

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from perfmodel._validate import count
 from perfmodel.pipeline.budget import Deadline
 from perfmodel.pipeline.graph import (
     Graph,
@@ -173,15 +174,12 @@ def search_orders(
         the stronger ones.
     """
     k = check_k(graph, k)
-    for name, value, least in (
-        ("generations", generations, 0),
-        ("population", population, 4),
-        ("patience", patience, 1),
-    ):
-        if not isinstance(value, int) or value < least:
-            raise ValueError(f"`{name}` must be an integer >= {least} (got {value!r}).")
-    if evaluations is not None and (not isinstance(evaluations, int) or evaluations < 1):
-        raise ValueError(f"`evaluations` must be a positive integer (got {evaluations!r}).")
+    seed = count("seed", seed, minimum=0)
+    generations = count("generations", generations, minimum=0)
+    population = count("population", population, minimum=4)
+    patience = count("patience", patience)
+    if evaluations is not None:
+        evaluations = count("evaluations", evaluations)
     rng = np.random.default_rng(seed)
     n = graph.n
     budget = evaluations if evaluations is not None else max(60, int(2e8 / n**2))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from perfmodel import ops
+from perfmodel._validate import count, fraction, non_negative
 from perfmodel.hardware import Device, Link, dtype_bytes, get, get_link
 from perfmodel.metrics import transfer_time_s
 from perfmodel.pipeline.graph import Graph
@@ -65,7 +66,7 @@ class _Builder:
     """Collects nodes (op cost, output bytes) and edges, then prices them on a machine."""
 
     def __init__(self, device: str | Device, link: str | Link, dtype: str) -> None:
-        self.device, self.link, self.dtype = get(device), get_link(link), dtype
+        self.device, self.link, self.dtype = get(device, argument="device"), get_link(link, argument="link"), dtype
         self.width = dtype_bytes(dtype)
         self.work: list[float] = []
         self.comm: list[float] = []
@@ -97,6 +98,7 @@ def mlp(
     dtype: str = "bf16",
 ) -> Model:
     """A chain of ``layers`` dense layers of ``width`` x ``width`` on a minibatch."""
+    layers, width, batch = count("layers", layers), count("width", width), count("batch", batch)
     b = _Builder(device, link, dtype)
     previous: tuple[int, ...] = ()
     for _ in range(layers):
@@ -123,6 +125,14 @@ def gpt2_like(
     dtype: str = "bf16",
 ) -> Model:
     """GPT-2 small's shape by default: 12 blocks of attention and MLP with residual adds."""
+    layers, d_model, heads = (
+        count("layers", layers),
+        count("d_model", d_model),
+        count("heads", heads),
+    )
+    seq_len, batch, vocab = count("seq_len", seq_len), count("batch", batch), count("vocab", vocab)
+    if d_model % heads:
+        raise ValueError(f"`d_model` must be a multiple of `heads` (got {d_model} and {heads}).")
     b = _Builder(device, link, dtype)
     tokens = batch * seq_len
     act = tokens * d_model
@@ -174,6 +184,7 @@ def resnet50_like(
     dtype: str = "bf16",
 ) -> Model:
     """ResNet-50: a 7x7 stem, then 3, 4, 6 and 3 bottleneck blocks with skip connections."""
+    batch, image = count("batch", batch), count("image", image, minimum=32)
     b = _Builder(device, link, dtype)
     size = image // 2
     x = b.add(ops.conv2d(batch, 3, 64, image, image, 7, stride=2, padding=3, dtype=dtype),
@@ -226,6 +237,10 @@ def inception_like(
     dtype: str = "bf16",
 ) -> Model:
     """Inception-style modules: 1x1, 1x1-3x3, 1x1-5x5 and pool-1x1 branches, concatenated."""
+    modules = count("modules", modules)
+    channels = count("channels", channels, minimum=4)
+    size = count("size", size)
+    batch = count("batch", batch)
     b = _Builder(device, link, dtype)
     elements = batch * channels * size * size
     x = b.add(
@@ -281,10 +296,15 @@ def random_layered_dag(
     ``edge_probability * width`` extra inputs however deep it sits. Times are uniform in
     the given ranges, in seconds.
     """
-    if layers < 1 or width < 1:
-        raise ValueError(f"`layers` and `width` must be positive (got {layers} and {width}).")
-    if not 0 <= edge_probability <= 1:
-        raise ValueError(f"`edge_probability` must be in [0, 1] (got {edge_probability!r}).")
+    layers, width = count("layers", layers), count("width", width)
+    edge_probability = fraction("edge_probability", edge_probability, allow_zero=True)
+    seed = count("seed", seed, minimum=0)
+    for name, bounds in (("work_range", work_range), ("comm_range", comm_range)):
+        if not isinstance(bounds, tuple) or len(bounds) != 2:
+            raise TypeError(f"`{name}` must be a (low, high) pair of seconds (got {bounds!r}).")
+        low, high = non_negative(f"{name}[0]", bounds[0]), non_negative(f"{name}[1]", bounds[1])
+        if low > high:
+            raise ValueError(f"`{name}` must have low <= high (got {bounds!r}).")
     rng = np.random.default_rng(seed)
     n = layers * width
     work = rng.uniform(*work_range, size=n).tolist()
