@@ -16,7 +16,7 @@ and the run times. Then the two speed goals: a 10,000-layer chain at k=64 and a
 Run from the repository root::
 
     .venv/bin/python benchmarks/partition.py            # about 15 min on 2 cores
-    .venv/bin/python benchmarks/partition.py --quick    # 10 DAGs, 2 s MIP budget
+    .venv/bin/python benchmarks/partition.py --quick    # 10 DAGs, a 20 s cap per case
 """
 
 from __future__ import annotations
@@ -143,13 +143,15 @@ def speed_goals(time_limit_s: float) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dags", type=int, default=50, help="random DAGs (default 50)")
-    parser.add_argument("--time-limit", type=float, default=10.0, help="MIP seconds per case")
+    parser.add_argument(
+        "--time-limit", type=float, default=60.0, help="wall-clock safety net per case (s)"
+    )
     parser.add_argument("--jobs", type=int, default=2, help="worker processes")
     parser.add_argument("--quick", action="store_true", help="10 DAGs and a 2 s MIP budget")
     parser.add_argument("--csv", type=Path, default=Path("test-output/partition-benchmark.csv"))
     args = parser.parse_args()
     if args.quick:
-        args.dags, args.time_limit = 10, 2.0
+        args.dags, args.time_limit = 10, 20.0
     graphs = testbed(args.dags)
     cases = [
         (name, graph, k, args.time_limit)

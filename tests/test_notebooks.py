@@ -13,11 +13,22 @@ def text(cell: dict) -> str:
 
 
 def test_lectures_are_numbered_and_named_with_a_verb():
+    import re
+
     names = [path.stem for path in LECTURES]
-    assert names[:6] == [
-        "00_start_here", "01_measure_what_matters", "02_know_your_hardware",
-        "03_count_flops_and_bytes", "04_draw_the_roofline", "05_choose_a_minibatch_size",
-    ]  # fmt: skip
+    assert names[0] == "00_start_here" and len(names) >= 7
+    numbers = [int(name[:2]) for name in names]
+    assert numbers == sorted(set(numbers)), "one lecture per number"
+    for name in names:
+        assert re.fullmatch(r"\d\d_[a-z]+(_[a-z0-9]+)*", name), name
+        verb = name.split("_")[1]
+        assert verb in VERBS, f"{name}: lecture names start with a verb ({verb!r})"
+
+
+VERBS = {
+    "start", "measure", "know", "count", "draw", "choose", "find", "scale", "go", "split",
+    "serve", "predict", "will",
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("path", LECTURES, ids=lambda path: path.stem)
@@ -33,7 +44,8 @@ def test_lecture_shape(path):
             continue
         outputs = cell["outputs"]
         assert not [o for o in outputs if o["output_type"] == "error"], f"{path.name}: error output"
-        if "NBVAL_CHECK_OUTPUT" in text(cell):
+        tags = cell["metadata"].get("tags", [])
+        if "nbval-check-output" in tags:
             assert outputs, f"{path.name}: a checked cell has no stored output"
         if "_explorer(" in text(cell):
             assert any("widget-view+json" in str(o.get("data", {})) for o in outputs)
@@ -47,3 +59,26 @@ def test_every_static_view_stores_its_figure(path):
             if "import" in source.splitlines()[0] and "_explorer(" in source:
                 continue
             assert any("image/png" in o.get("data", {}) for o in cell["outputs"]), source[:60]
+
+
+@pytest.mark.parametrize("path", LECTURES, ids=lambda path: path.stem)
+def test_checks_read_as_part_of_the_lesson(path):
+    # nbval's markers live in cell tags, not in the code a learner reads; a cell that only
+    # asserts is tagged remove-cell (hidden in the book and the slides) and says what it is.
+    for cell in read_json(path)["cells"]:
+        source = text(cell)
+        assert "NBVAL_" not in source, f"{path.name}: a marker in the source: {source[:60]}"
+        if cell["cell_type"] != "code":
+            continue
+        code = [
+            line
+            for line in source.splitlines()
+            if line.strip() and not line.lstrip().startswith("#")
+        ]
+        asserts = [line for line in code if line.lstrip().startswith("assert")]
+        tags = cell["metadata"].get("tags", [])
+        if asserts:
+            assert len(asserts) == len(code), f"{path.name}: an assert inside a lesson cell"
+            assert "remove-cell" in tags and source.startswith("# A check"), source[:60]
+        else:
+            assert "remove-cell" not in tags, f"{path.name}: a hidden cell that checks nothing"

@@ -70,3 +70,10 @@ def test_roofline_labels_stay_inside_the_frame():
         box = text.get_window_extent()
         assert frame.x0 <= box.x0 and box.x1 <= frame.x1, text.get_text()
     plt.close("all")
+
+
+def test_integer_roofs_read_op_per_second():
+    ax = roofline_plot("H100 SXM", dtypes=["int8"])
+    assert ax.get_ylabel() == "attainable OP/s"
+    assert roofline_plot("H100 SXM", dtypes=["bf16"]).get_ylabel() == "attainable FLOP/s"
+    plt.close("all")

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from perfmodel.hardware import Device, get
+from perfmodel.hardware import Device, get, op_unit
 from perfmodel.ops import Cost
 from perfmodel.plotting import COLOURS, new_axes, si_formatter, style
 from perfmodel.roofline import estimate
@@ -71,14 +71,16 @@ def roofline_plot(
                 ha="right" if right else "left",
                 fontsize=13,
             )
+        # An int8 operation is not a floating-point one: integer-only roofs read OP/s.
+        unit = "OP" if dtypes and all(op_unit(d) == "OP" for d in dtypes) else "FLOP"
         ax.set(
             xscale="log",
             yscale="log",
-            xlabel="arithmetic intensity (FLOP / byte)",
-            ylabel="attainable FLOP/s",
+            xlabel=f"arithmetic intensity ({unit} / byte)",
+            ylabel=f"attainable {unit}/s",
             title=f"Roofline: {node.name}" + (f" vs {get(compare).name}" if compare else ""),
         )
         ax.set_xlim(low, high)
-        ax.yaxis.set_major_formatter(si_formatter("FLOP/s"))
+        ax.yaxis.set_major_formatter(si_formatter(f"{unit}/s"))
         ax.legend(loc="lower right")
     return ax
