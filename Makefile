@@ -7,26 +7,32 @@ BIN    := $(VENV)/bin
 PY     := $(BIN)/python
 PYTEST_WORKERS ?= auto
 
-.PHONY: lab test lint typecheck notebooks release clean
+.PHONY: lab test test-fast test-lecture lint typecheck notebooks release clean
 
 $(PY):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "perfmodel needs Python 3.10 or newer; found " + sys.version.split()[0] + ". Run: make PYTHON=python3.12 ...")'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-$(VENV)/.installed-lab: pyproject.toml | $(PY)
+# JupyterLab's own settings for this course: no "news" popup over the outputs, no update check.
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
+
+$(VENV)/.installed-lab: pyproject.toml jupyter/overrides.json | $(PY)
 	$(PY) -m pip install --quiet -e .
+	mkdir -p $(LAB_SETTINGS) && cp jupyter/overrides.json $(LAB_SETTINGS)/overrides.json
 	@touch $@
 
-$(VENV)/.installed-test: pyproject.toml | $(PY)
+$(VENV)/.installed-test: pyproject.toml jupyter/overrides.json | $(PY)
 	$(PY) -m pip install --quiet -e ".[test]"
+	mkdir -p $(LAB_SETTINGS) && cp jupyter/overrides.json $(LAB_SETTINGS)/overrides.json
 	@touch $@ $(VENV)/.installed-lab
 
 # Jupyter refuses to run as root (a container, CI) unless told it is on purpose.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
 lab: $(VENV)/.installed-lab
-	$(BIN)/jupyter lab $(ALLOW_ROOT) notebooks/00_start_here.ipynb
+	$(BIN)/jupyter lab $(ALLOW_ROOT) --LabApp.news_url= \
+		--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate notebooks/00_start_here.ipynb
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests notebooks exercises
@@ -37,6 +43,19 @@ typecheck: $(VENV)/.installed-test
 
 test: lint typecheck
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope
+
+# The quick loop while editing code: the unit and property tests and the docstrings, without
+# the notebooks, the grading of whole folders and the browser (about a minute on 2 cores).
+test-fast: $(VENV)/.installed-test
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope -m "not slow and not browser" tests src \
+		--ignore=tests/test_notebooks.py --ignore=tests/test_workbooks.py
+
+# One lecture and its workbook: `make test-lecture LECTURE=04`.
+LECTURE ?= 00
+test-lecture: $(VENV)/.installed-test
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope notebooks/$(LECTURE)_*.ipynb \
+		exercises/$(LECTURE)_*.ipynb exercises/masters/$(LECTURE)_*.ipynb \
+		tests/test_notebooks.py tests/test_workbooks.py -k "$(LECTURE)_"
 
 # Re-run every notebook and store its outputs (after editing one). The nbconvert command
 # line occasionally waits forever for a reply its kernel never sends (seen with ipykernel 6

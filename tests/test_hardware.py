@@ -255,6 +255,8 @@ def test_import_loads_no_heavy_library():
         "if m in sys.modules)))"
     )
     loaded = json.loads(
-        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout
     )
     assert loaded == []

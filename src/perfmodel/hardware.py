@@ -313,7 +313,7 @@ def _key(name: str) -> str:
     return " ".join(name.lower().replace("-", " ").replace("_", " ").split())
 
 
-def _lookup(table: Mapping[str, Any], name: str, what: str, argument: str = "name") -> Any:
+def _lookup(table: Mapping[str, Any], name: object, what: str, argument: str = "name") -> Any:
     if not isinstance(name, str):
         kind = "Device" if what == "device" else "Link"
         raise TypeError(

@@ -127,7 +127,7 @@ def partition(graph: Graph, k: int, *, seed: int = 0, time_limit_s: float = 60.0
     deadline = Deadline(check_time_limit(time_limit_s))
     if graph.is_chain:
         return split_chain(graph, k)
-    masks = downsets(graph)
+    masks = downsets(graph, deadline=deadline)
     if masks is not None:
         exact = split_downsets(graph, k, masks=masks, deadline=deadline)
         if exact is not None:

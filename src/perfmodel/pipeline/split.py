@@ -28,6 +28,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from perfmodel._validate import count
 from perfmodel.pipeline.budget import Deadline
 from perfmodel.pipeline.graph import (
     Graph,
@@ -200,17 +201,22 @@ def split_order(graph: Graph, order: Sequence[int], k: int) -> Partition:
     return _partition(graph, stages, bound, method)
 
 
-def downsets(graph: Graph, limit: int = DOWNSET_LIMIT) -> list[int] | None:
+def downsets(
+    graph: Graph, limit: int = DOWNSET_LIMIT, *, deadline: Deadline | None = None
+) -> list[int] | None:
     """Every downset (set closed under predecessors) as a bit mask, smallest first.
 
     ``None`` when there are more than ``limit``, or more than ``5e6 / n`` (enumerating
-    costs ``n`` steps per downset): a wide graph has exponentially many.
+    costs ``n`` steps per downset): a wide graph has exponentially many. Also ``None`` when
+    a ``deadline`` (a wall-clock safety net) passes first.
     """
-    limit = min(limit, max(1000, 5_000_000 // graph.n))
+    limit = min(count("limit", limit), max(1000, 5_000_000 // graph.n))
     needs, _ = node_masks(graph)
     seen = {0}
     frontier = [0]
     while frontier:
+        if deadline is not None and deadline.expired():
+            return None
         grown = []
         for ideal in frontier:
             for v in range(graph.n):

@@ -66,7 +66,9 @@ class _Builder:
     """Collects nodes (op cost, output bytes) and edges, then prices them on a machine."""
 
     def __init__(self, device: str | Device, link: str | Link, dtype: str) -> None:
-        self.device, self.link, self.dtype = get(device, argument="device"), get_link(link, argument="link"), dtype
+        self.device = get(device, argument="device")
+        self.link = get_link(link, argument="link")
+        self.dtype = dtype
         self.width = dtype_bytes(dtype)
         self.work: list[float] = []
         self.comm: list[float] = []
