@@ -145,6 +145,9 @@ def test_start_here_runs_in_jupyterlab_and_its_slider_drives_the_output(lab):
             after = sentence.inner_text()
             assert after != before
             assert "Moving 100 MB at 100 GB/s takes 1 ms." in after, after
+            # The slider's readout is written in units, not as 1.00e+08.
+            readouts = page.locator(".widget-hbox .widget-label").all_inner_texts()
+            assert "100 MB" in readouts and "100 GB/s" in readouts, readouts
             sentence.scroll_into_view_if_needed()
             page.screenshot(path=str(SCREENSHOTS / "00_start_here.png"))
         except Exception:

@@ -238,21 +238,21 @@ def test_larger_graphs_report_a_gap():
         (lambda: pl.Graph([1, 2], [1, math.nan], []), r"`comm\[1\]` must be a non-negative"),
         (lambda: pl.Graph([1, 2], [1, 1], [(0, 0)]), "self-loop"),
         (lambda: pl.Graph([1, 2], [1, 1], [(0, 5)]), "outside 0..1"),
-        (lambda: pl.Graph([1, 2], [1, 1], [(0, 1, 2)]), r"must be a pair \(u, v\)"),
+        (lambda: pl.Graph([1, 2], [1, 1], [(0, 1, 2)]), r"must hold pairs \(u, v\)"),
         (lambda: pl.Graph([1, 2, 3], [1, 1, 1], [(0, 1), (1, 2), (2, 0)]), "has a cycle"),
         (lambda: pl.Graph([], [], []), "at least one node"),
     ],
 )
 def test_bad_graphs(build, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises((TypeError, ValueError), match=message):
         build()
 
 
 def test_bad_requests():
     g = pl.Graph.chain([1, 2, 3], [1, 1, 1])
-    with pytest.raises(ValueError, match=r"between 1 and the number of nodes \(got k=4 for 3"):
+    with pytest.raises(ValueError, match=r"`k` must be an integer from 1 to 3 \(got 4\)"):
         pl.partition(g, 4)
-    with pytest.raises(ValueError, match="`k` must be a positive integer"):
+    with pytest.raises(ValueError, match=r"`k` must be an integer from 1 to 3 \(got 0\)"):
         pl.partition(g, 0)
     with pytest.raises(ValueError, match="must be topological"):
         pl.split_order(g, [2, 1, 0], 2)
@@ -264,9 +264,9 @@ def test_bad_requests():
         pl.search_orders(g, 2, population=2)
     with pytest.raises(ValueError, match="`evaluations` must be a positive integer"):
         pl.search_orders(g, 2, evaluations=0)
-    with pytest.raises(ValueError, match="`time_limit_s` must be positive"):
+    with pytest.raises(ValueError, match="`time_limit_s` must be a positive number"):
         pl.partition(g, 2, time_limit_s=0)
-    with pytest.raises(TypeError, match="`time_limit_s` must be a number of seconds"):
+    with pytest.raises(TypeError, match="`time_limit_s` must be a number"):
         pl.solve_mip(g, 2, time_limit_s="10")
 
 

@@ -21,8 +21,10 @@ def test_balance_by_params_cuts_at_parameter_quantiles():
     g = pl.Graph.chain([1.0] * 4, [0.0] * 4)
     result = balance_by_params(g, 2, params=[10, 10, 10, 30])
     assert result.stages == ((0, 1, 2), (3,))
-    with pytest.raises(ValueError, match="`params` must give a non-negative count"):
+    with pytest.raises(ValueError, match="`params` must give a count for each of the 4 nodes"):
         balance_by_params(g, 2, params=[1, 2])
+    with pytest.raises(ValueError, match=r"`params\[1\]` must be a non-negative finite number"):
+        balance_by_params(g, 2, params=[1, -2, 3, 4])
 
 
 def test_balance_by_time_ignores_communication_and_pays_for_it():
@@ -80,7 +82,7 @@ def test_schedule_respects_dependences(times, m):
 def test_schedule_errors():
     with pytest.raises(ValueError, match="`micro_batches` must be a positive integer"):
         simulate([1.0], 0)
-    with pytest.raises(ValueError, match="`stage_times` must be one or more"):
+    with pytest.raises(ValueError, match="`stage_times` must list at least one stage"):
         simulate([], 3)
     with pytest.raises(ValueError, match="`stages` must be a positive integer"):
         bubble_fraction(0, 4)

@@ -50,7 +50,7 @@ def test_random_dags_are_reproducible_and_connected():
     assert zoo.random_layered_dag(6, 5, seed=8).edges != a.edges
     for node in range(5, 30):  # every node past the first layer reads the layer before
         assert any(node // 5 - 1 == u // 5 for u in a.predecessors[node])
-    with pytest.raises(ValueError, match="`edge_probability` must be in"):
+    with pytest.raises(ValueError, match=r"`edge_probability` must be a number in \[0, 1\]"):
         zoo.random_layered_dag(2, 2, edge_probability=2)
 
 

@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 #: The ``perfmodel`` package itself, bundled into autograder zips so the tests can import it.
-_PACKAGE_DIR = Path(__file__).resolve().parent
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent  # src/perfmodel, not course/
 #: A fixed timestamp for zip entries, so that a release is reproducible byte for byte.
 _ZIP_DATE = (2024, 1, 1, 0, 0, 0)
 

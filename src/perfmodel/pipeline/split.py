@@ -24,7 +24,7 @@ Three exact algorithms, each for a different shape of problem:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -65,6 +65,24 @@ def _partition(graph: Graph, stages: list[tuple[int, ...]], bound: float, method
         lower_bound=min(max(bound, 0.0), bottleneck),
         method=method,
     )
+
+
+def _walk_back(previous: Callable[[int, int], int], end: int, used: int) -> list[tuple[int, int]]:
+    """Follow a dynamic program's back-pointers from ``end`` through ``used`` stages.
+
+    ``previous(j, end)`` is where the ``j``-th stage, ending at ``end``, starts. Returns each
+    stage's ``(start, end)``, first stage first.
+
+    >>> _walk_back(lambda j, end: {4: 2, 2: 0}[end], 4, 2)
+    [(0, 2), (2, 4)]
+    """
+    spans = []
+    for j in range(used, 0, -1):
+        start = previous(j, end)
+        spans.append((start, end))
+        end = start
+    spans.reverse()
+    return spans
 
 
 def split_chain(graph: Graph, k: int) -> Partition:
@@ -111,12 +129,8 @@ def split_chain(graph: Graph, k: int) -> Partition:
     low, high = bisect_threshold(lambda t: sweep(t) is not None, low, high, rel_tol=_ROUNDING)
     pointers = sweep(high)
     assert pointers is not None  # high is always feasible
-    stages, end = [], n
-    for best_start in reversed(pointers):
-        start = int(best_start[end - 1])
-        stages.append(tuple(range(start, end)))
-        end = start
-    stages.reverse()
+    spans = _walk_back(lambda j, end: int(pointers[j - 1][end - 1]), n, len(pointers))
+    stages = [tuple(range(start, end)) for start, end in spans]
     return _partition(graph, stages, low * (1 - _ROUNDING), "chain dynamic programming")
 
 
@@ -188,12 +202,8 @@ def split_order(graph: Graph, order: Sequence[int], k: int) -> Partition:
         raise ValueError("`order` must be topological: every edge must point forwards.")
     best, start = _min_max_dp(order_segment_costs(graph, order), k)
     used = int(np.argmin(best[:, -1]))
-    stages, end = [], graph.n
-    for j in range(used, 0, -1):
-        a = int(start[j, end])
-        stages.append(tuple(order[a:end]))
-        end = a
-    stages.reverse()
+    spans = _walk_back(lambda j, end: int(start[j, end]), graph.n, used)
+    stages = [tuple(order[a:b]) for a, b in spans]
     bound = combinatorial_lower_bound(graph, k)
     if graph.is_chain:
         bound = float(best[used, -1]) * (1 - _ROUNDING)
@@ -316,11 +326,7 @@ def split_downsets(
     used = int(np.argmin(best[:, d - 1]))
     if not math.isfinite(best[used, d - 1]):  # rounding kept the order's own split out
         return split_order(graph, graph.order, k)
-    stages, i = [], d - 1
-    for j in range(used, 0, -1):
-        previous = int(choice[j, i])
-        stages.append(tuple(np.flatnonzero(member[i] & ~member[previous]).tolist()))
-        i = previous
-    stages.reverse()
+    spans = _walk_back(lambda j, i: int(choice[j, i]), d - 1, used)
+    stages = [tuple(np.flatnonzero(member[b] & ~member[a]).tolist()) for a, b in spans]
     optimum = float(best[used, d - 1])
     return _partition(graph, stages, optimum * (1 - _ROUNDING), "dynamic programming on downsets")

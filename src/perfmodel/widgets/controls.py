@@ -9,7 +9,7 @@ from typing import Any
 
 from perfmodel.units import format_quantity
 
-__all__ = ["LOG_STEP", "live_plot", "live_text", "log_slider", "snap_to_log_grid"]
+__all__ = ["LOG_STEP", "int_slider", "live_plot", "live_text", "log_slider", "snap_to_log_grid"]
 
 #: Log sliders move in tenths of a decade.
 LOG_STEP = 0.1
@@ -68,6 +68,21 @@ def log_slider(value: float, low: int, high: int, description: str, unit: str) -
     box = widgets.HBox([slider, readout])
     box.slider = slider
     return box
+
+
+def int_slider(value: int, low: int, high: int, description: str, *, step: int = 1) -> Any:
+    """A wide integer slider, easy to drive with a mouse on a podium."""
+    import ipywidgets as widgets
+
+    return widgets.IntSlider(
+        value=value,
+        min=low,
+        max=high,
+        step=step,
+        description=description,
+        style=_STYLE,
+        layout=widgets.Layout(**_LAYOUT),
+    )
 
 
 def live_text(controls: tuple[Any, ...], render: Callable[[], str], css_class: str) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from perfmodel.hardware import names
-from perfmodel.widgets.controls import live_plot
+from perfmodel.widgets.controls import int_slider, live_plot
 
 __all__ = ["batch_size_explorer", "batch_size_view"]
 
@@ -27,14 +27,7 @@ def batch_size_explorer() -> Any:
     """Layer width, device and dtype controls for :func:`batch_size_view`."""
     import ipywidgets as widgets
 
-    width = widgets.IntSlider(
-        value=4096,
-        min=256,
-        max=16384,
-        step=256,
-        description="width N",
-        layout=widgets.Layout(width="38em"),
-    )
+    width = int_slider(4096, 256, 16384, "width N", step=256)
     device = widgets.Dropdown(options=names(), value="GPU circa 2015", description="device")
     dtype = widgets.Dropdown(options=["fp32", "bf16"], value="fp32", description="dtype")
     out = live_plot(batch_size_view, {"width": width, "device": device, "dtype": dtype})

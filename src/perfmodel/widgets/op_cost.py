@@ -7,7 +7,7 @@ from typing import Any
 from perfmodel import ops
 from perfmodel.hardware import DTYPES
 from perfmodel.units import format_quantity
-from perfmodel.widgets.controls import live_text
+from perfmodel.widgets.controls import int_slider, live_text
 
 __all__ = ["OP_KINDS", "named_op", "op_explorer", "op_summary"]
 
@@ -62,14 +62,7 @@ def op_explorer(kind: str = "matmul, C += A·B", n: int = 512) -> Any:
     import ipywidgets as widgets
 
     choice = widgets.Dropdown(options=OP_KINDS, value=kind, description="op")
-    size = widgets.IntSlider(
-        value=n,
-        min=16,
-        max=8192,
-        step=16,
-        description="size n",
-        layout=widgets.Layout(width="38em"),
-    )
+    size = int_slider(n, 16, 8192, "size n", step=16)
     dtype = widgets.Dropdown(options=DTYPES, value="fp32", description="dtype")
     text = live_text(
         (choice, size, dtype),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from perfmodel.hardware import link_names, names
-from perfmodel.widgets.controls import live_plot
+from perfmodel.widgets.controls import int_slider, live_plot
 
 __all__ = ["ZOO_MODELS", "partition_explorer", "partition_view"]
 
@@ -53,7 +53,7 @@ def partition_explorer() -> Any:
     model = widgets.Dropdown(options=list(ZOO_MODELS), value="GPT-2 small", description="model")
     device = widgets.Dropdown(options=names(), value="H100 SXM", description="device")
     link = widgets.Dropdown(options=link_names(), value="NVLink 4", description="link")
-    k = widgets.IntSlider(value=8, min=1, max=32, description="stages k")
+    k = int_slider(8, 1, 32, "stages k")
     controls = {"model": model, "device": device, "link": link, "k": k}
     out = live_plot(partition_view, controls)
     return widgets.VBox([widgets.HBox([model, device]), widgets.HBox([link, k]), out])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from perfmodel.hardware import names
-from perfmodel.widgets.controls import live_plot
+from perfmodel.widgets.controls import int_slider, live_plot
 from perfmodel.widgets.op_cost import named_op
 
 __all__ = ["roofline_explorer", "roofline_view"]
@@ -33,14 +33,7 @@ def roofline_explorer(device: str = "H100 SXM", compare: str = "A100 SXM4 80GB")
     dtype = widgets.Dropdown(
         options=["fp32", "bf16", "fp8", "int8"], value="bf16", description="dtype"
     )
-    size = widgets.IntSlider(
-        value=1024,
-        min=64,
-        max=16384,
-        step=64,
-        description="size n",
-        layout=widgets.Layout(width="38em"),
-    )
+    size = int_slider(1024, 64, 16384, "size n", step=64)
 
     def view(device: str, compare: str, dtype: str, n: int) -> Any:
         return roofline_view(device, None if compare == "(none)" else compare, dtype, n)

@@ -6,7 +6,7 @@ from typing import Any
 
 from perfmodel.metrics import run_time_s
 from perfmodel.units import format_quantity
-from perfmodel.widgets.controls import live_text, log_slider
+from perfmodel.widgets.controls import int_slider, live_text, log_slider
 
 __all__ = ["run_time_explorer", "run_time_text"]
 
@@ -30,14 +30,7 @@ def run_time_explorer(work: float = 1e9, time_per_work_s: float = 1e-9) -> Any:
 
     w = log_slider(work, 3, 15, "W (work)", "")
     t = log_slider(time_per_work_s, -12, -3, "t (per work)", "s")
-    p = widgets.IntSlider(
-        value=8,
-        min=1,
-        max=1024,
-        description="P (parallel)",
-        style={"description_width": "8em"},
-        layout=widgets.Layout(width="38em"),
-    )
+    p = int_slider(8, 1, 1024, "P (parallel)")
     text = live_text(
         (w.slider, t.slider, p),
         lambda: run_time_text(w.slider.value, t.slider.value, p.value),
