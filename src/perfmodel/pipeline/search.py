@@ -79,14 +79,14 @@ def _seed_keys(graph: Graph) -> list[np.ndarray]:
             depth[v] = max(depth[v], depth[u] + 1)
     by_depth = (depth + by_index) / (depth.max() + 2)
     position = np.empty(n)  # depth-first: finish each branch before starting the next
-    stack, seen, count = [u for u in reversed(graph.order) if not graph.predecessors[u]], set(), 0
+    stack, seen, visited = [u for u in reversed(graph.order) if not graph.predecessors[u]], set(), 0
     while stack:
         u = stack.pop()
         if u in seen:
             continue
         seen.add(u)
-        position[u] = count / n
-        count += 1
+        position[u] = visited / n
+        visited += 1
         stack.extend(reversed(graph.successors[u]))
     return [by_index, by_depth, position]
 
