@@ -267,6 +267,8 @@ def mip_lower_bound(
     upper = non_negative("upper", upper)
     if deadline is None:
         deadline = Deadline(check_time_limit(time_limit_s))
+    if deadline.expired():  # no time even for the window bound: the combinatorial one is free
+        return MipBound(min(combinatorial_lower_bound(graph, k), upper), None, 0, False)
     low = window_lower_bound(graph, k)
     high, ceiling = upper, upper
     split: Partition | None = None

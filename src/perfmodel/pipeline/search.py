@@ -236,14 +236,16 @@ def search_orders(
     winner = pool[int(np.argmin(scores))]
     found = split_order(graph, decode(graph, winner.tolist()), k)
     family = _prefix_family(graph, [better for _, better in sorted(cache.values())])
-    mixed = split_downsets(
-        graph,
-        k,
-        masks=family,
-        upper=found.bottleneck,
-        pair_limit=FAMILY_PAIR_LIMIT,
-        deadline=deadline,
-    )
+    mixed = None
+    if not deadline.expired():  # mix the orders' cuts, time allowing
+        mixed = split_downsets(
+            graph,
+            k,
+            masks=family,
+            upper=found.bottleneck,
+            pair_limit=FAMILY_PAIR_LIMIT,
+            deadline=deadline,
+        )
     stages = found.stages if mixed is None else mixed.stages
     stages = polish(graph, stages)
     return Partition(
