@@ -1,0 +1,338 @@
+"""Measure how long code takes, honestly: warm-up, autoranged loops, every sample kept.
+
+:func:`measure` times one callable the way :mod:`timeit` does, with the parts a
+performance model needs on top:
+
+* a warm-up call first (page faults, lazy imports, caches, a JIT);
+* an inner loop count chosen automatically (1, 2, 5, 10, 20, 50, ...) until one sample
+  lasts at least ``min_sample_s``, so that the clock's resolution does not matter;
+* samples repeated until there are at least ``repeats`` of them and they add up to
+  ``min_time_s`` (never more than ``max_repeats``);
+* :func:`time.perf_counter_ns`, a monotonic clock;
+* an optional ``sync`` callable, run inside the timed region after each batch of calls,
+  for devices that work asynchronously (``torch.cuda.synchronize``);
+* explicit threads: ``threads=n`` limits the BLAS and OpenMP pools with threadpoolctl for
+  the measurement, and the result records the count.
+
+It returns a :class:`Measurement`: every sample, the median, the minimum, the
+interquartile range and a ``noisy`` flag. It never prints. :func:`sweep` measures over a
+list of parameters with a progress bar, and keeps what it measured if interrupted.
+
+What a measurement means depends on the machine, so the lectures never compare printed
+times with stored ones; they check what holds on any machine.
+
+Examples
+--------
+>>> m = measure(lambda: sum(range(1000)), repeats=3, min_time_s=0.0, min_sample_s=1e-4)
+>>> len(m.samples_s) >= 3 and m.minimum_s <= m.median_s
+True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import statistics
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from perfmodel._validate import count, non_negative, positive
+
+__all__ = [
+    "NOISY_SPREAD",
+    "Measurement",
+    "Sweep",
+    "measure",
+    "next_loop_count",
+    "sweep",
+    "thread_limit",
+]
+
+#: A measurement is flagged noisy when its interquartile range exceeds this share of its
+#: median: the machine was busy, or the clock too coarse for the work.
+NOISY_SPREAD = 0.1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Measurement:
+    """Seconds per call of one measured callable, and what was measured.
+
+    Parameters
+    ----------
+    samples_s : sequence of float
+        Seconds per call, one entry per sample (each sample times ``inner_loops`` calls).
+    inner_loops : int
+        Calls per sample.
+    label : str
+        What was measured.
+    threads : int or None
+        The thread limit it ran under (None: the libraries' defaults).
+    dtype : str or None
+        The data type of the work, when there is one.
+    sizes : mapping of str to int
+        The sizes of the work (``{"n": 4096}``).
+    """
+
+    samples_s: tuple[float, ...]
+    inner_loops: int
+    label: str = ""
+    threads: int | None = None
+    dtype: str | None = None
+    sizes: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        samples = tuple(
+            non_negative(f"samples_s[{i}]", value) for i, value in enumerate(self.samples_s)
+        )
+        if not samples:
+            raise ValueError("`samples_s` must hold at least one sample (got none).")
+        object.__setattr__(self, "samples_s", samples)
+        object.__setattr__(self, "inner_loops", count("inner_loops", self.inner_loops))
+        object.__setattr__(self, "sizes", MappingProxyType(dict(self.sizes)))
+
+    @property
+    def median_s(self) -> float:
+        """The median seconds per call: the number to report."""
+        return statistics.median(self.samples_s)
+
+    @property
+    def minimum_s(self) -> float:
+        """The fastest sample: the least disturbed run, an optimistic estimate."""
+        return min(self.samples_s)
+
+    @property
+    def iqr_s(self) -> float:
+        """Interquartile range of the samples, seconds (0 with fewer than two samples).
+
+        >>> Measurement(samples_s=[1.0, 2.0, 3.0, 4.0], inner_loops=1).iqr_s
+        1.5
+        """
+        if len(self.samples_s) < 2:
+            return 0.0
+        low, _, high = statistics.quantiles(self.samples_s, n=4, method="inclusive")
+        return high - low
+
+    @property
+    def spread(self) -> float:
+        """Interquartile range over median: how much the samples disagree."""
+        median = self.median_s
+        return self.iqr_s / median if median > 0 else 0.0
+
+    @property
+    def noisy(self) -> bool:
+        """True when the spread exceeds :data:`NOISY_SPREAD`: repeat on a quieter machine.
+
+        >>> Measurement(samples_s=[1.0, 1.0, 1.01, 1.0], inner_loops=1).noisy
+        False
+        >>> Measurement(samples_s=[1.0, 1.6, 1.0, 1.9], inner_loops=1).noisy
+        True
+        """
+        return self.spread > NOISY_SPREAD
+
+    def rate(self, amount: float) -> float:
+        """``amount`` per second at the median time: bytes -> B/s, FLOPs -> FLOP/s."""
+        amount = non_negative("amount", amount)
+        return amount / self.median_s if self.median_s > 0 else math.inf
+
+
+@contextlib.contextmanager
+def thread_limit(threads: int | None) -> Iterator[None]:
+    """Limit the BLAS and OpenMP thread pools to ``threads`` inside the block (threadpoolctl).
+
+    ``None`` leaves the libraries' defaults alone.
+    """
+    if threads is None:
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=count("threads", threads)):
+        yield
+
+
+def _autorange(run: Callable[[int], int], min_sample_s: float, max_inner: int) -> tuple[int, float]:
+    """The smallest inner loop count in 1, 2, 5, 10, 20, 50, ... whose sample lasts at least
+    ``min_sample_s`` (or ``max_inner``), and that sample's seconds per call."""
+    inner = 1
+    while True:
+        elapsed_ns = run(inner)
+        if elapsed_ns >= min_sample_s * 1e9 or inner >= max_inner:
+            return inner, elapsed_ns / 1e9 / inner
+        inner = min(next_loop_count(inner), max_inner)
+
+
+def next_loop_count(inner: int) -> int:
+    """The next of 1, 2, 5, 10, 20, 50, 100, ... after ``inner`` (as :mod:`timeit` counts).
+
+    >>> [next_loop_count(n) for n in (1, 2, 5, 10, 20, 50, 99)]
+    [2, 5, 10, 20, 50, 100, 100]
+    """
+    inner = count("inner", inner)
+    decade: int = 10 ** (len(str(inner)) - 1)
+    return next(decade * step for step in (1, 2, 5, 10) if decade * step > inner)
+
+
+def measure(
+    fn: Callable[[], Any],
+    *,
+    setup: Callable[[], Any] | None = None,
+    sync: Callable[[], Any] | None = None,
+    warmup: int = 1,
+    repeats: int = 5,
+    max_repeats: int = 50,
+    min_time_s: float = 0.2,
+    min_sample_s: float = 0.01,
+    max_inner: int = 1_000_000,
+    threads: int | None = None,
+    label: str = "",
+    dtype: str | None = None,
+    sizes: Mapping[str, int] | None = None,
+) -> Measurement:
+    """Time ``fn()``: seconds per call, every sample kept.
+
+    Parameters
+    ----------
+    fn : callable
+        Called with no arguments; what it returns is ignored.
+    setup : callable, optional
+        Called before each sample, outside the timed region (fresh inputs, a cache flush).
+    sync : callable, optional
+        Called after each batch of calls, inside the timed region: waits for an
+        asynchronous device to finish.
+    warmup : int
+        Untimed calls before anything is measured.
+    repeats, max_repeats : int
+        At least ``repeats`` samples, more until they add up to ``min_time_s``, never more
+        than ``max_repeats``.
+    min_time_s : float
+        Least total measured time, seconds.
+    min_sample_s : float
+        Least time of one sample; the inner loop count grows (1, 2, 5, 10, ...) until a
+        sample lasts this long, or reaches ``max_inner``.
+    threads : int, optional
+        Limit the BLAS and OpenMP pools to this many threads while measuring.
+    label, dtype, sizes
+        What is measured, recorded in the result.
+
+    Returns
+    -------
+    Measurement
+    """
+    if not callable(fn):
+        raise TypeError(f"`fn` must be callable (got {type(fn).__name__}).")
+    for name, hook in (("setup", setup), ("sync", sync)):
+        if hook is not None and not callable(hook):
+            raise TypeError(f"`{name}` must be callable or None (got {type(hook).__name__}).")
+    warmup = count("warmup", warmup, minimum=0)
+    repeats = count("repeats", repeats)
+    max_repeats = count("max_repeats", max_repeats, minimum=repeats)
+    min_time_s = non_negative("min_time_s", min_time_s)
+    min_sample_s = positive("min_sample_s", min_sample_s)
+    max_inner = count("max_inner", max_inner)
+    if not isinstance(label, str):
+        raise TypeError(f"`label` must be a string (got {type(label).__name__}).")
+    sizes = {name: count(f"sizes[{name!r}]", value) for name, value in (sizes or {}).items()}
+
+    def run(inner: int) -> int:
+        if setup is not None:
+            setup()
+        start = time.perf_counter_ns()
+        for _ in range(inner):
+            fn()
+        if sync is not None:
+            sync()
+        return time.perf_counter_ns() - start
+
+    with thread_limit(threads):
+        for _ in range(warmup):
+            fn()
+        if sync is not None:
+            sync()
+        inner, first = _autorange(run, min_sample_s, max_inner)
+        samples = [first]
+        while len(samples) < max_repeats and (
+            len(samples) < repeats or sum(samples) * inner < min_time_s
+        ):
+            samples.append(run(inner) / 1e9 / inner)
+    return Measurement(
+        samples_s=tuple(samples),
+        inner_loops=inner,
+        label=label,
+        threads=threads,
+        dtype=dtype,
+        sizes=sizes,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Sweep:
+    """Measurements over a list of parameters; ``interrupted`` when it was stopped early."""
+
+    parameters: tuple[Any, ...]
+    measurements: tuple[Measurement, ...]
+    interrupted: bool
+
+
+def sweep(
+    measure_one: Callable[[Any], Measurement],
+    parameters: Iterable[Any],
+    *,
+    description: str = "measuring",
+    progress: bool = True,
+) -> Sweep:
+    """``measure_one(p)`` for each parameter, with a progress bar; Ctrl-C keeps the results.
+
+    Parameters
+    ----------
+    measure_one : callable
+        Measures one parameter and returns its :class:`Measurement`.
+    parameters : iterable
+        The parameters, in order.
+    description : str
+        The progress bar's label.
+    progress : bool
+        Show a tqdm bar (it renders as a widget in notebooks).
+
+    Returns
+    -------
+    Sweep
+        The parameters measured so far and their measurements; ``interrupted`` is True when a
+        KeyboardInterrupt stopped the sweep (it is not raised again).
+
+    Examples
+    --------
+    >>> s = sweep(lambda n: measure(lambda: sum(range(n)), repeats=2, min_time_s=0),
+    ...           [10, 100], progress=False)
+    >>> [len(m.samples_s) >= 2 for m in s.measurements], s.interrupted
+    ([True, True], False)
+    """
+    if not callable(measure_one):
+        raise TypeError(f"`measure_one` must be callable (got {type(measure_one).__name__}).")
+    if isinstance(parameters, (str, bytes)) or not isinstance(parameters, Iterable):
+        raise TypeError(
+            f"`parameters` must be an iterable of parameters (got {type(parameters).__name__})."
+        )
+    items: Sequence[Any] = list(parameters)
+    done: list[Any] = []
+    results: list[Measurement] = []
+    interrupted = False
+    from tqdm.auto import tqdm
+
+    bar = tqdm(items, desc=description, disable=not progress, leave=False)
+    try:
+        for parameter in bar:
+            result = measure_one(parameter)
+            if not isinstance(result, Measurement):
+                raise TypeError(
+                    f"`measure_one` must return a Measurement (got {type(result).__name__})."
+                )
+            done.append(parameter)
+            results.append(result)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        bar.close()
+    return Sweep(tuple(done), tuple(results), interrupted)

@@ -1,0 +1,119 @@
+"""The timing harness: what it records, how it counts, and that it never loses a sweep.
+
+These tests assert results (sample counts, loop counts, statistics, thread limits), never how
+fast anything ran: speed belongs in benchmarks/.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from perfmodel import timing
+from perfmodel.timing import Measurement, measure, next_loop_count, sweep
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(1e-9, 1.0), min_size=1, max_size=30))
+def test_statistics_agree_with_the_standard_library(samples):
+    m = Measurement(samples_s=samples, inner_loops=3)
+    assert m.median_s == statistics.median(samples) and m.minimum_s == min(samples)
+    assert m.iqr_s >= 0 and m.minimum_s <= m.median_s
+    if len(samples) >= 2:
+        q1, _, q3 = np.percentile(samples, [25, 50, 75])
+        assert m.iqr_s == pytest.approx(q3 - q1, rel=1e-9, abs=1e-15)
+    assert m.noisy == (m.iqr_s / m.median_s > timing.NOISY_SPREAD)
+
+
+def test_loop_counts_follow_timeit():
+    counts = [1]
+    while counts[-1] < 1000:
+        counts.append(next_loop_count(counts[-1]))
+    assert counts == [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]
+
+
+def test_measure_repeats_warms_up_and_syncs():
+    calls = {"fn": 0, "setup": 0, "sync": 0}
+
+    def fn():
+        calls["fn"] += 1
+
+    m = measure(
+        fn,
+        setup=lambda: calls.__setitem__("setup", calls["setup"] + 1),
+        sync=lambda: calls.__setitem__("sync", calls["sync"] + 1),
+        warmup=3,
+        repeats=4,
+        max_repeats=4,
+        min_time_s=0.0,
+        min_sample_s=10.0,  # unreachable: the loop count stops at max_inner
+        max_inner=50,
+        label="noop",
+        sizes={"n": np.int64(1)},
+    )
+    assert m.inner_loops == 50 and len(m.samples_s) == 4
+    # 3 warm-up calls; autoranging at 1, 2, 5, 10, 20, 50; then 3 more samples of 50.
+    assert calls["fn"] == 3 + (1 + 2 + 5 + 10 + 20 + 50) + 3 * 50
+    assert calls["setup"] == 6 + 3  # once per sample, never inside the timed calls
+    assert calls["sync"] == 1 + 6 + 3  # after the warm-up and after every sample
+    assert m.label == "noop" and dict(m.sizes) == {"n": 1}
+
+
+def test_measure_stops_at_max_repeats():
+    m = measure(lambda: None, repeats=2, max_repeats=3, min_time_s=1e9, min_sample_s=1e-9)
+    assert len(m.samples_s) == 3
+
+
+def test_threads_are_limited_and_recorded():
+    from threadpoolctl import threadpool_info
+
+    seen = []
+    m = measure(
+        lambda: seen.append([pool["num_threads"] for pool in threadpool_info()]),
+        threads=1,
+        repeats=1,
+        min_time_s=0.0,
+        min_sample_s=1e-9,
+    )
+    assert m.threads == 1
+    assert all(n == 1 for counts in seen for n in counts)
+
+
+def test_a_sweep_keeps_what_it_measured_when_interrupted():
+    def measure_one(n):
+        if n == 3:
+            raise KeyboardInterrupt
+        return measure(lambda: None, repeats=1, min_time_s=0.0, min_sample_s=1e-9, sizes={"n": n})
+
+    result = sweep(measure_one, [1, 2, 3, 4], progress=False)
+    assert result.interrupted and result.parameters == (1, 2)
+    assert [dict(m.sizes) for m in result.measurements] == [{"n": 1}, {"n": 2}]
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: measure(3), TypeError, "`fn` must be callable"),
+        (lambda: measure(lambda: None, sync="yes"), TypeError, "`sync` must be callable"),
+        (lambda: measure(lambda: None, repeats=0), ValueError, "`repeats` must be a positive"),
+        (lambda: measure(lambda: None, min_time_s=float("nan")), ValueError, "`min_time_s`"),
+        (lambda: measure(lambda: None, threads=0), ValueError, "`threads` must be a positive"),
+        (lambda: measure(lambda: None, repeats=5, max_repeats=2), ValueError, "`max_repeats`"),
+        (lambda: Measurement(samples_s=[], inner_loops=1), ValueError, "at least one sample"),
+        (lambda: Measurement(samples_s=[-1.0], inner_loops=1), ValueError, "`samples_s\\[0\\]`"),
+        (lambda: sweep(lambda p: 3, [1], progress=False), TypeError, "must return a Measurement"),
+        (lambda: sweep(lambda p: p, 5, progress=False), TypeError, "`parameters` must be"),
+    ],
+)  # fmt: skip
+def test_bad_arguments_are_clear_errors(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_rate_divides_by_the_median():
+    m = Measurement(samples_s=[2.0, 1.0, 3.0], inner_loops=1)
+    assert m.rate(10.0) == 5.0
