@@ -1,0 +1,309 @@
+"""Micro-benchmarks with exact FLOP and byte accounting, timed by :mod:`perfmodel.timing`.
+
+Each kernel returns a :class:`KernelResult`: the :class:`~perfmodel.ops.Cost` of one call,
+counted from what numpy actually does, and the :class:`~perfmodel.timing.Measurement` of
+that call. Their ratio is an achieved FLOP/s and bandwidth, ready to put on a roofline.
+
+* :func:`stream`: STREAM's copy, scale, add and triad (McCalpin). Bytes are counted as
+  STREAM counts them, one read per input word and one write per output word, **without
+  write-allocate traffic**: a normal store first reads the line it writes, so the memory
+  really moves one more word per output than counted, and the reported bandwidth is the
+  one STREAM itself would report. numpy has no fused triad: ``a = b + s·c`` runs as two
+  passes (``a = s·c``, then ``a += b``), counted as the five words they move.
+* :func:`elementwise_roof`: the Empirical Roofline Toolkit's kernel. Each block of the
+  array is loaded once, gets ``2·r`` FLOPs per element from ``r`` multiply-adds while it
+  sits in cache, and is written back once; raising ``r`` walks up the sloped roof to the
+  flat one.
+* :func:`matmul`: ``C = A·B`` through numpy's BLAS.
+* :func:`working_set`: a read-only sum over ``nbytes``, repeated; small working sets stay
+  in a cache, large ones stream from main memory: one bandwidth per memory level.
+* :func:`tiny_op`: an add of a few elements, where Python and numpy's dispatch take all
+  the time and neither roof applies (the *overhead* regime).
+
+Elementwise kernels run on one thread unless ``threads`` asks for more: the array is then
+cut into that many slices, each handed to a thread of a pool (numpy releases the GIL in
+its loops). Matmul threads are limited with threadpoolctl instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from perfmodel import ops
+from perfmodel._validate import choice, count
+from perfmodel.timing import Measurement, measure
+
+__all__ = [
+    "NUMPY_DTYPES",
+    "STREAM_KERNELS",
+    "KernelResult",
+    "elementwise_roof",
+    "matmul",
+    "stream",
+    "tiny_op",
+    "working_set",
+]
+
+#: The course's dtypes numpy can compute in.
+NUMPY_DTYPES = {"fp64": "float64", "fp32": "float32", "fp16": "float16"}
+#: STREAM's four kernels.
+STREAM_KERNELS = ("copy", "scale", "add", "triad")
+
+
+@dataclass(frozen=True, slots=True)
+class KernelResult:
+    """One kernel: its exact cost per call and how long a call took."""
+
+    cost: ops.Cost
+    measurement: Measurement
+
+    @property
+    def flops_per_s(self) -> float:
+        """Achieved FLOP/s at the median time."""
+        return self.measurement.rate(self.cost.flops)
+
+    @property
+    def bytes_per_s(self) -> float:
+        """Achieved bandwidth at the median time, as the bytes were counted."""
+        return self.measurement.rate(self.cost.bytes)
+
+    @property
+    def intensity(self) -> float:
+        """FLOPs per byte of the kernel."""
+        return self.cost.intensity
+
+
+def _numpy_dtype(dtype: str) -> Any:
+    import numpy as np
+
+    return np.dtype(NUMPY_DTYPES[choice("dtype", dtype, tuple(NUMPY_DTYPES))])
+
+
+@contextlib.contextmanager
+def _slices(threads: int | None, n: int) -> Iterator[Callable[[Callable[[slice], Any]], None]]:
+    """A runner that applies ``work(piece)`` to ``threads`` slices of ``range(n)`` at once."""
+    threads = 1 if threads is None else count("threads", threads)
+    bounds = [n * i // threads for i in range(threads + 1)]
+    pieces = [slice(a, b) for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
+    if threads == 1:
+        yield lambda work: work(pieces[0])
+        return
+    with ThreadPoolExecutor(threads) as pool:
+
+        def run(work: Callable[[slice], Any]) -> None:
+            for future in [pool.submit(work, piece) for piece in pieces]:
+                future.result()
+
+        yield run
+
+
+def stream(
+    kind: str,
+    n: int,
+    *,
+    dtype: str = "fp64",
+    threads: int | None = None,
+    **timing: Any,
+) -> KernelResult:
+    """One STREAM kernel over arrays of ``n`` elements (see the module notes on counting).
+
+    Parameters
+    ----------
+    kind : {"copy", "scale", "add", "triad"}
+    n : int
+        Elements per array; make the arrays far larger than the last-level cache to
+        measure main memory.
+    dtype : {"fp64", "fp32", "fp16"}
+    threads : int, optional
+        Slices of the arrays run at once on a thread pool.
+    **timing
+        Passed to :func:`perfmodel.timing.measure` (``repeats``, ``min_time_s``...).
+
+    Examples
+    --------
+    >>> r = stream("add", 1000, repeats=2, min_time_s=0)
+    >>> r.cost.flops, r.cost.bytes   # c = a + b: 1 FLOP and 3 words of 8 bytes each
+    (1000, 24000)
+    """
+    import numpy as np
+
+    kind = choice("kind", kind, STREAM_KERNELS)
+    n = count("n", n)
+    width = _numpy_dtype(dtype)
+    a, b, c = (np.full(n, value, dtype=width) for value in (1.0, 2.0, 0.5))
+    scalar = width.type(3.0)
+    kernels: dict[str, tuple[Callable[[slice], Any], int, int, int]] = {
+        # kind: (work on a slice, FLOPs per element, words read, words written)
+        "copy": (lambda s: np.copyto(c[s], a[s]), 0, 1, 1),
+        "scale": (lambda s: np.multiply(c[s], scalar, out=b[s]), 1, 1, 1),
+        "add": (lambda s: np.add(a[s], b[s], out=c[s]), 1, 2, 1),
+        "triad": (
+            lambda s: (np.multiply(c[s], scalar, out=a[s]), np.add(a[s], b[s], out=a[s])),
+            2,
+            3,
+            2,
+        ),
+    }
+    work, flops, reads, writes = kernels[kind]
+    size = width.itemsize
+    cost = ops.Cost(
+        flops=flops * n,
+        bytes_read=reads * n * size,
+        bytes_written=writes * n * size,
+        dtype=dtype,
+        label=f"STREAM {kind}",
+    )
+    with _slices(threads, n) as run:
+        m = measure(
+            lambda: run(work), label=cost.label, dtype=dtype, sizes={"n": n}, threads=threads,
+            **timing,
+        )  # fmt: skip
+    return KernelResult(cost, m)
+
+
+def elementwise_roof(
+    n: int,
+    multiply_adds: int,
+    *,
+    block: int = 32768,
+    dtype: str = "fp64",
+    threads: int | None = None,
+    **timing: Any,
+) -> KernelResult:
+    """The Empirical Roofline Toolkit's kernel: ``r`` multiply-adds per element, in cache.
+
+    Each ``block`` of ``x`` is copied into a small buffer (read once), gets ``r`` passes of
+    ``y = y·a + b`` there (2 FLOPs each), and is copied back (written once). So the kernel
+    moves ``2·n·w`` bytes of main memory and does ``2·r·n`` FLOPs: intensity ``r / w``.
+
+    Examples
+    --------
+    >>> r = elementwise_roof(8192, 4, repeats=2, min_time_s=0)
+    >>> r.cost.flops, r.cost.bytes, r.intensity   # 8 FLOPs per element, 16 bytes moved
+    (65536, 131072, 0.5)
+    """
+    import numpy as np
+
+    n, multiply_adds, block = (
+        count("n", n),
+        count("multiply_adds", multiply_adds),
+        count("block", block),
+    )
+    width = _numpy_dtype(dtype)
+    x = np.full(n, 0.5, dtype=width)
+    a, b = width.type(0.999), width.type(0.001)
+
+    def work(piece: slice) -> None:
+        buffer = np.empty(block, dtype=width)
+        for start in range(piece.start, piece.stop, block):
+            end = min(start + block, piece.stop)
+            y = buffer[: end - start]
+            np.copyto(y, x[start:end])
+            for _ in range(multiply_adds):
+                np.multiply(y, a, out=y)
+                np.add(y, b, out=y)
+            np.copyto(x[start:end], y)
+
+    size = width.itemsize
+    cost = ops.Cost(
+        flops=2 * multiply_adds * n,
+        bytes_read=n * size,
+        bytes_written=n * size,
+        dtype=dtype,
+        label=f"{multiply_adds} multiply-adds per element",
+    )
+    with _slices(threads, n) as run:
+        m = measure(
+            lambda: run(work), label=cost.label, dtype=dtype, threads=threads,
+            sizes={"n": n, "multiply_adds": multiply_adds}, **timing,
+        )  # fmt: skip
+    return KernelResult(cost, m)
+
+
+def matmul(
+    n: int, *, dtype: str = "fp64", threads: int | None = None, **timing: Any
+) -> KernelResult:
+    """``C = A·B`` for square ``n × n`` matrices through numpy's BLAS.
+
+    Examples
+    --------
+    >>> r = matmul(64, dtype="fp32", repeats=2, min_time_s=0)
+    >>> r.cost.flops == 2 * 64**3 and r.cost.bytes == 3 * 64 * 64 * 4
+    True
+    """
+    import numpy as np
+
+    n = count("n", n)
+    width = _numpy_dtype(dtype)
+    rng = np.random.default_rng(0)
+    a, b = (rng.random((n, n)).astype(width) for _ in range(2))
+    c = np.empty((n, n), dtype=width)
+    cost = ops.matmul(n, n, n, dtype=dtype)
+    m = measure(
+        lambda: np.matmul(a, b, out=c), label=cost.label, dtype=dtype, threads=threads,
+        sizes={"n": n}, **timing,
+    )  # fmt: skip
+    return KernelResult(cost, m)
+
+
+def working_set(
+    nbytes: int, *, dtype: str = "fp64", per_call: int = 8_000_000, **timing: Any
+) -> KernelResult:
+    """A read-only sum over a working set of ``nbytes``, read again and again.
+
+    A working set that fits a cache is read from it on every pass after the first; one
+    larger than the last-level cache comes from main memory. Sweep ``nbytes`` from a few
+    kilobytes to a gigabyte and the bandwidth steps down once per memory level. One call
+    reads the set ``max(1, per_call // nbytes)`` times (a sum over a broadcast view, so no
+    copy), so that numpy's fixed cost per call does not hide a small set's speed.
+
+    Examples
+    --------
+    >>> r = working_set(32 * 1024, per_call=64 * 1024, repeats=2, min_time_s=0)
+    >>> r.cost.bytes, r.cost.flops   # 4,096 doubles read twice; 8,191 adds
+    (65536, 8191)
+    """
+    import numpy as np
+
+    nbytes, per_call = count("nbytes", nbytes), count("per_call", per_call)
+    width = _numpy_dtype(dtype)
+    n = max(1, nbytes // width.itemsize)
+    passes = max(1, per_call // (n * width.itemsize))
+    x = np.ones(n, dtype=width)
+    view = np.broadcast_to(x, (passes, n))
+    cost = ops.Cost(
+        flops=passes * n - 1,
+        bytes_read=passes * n * width.itemsize,
+        bytes_written=0,
+        dtype=dtype,
+        label=f"sum over {n * width.itemsize:,} B",
+    )
+    m = measure(
+        view.sum, label=cost.label, dtype=dtype, sizes={"bytes": n * width.itemsize}, **timing
+    )
+    return KernelResult(cost, m)
+
+
+def tiny_op(n: int = 8, *, dtype: str = "fp64", **timing: Any) -> KernelResult:
+    """``c = a + b`` on ``n`` elements, too few for either roof: what one call costs at all.
+
+    Examples
+    --------
+    >>> r = tiny_op(8, repeats=2, min_time_s=0)
+    >>> r.cost.flops, r.cost.bytes
+    (8, 192)
+    """
+    import numpy as np
+
+    n = count("n", n)
+    width = _numpy_dtype(dtype)
+    a, b, c = (np.ones(n, dtype=width) for _ in range(3))
+    cost = ops.elementwise(n, inputs=2, dtype=dtype, label=f"add of {n} elements")
+    m = measure(
+        lambda: np.add(a, b, out=c), label=cost.label, dtype=dtype, sizes={"n": n}, **timing
+    )
+    return KernelResult(cost, m)
