@@ -51,6 +51,8 @@ __all__ = [
     "load",
     "names",
     "op_unit",
+    "save",
+    "to_toml",
 ]
 
 #: Bytes per element of each dtype the course knows.
@@ -172,6 +174,9 @@ class Device:
         The best measured main-memory bandwidth (a STREAM-style copy), bytes/s.
     measured_source : str, optional
         Where the measured figures come from.
+    memory_levels : mapping, optional
+        Measured bandwidth of each memory level, bytes/s, fastest first
+        (``{"L1": ..., "L2": ..., "L3": ..., "DRAM": ...}``): what lecture 06 measures.
     notes : str, optional
         Anything a reader needs to interpret the figures.
     """
@@ -190,6 +195,7 @@ class Device:
     )
     measured_memory_bandwidth: float | None = None
     measured_source: str = ""
+    memory_levels: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     notes: str = ""
 
     def __post_init__(self) -> None:
@@ -235,6 +241,22 @@ class Device:
         if self.year is not None:
             set_("year", _field(owner, count, "year", self.year, minimum=1940, maximum=2100))
         set_("source", _source(owner, self.source))
+        if not isinstance(self.memory_levels, Mapping):
+            raise TypeError(
+                f"{owner}: `memory_levels` must be a table of level -> bytes/s "
+                f"(got {type(self.memory_levels).__name__})."
+            )
+        set_(
+            "memory_levels",
+            MappingProxyType(
+                {
+                    _field(owner, text, "memory_levels key", level): _positive(
+                        owner, f"memory_levels[{level!r}]", rate
+                    )
+                    for level, rate in self.memory_levels.items()
+                }
+            ),
+        )
 
     @property
     def dtypes(self) -> tuple[str, ...]:
@@ -334,7 +356,7 @@ def _lookup(table: Mapping[str, Any], name: object, what: str, argument: str = "
 
 _DEVICE_KEYS = {
     "name", "kind", "peak_flops", "sparse_flops", "derived", "measured", "memory_bandwidth",
-    "memory_capacity", "power_w", "year", "source", "notes",
+    "memory_capacity", "power_w", "year", "source", "notes", "memory_levels",
 }  # fmt: skip
 _DEVICE_REQUIRED = ("name", "kind", "memory_bandwidth", "source")
 _LINK_KEYS = {"name", "kind", "bandwidth", "latency", "source", "notes"}
@@ -486,6 +508,67 @@ def load(path: str | Path, *, include_builtin: bool = True) -> Catalogue:
         raise ValueError(f"`path` must be a TOML file (got {str(path)!r}, which does not exist).")
     own = Catalogue.from_toml(path.read_text(encoding="utf-8"), origin=str(path))
     return catalogue().merged(own) if include_builtin else own
+
+
+def _toml_value(value: object) -> str:
+    """One value in TOML: a number, a string or a flat table of numbers."""
+    if isinstance(value, Mapping):
+        return (
+            "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
+        )
+    if isinstance(value, str):
+        escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        return f'"{escaped}"'
+    if isinstance(value, int):
+        return str(value)
+    return repr(float(value))  # type: ignore[arg-type]
+
+
+def _toml_key(key: str) -> str:
+    return key if key.replace("_", "").replace("-", "").isalnum() else _toml_value(key)
+
+
+def to_toml(device: Device) -> str:
+    """``device`` as a ``[[device]]`` table that :func:`load` reads back unchanged.
+
+    >>> mine = Device(name="Mine", kind="cpu", peak_flops_by_dtype={"fp64": 1e11},
+    ...               memory_bandwidth=2e10, source="me", memory_levels={"L1": 2e11})
+    >>> Catalogue.from_toml(to_toml(mine)).get("Mine") == mine
+    True
+    """
+    if not isinstance(device, Device):
+        raise TypeError(f"`device` must be a hardware.Device (got {type(device).__name__}).")
+    fields: dict[str, object] = {
+        "name": device.name,
+        "kind": device.kind,
+        "year": device.year,
+        "memory_bandwidth": device.memory_bandwidth,
+        "memory_capacity": device.memory_capacity,
+        "power_w": device.power_w,
+        "source": device.source,
+        "notes": device.notes or None,
+        "peak_flops": dict(device.peak_flops_by_dtype),
+        "sparse_flops": dict(device.sparse_flops_by_dtype) or None,
+        "memory_levels": dict(device.memory_levels) or None,
+    }
+    measured: dict[str, object] = {}
+    if device.measured_flops_by_dtype:
+        measured["flops"] = dict(device.measured_flops_by_dtype)
+    if device.measured_memory_bandwidth is not None:
+        measured["memory_bandwidth"] = device.measured_memory_bandwidth
+    if measured:
+        measured["source"] = device.measured_source
+        fields["measured"] = measured
+    lines = ["[[device]]"]
+    lines += [f"{key} = {_toml_value(value)}" for key, value in fields.items() if value is not None]
+    return "\n".join(lines) + "\n"
+
+
+def save(device: Device, path: str | Path) -> Path:
+    """Write ``device`` to a TOML file that :func:`load` reads back (the file is replaced)."""
+    path = Path(path)
+    path.write_text(to_toml(device), encoding="utf-8")
+    return path
 
 
 def get(name: str | Device, *, argument: str = "name") -> Device:

@@ -1,0 +1,229 @@
+"""Put this machine in the catalogue: measure its roofline and describe it as a Device.
+
+:func:`profile_machine` runs the micro-benchmarks of :mod:`perfmodel.microbench` (matmul per
+dtype, STREAM, one working set per memory level) and returns a :class:`MachineProfile`: a
+:class:`~perfmodel.hardware.Device` like the catalogue's, and the kernels it measured.
+:func:`empirical_roofline` returns just the device. Its nameplate figures are this CPU's
+nominal peaks, derived as the catalogue derives CPUs' (cores x clock x FLOPs per cycle),
+and its ``measured_*`` figures are what the benchmarks reached, so
+``roofline.estimate(op, machine, ceiling="measured")`` predicts with the measured roof.
+:func:`perfmodel.hardware.save` writes it to TOML and :func:`perfmodel.hardware.load` reads
+it back in any later lecture.
+
+The nominal peak is an estimate, with its assumptions written into the device's notes:
+the cores this process may use, the clock the kernel reports, and two fused multiply-add
+units per core of the widest vector width the CPU advertises (AVX-512, AVX2 with FMA, or
+SSE2). Where the measurement beats that estimate, the estimate was wrong for this CPU; the
+nominal figure is then raised to the measurement and the notes say so.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from perfmodel import microbench
+from perfmodel._validate import flag, text
+from perfmodel.hardware import Device
+from perfmodel.microbench import KernelResult
+
+__all__ = ["MachineProfile", "cpu_caches", "cpu_nominal", "empirical_roofline", "profile_machine"]
+
+_FALLBACK_CACHES = (("L1", 32 * 1024), ("L2", 512 * 1024), ("L3", 8 * 1024 * 1024))
+
+
+@dataclass(frozen=True, slots=True)
+class Nominal:
+    """This CPU's nominal compute: ``cores x clock_hz x flops_per_cycle[dtype]``."""
+
+    cores: int
+    clock_hz: float
+    flops_per_cycle: dict[str, int]
+    assumptions: str
+
+    def peak(self, dtype: str) -> float:
+        return self.cores * self.clock_hz * self.flops_per_cycle[dtype]
+
+
+def _cpuinfo() -> dict[str, str]:
+    """The first processor's fields from /proc/cpuinfo (empty where there is none)."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return {}
+    info: dict[str, str] = {}
+    for line in lines:
+        if not line.strip():
+            break
+        key, _, value = line.partition(":")
+        info[key.strip()] = value.strip()
+    return info
+
+
+def cpu_nominal() -> Nominal:
+    """This CPU's nominal peak per dtype, with the assumptions it rests on.
+
+    Examples
+    --------
+    >>> nominal = cpu_nominal()
+    >>> nominal.peak("fp32") == 2 * nominal.peak("fp64")
+    True
+    """
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    info = _cpuinfo()
+    flags = set(info.get("flags", "").split())
+    if "avx512f" in flags:
+        lanes, isa = 8, "AVX-512"
+    elif {"avx2", "fma"} <= flags:
+        lanes, isa = 4, "AVX2 with FMA"
+    else:
+        lanes, isa = 2, "SSE2 (no wider vector flag found)"
+    clock = float(info.get("cpu MHz", "0") or 0) * 1e6
+    if clock <= 0:
+        clock = 3.0e9
+        clock_source = "an assumed 3 GHz (no clock reported)"
+    else:
+        clock_source = f"{clock / 1e9:.2f} GHz, as /proc/cpuinfo reports it"
+    per_cycle = 2 * 2 * lanes  # two FMA units, each lanes x (multiply + add)
+    assumptions = (
+        f"Nominal: {cores} usable cores x {clock_source} x {per_cycle} fp64 FLOP/cycle "
+        f"({isa}, two FMA units per core assumed); fp32 twice that."
+    )
+    return Nominal(
+        cores=cores or 1,
+        clock_hz=clock,
+        flops_per_cycle={"fp64": per_cycle, "fp32": 2 * per_cycle},
+        assumptions=assumptions,
+    )
+
+
+def cpu_caches() -> list[tuple[str, int]]:
+    """The data caches of CPU 0, fastest first: ``[("L1", bytes), ("L2", bytes), ...]``.
+
+    Read from Linux's sysfs; elsewhere a typical 32 KB / 512 KB / 8 MB hierarchy.
+    """
+    root = Path("/sys/devices/system/cpu/cpu0/cache")
+    found: dict[int, int] = {}
+    for index in sorted(root.glob("index*")):
+        try:
+            kind = (index / "type").read_text().strip()
+            level = int((index / "level").read_text())
+            size = (index / "size").read_text().strip()
+        except (OSError, ValueError):
+            continue
+        if kind == "Instruction":
+            continue
+        scale = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(size[-1:], 1)
+        found[level] = int(size.rstrip("KMG")) * scale
+    if not found:
+        return list(_FALLBACK_CACHES)
+    return [(f"L{level}", found[level]) for level in sorted(found)]
+
+
+@dataclass(frozen=True, slots=True)
+class MachineProfile:
+    """What :func:`profile_machine` measured: the device, and each kernel behind it."""
+
+    device: Device
+    kernels: tuple[KernelResult, ...]
+
+
+def profile_machine(
+    *, quick: bool = True, name: str = "This machine", progress: bool = True
+) -> MachineProfile:
+    """Measure this machine's roofline: matmul peaks, STREAM bandwidth, one level per cache.
+
+    Parameters
+    ----------
+    quick : bool
+        Small sizes and few repeats (about 10 s on 2 cores); ``False`` for larger matmuls,
+        larger STREAM arrays and more repeats (about a minute).
+    name : str
+        The device's name.
+    progress : bool
+        Show a progress bar.
+
+    Returns
+    -------
+    MachineProfile
+    """
+    quick = flag("quick", quick)
+    name = text("name", name)
+    from tqdm.auto import tqdm
+
+    timing: dict[str, Any] = (
+        {"repeats": 3, "min_time_s": 0.05} if quick else {"repeats": 7, "min_time_s": 0.3}
+    )
+    sizes = (256, 512, 1024) if quick else (256, 512, 1024, 2048, 4096)
+    stream_n = 4_000_000 if quick else 32_000_000
+    levels_to_measure = [*((level, size // 2) for level, size in cpu_caches())]
+    levels_to_measure.append(("DRAM", 8 * cpu_caches()[-1][1]))
+    # (what it feeds: a dtype's peak, "bandwidth" or a memory level; how to measure it)
+    steps: list[tuple[str, Callable[[], KernelResult]]] = [
+        *(
+            (dtype, functools.partial(microbench.matmul, n, dtype=dtype, **timing))
+            for dtype in ("fp64", "fp32")
+            for n in sizes
+        ),
+        *(
+            ("bandwidth", functools.partial(microbench.stream, kind, stream_n, **timing))
+            for kind in microbench.STREAM_KERNELS
+        ),
+        *(
+            (level, functools.partial(microbench.working_set, nbytes, **timing))
+            for level, nbytes in levels_to_measure
+        ),
+    ]
+    kernels: list[KernelResult] = []
+    peaks: dict[str, float] = {}
+    levels: dict[str, float] = {}
+    bandwidth = 0.0
+    for feeds, run in tqdm(steps, desc="measuring this machine", disable=not progress):
+        result = run()
+        kernels.append(result)
+        if feeds in ("fp64", "fp32"):
+            peaks[feeds] = max(peaks.get(feeds, 0.0), result.flops_per_s)
+        elif feeds == "bandwidth":
+            bandwidth = max(bandwidth, result.bytes_per_s)
+        else:
+            levels[feeds] = result.bytes_per_s
+    nominal = cpu_nominal()
+    notes = [
+        nominal.assumptions,
+        "Memory bandwidth: no nominal figure can be read from inside the machine, so the "
+        "nameplate is the best measurement too.",
+    ]
+    nameplate = {dtype: nominal.peak(dtype) for dtype in peaks}
+    for dtype, measured in peaks.items():
+        if measured > nameplate[dtype]:
+            nameplate[dtype] = measured
+            notes.append(
+                f"The {dtype} measurement beat that estimate, so the nominal is the measurement."
+            )
+    device = Device(
+        name=name,
+        kind="cpu",
+        peak_flops_by_dtype=nameplate,
+        memory_bandwidth=max(bandwidth, levels.get("DRAM", 0.0)),
+        measured_flops_by_dtype=peaks,
+        measured_memory_bandwidth=max(bandwidth, levels.get("DRAM", 0.0)),
+        measured_source=(
+            f"perfmodel.empirical.profile_machine(quick={quick}): the best numpy matmul per "
+            f"dtype and the best STREAM kernel"
+        ),
+        memory_levels=levels,
+        source="measured on this machine (lecture 06)",
+        notes=" ".join(notes),
+    )
+    return MachineProfile(device=device, kernels=tuple(kernels))
+
+
+def empirical_roofline(
+    *, quick: bool = True, name: str = "This machine", progress: bool = True
+) -> Device:
+    """This machine as a :class:`~perfmodel.hardware.Device` (see :func:`profile_machine`)."""
+    return profile_machine(quick=quick, name=name, progress=progress).device

@@ -1,0 +1,68 @@
+"""This machine as a catalogue device: measured, saved to TOML, loaded back, used.
+
+The checks hold on any machine: every figure positive, nothing measured above its nominal,
+one bandwidth per cache level and main memory, and an exact TOML round trip.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from perfmodel import empirical, hardware, ops, roofline
+
+
+@functools.cache
+def profile() -> empirical.MachineProfile:
+    return empirical.profile_machine(quick=True, progress=False)
+
+
+def test_the_profile_is_a_device_like_the_catalogues():
+    device = profile().device
+    assert device.kind == "cpu" and set(device.dtypes) == {"fp64", "fp32"}
+    for dtype in device.dtypes:
+        assert 0 < device.measured_flops(dtype) <= device.peak_flops(dtype)
+    levels = list(device.memory_levels)
+    assert levels[0] == "L1" and levels[-1] == "DRAM" and len(levels) >= 3
+    assert all(rate > 0 for rate in device.memory_levels.values())
+    assert device.measured_memory_bandwidth == device.memory_bandwidth > 0
+    assert "Nominal:" in device.notes and "two FMA units" in device.notes
+
+
+def test_every_kernel_behind_it_is_kept():
+    kernels = profile().kernels
+    labels = [k.measurement.label for k in kernels]
+    assert sum(label.startswith("matmul") for label in labels) == 6
+    assert sum(label.startswith("STREAM") for label in labels) == 4
+    assert all(k.measurement.median_s > 0 for k in kernels)
+
+
+def test_it_survives_a_round_trip_through_toml_and_predicts(tmp_path):
+    device = profile().device
+    path = hardware.save(device, tmp_path / "mine.toml")
+    mine = hardware.load(path).get("This machine")
+    assert mine == device
+    big = ops.matmul(1024, 1024, 1024, dtype="fp64")
+    measured = roofline.estimate(big, mine, ceiling="measured")
+    nominal = roofline.estimate(big, mine)
+    assert measured.time_s >= nominal.time_s > 0
+
+
+@pytest.mark.parametrize("name", hardware.names())
+def test_every_catalogue_device_round_trips_through_toml(name):
+    device = hardware.get(name)
+    assert hardware.Catalogue.from_toml(hardware.to_toml(device)).get(name) == device
+
+
+def test_the_nominal_peak_states_its_assumptions():
+    nominal = empirical.cpu_nominal()
+    assert nominal.cores >= 1 and nominal.clock_hz > 0
+    assert nominal.peak("fp32") == 2 * nominal.peak("fp64")
+    assert "cores" in nominal.assumptions and "FLOP/cycle" in nominal.assumptions
+
+
+def test_caches_are_listed_fastest_first():
+    caches = empirical.cpu_caches()
+    assert [name for name, _ in caches] == [f"L{i}" for i in range(1, len(caches) + 1)]
+    assert all(a < b for (_, a), (_, b) in zip(caches, caches[1:], strict=False))
