@@ -66,3 +66,26 @@ def test_caches_are_listed_fastest_first():
     caches = empirical.cpu_caches()
     assert [name for name, _ in caches] == [f"L{i}" for i in range(1, len(caches) + 1)]
     assert all(a < b for (_, a), (_, b) in zip(caches, caches[1:], strict=False))
+
+
+def test_the_plot_puts_each_kernel_under_the_measured_roof():
+    import matplotlib
+
+    matplotlib.use("agg")
+    import matplotlib.pyplot as plt
+
+    from perfmodel.plotting.empirical import empirical_roofline_plot
+
+    ax = empirical_roofline_plot(profile().device, profile().kernels)
+    labels = [text.get_text() for text in ax.texts]
+    names = [
+        k.name
+        for k in profile().kernels
+        if k.kind in ("stream", "elementwise", "matmul") and k.cost.dtype == "fp64"
+    ]
+    # copy has no FLOPs, so it has no point on a FLOP/s axis
+    assert len(labels) == len([name for name in names if name != "copy"])
+    assert all(label.endswith("%") for label in labels)
+    legend = ax.get_legend_handles_labels()[1]
+    assert legend[:2] == ["nominal fp64", "measured fp64"] and "DRAM bandwidth" in legend
+    plt.close("all")

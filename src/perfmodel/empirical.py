@@ -135,7 +135,8 @@ class MachineProfile:
 def profile_machine(
     *, quick: bool = True, name: str = "This machine", progress: bool = True
 ) -> MachineProfile:
-    """Measure this machine's roofline: matmul peaks, STREAM bandwidth, one level per cache.
+    """Measure this machine's roofline: matmul peaks, STREAM bandwidth, one level per cache,
+    and the Empirical Roofline Toolkit's elementwise sweep (kept in ``kernels``).
 
     Parameters
     ----------
@@ -160,6 +161,7 @@ def profile_machine(
     )
     sizes = (256, 512, 1024) if quick else (256, 512, 1024, 2048, 4096)
     stream_n = 4_000_000 if quick else 32_000_000
+    ert_n = 1_000_000 if quick else 8_000_000
     levels_to_measure = [*((level, size // 2) for level, size in cpu_caches())]
     levels_to_measure.append(("DRAM", 8 * cpu_caches()[-1][1]))
     # (what it feeds: a dtype's peak, "bandwidth" or a memory level; how to measure it)
@@ -177,6 +179,10 @@ def profile_machine(
             (level, functools.partial(microbench.working_set, nbytes, **timing))
             for level, nbytes in levels_to_measure
         ),
+        *(  # the Empirical Roofline Toolkit's sweep: up the sloped roof towards the flat one
+            ("kernel", functools.partial(microbench.elementwise_roof, ert_n, r, **timing))
+            for r in (1, 4, 16, 64)
+        ),
     ]
     kernels: list[KernelResult] = []
     peaks: dict[str, float] = {}
@@ -189,7 +195,7 @@ def profile_machine(
             peaks[feeds] = max(peaks.get(feeds, 0.0), result.flops_per_s)
         elif feeds == "bandwidth":
             bandwidth = max(bandwidth, result.bytes_per_s)
-        else:
+        elif feeds != "kernel":
             levels[feeds] = result.bytes_per_s
     nominal = cpu_nominal()
     notes = [

@@ -56,10 +56,16 @@ STREAM_KERNELS = ("copy", "scale", "add", "triad")
 
 @dataclass(frozen=True, slots=True)
 class KernelResult:
-    """One kernel: its exact cost per call and how long a call took."""
+    """One kernel: its exact cost per call and how long a call took.
+
+    ``kind`` is the family (``"stream"``, ``"elementwise"``, ``"matmul"``, ``"working set"``,
+    ``"tiny"``) and ``name`` a short label for plots (``"triad"``, ``"r = 16"``).
+    """
 
     cost: ops.Cost
     measurement: Measurement
+    kind: str
+    name: str
 
     @property
     def flops_per_s(self) -> float:
@@ -162,7 +168,7 @@ def stream(
             lambda: run(work), label=cost.label, dtype=dtype, sizes={"n": n}, threads=threads,
             **timing,
         )  # fmt: skip
-    return KernelResult(cost, m)
+    return KernelResult(cost, m, "stream", kind)
 
 
 def elementwise_roof(
@@ -221,7 +227,7 @@ def elementwise_roof(
             lambda: run(work), label=cost.label, dtype=dtype, threads=threads,
             sizes={"n": n, "multiply_adds": multiply_adds}, **timing,
         )  # fmt: skip
-    return KernelResult(cost, m)
+    return KernelResult(cost, m, "elementwise", f"r = {multiply_adds}")
 
 
 def matmul(
@@ -247,7 +253,7 @@ def matmul(
         lambda: np.matmul(a, b, out=c), label=cost.label, dtype=dtype, threads=threads,
         sizes={"n": n}, **timing,
     )  # fmt: skip
-    return KernelResult(cost, m)
+    return KernelResult(cost, m, "matmul", f"matmul {n}")
 
 
 def working_set(
@@ -285,7 +291,7 @@ def working_set(
     m = measure(
         view.sum, label=cost.label, dtype=dtype, sizes={"bytes": n * width.itemsize}, **timing
     )
-    return KernelResult(cost, m)
+    return KernelResult(cost, m, "working set", f"{n * width.itemsize:,} B")
 
 
 def tiny_op(n: int = 8, *, dtype: str = "fp64", **timing: Any) -> KernelResult:
@@ -306,4 +312,4 @@ def tiny_op(n: int = 8, *, dtype: str = "fp64", **timing: Any) -> KernelResult:
     m = measure(
         lambda: np.add(a, b, out=c), label=cost.label, dtype=dtype, sizes={"n": n}, **timing
     )
-    return KernelResult(cost, m)
+    return KernelResult(cost, m, "tiny", f"add of {n}")
