@@ -1,0 +1,122 @@
+"""Measure the timing harness itself, side by side with references, in one run.
+
+* bandwidth: the best STREAM kernel through ``perfmodel.microbench`` against a STREAM triad
+  compiled from ``benchmarks/c/triad.c`` (when a C compiler is on the PATH), on 1 thread and
+  on every core (goal: at least 0.80 of it);
+* matmul: FLOP/s through ``perfmodel.timing.measure`` against the best of a plain
+  ``time.perf_counter`` loop around ``numpy.matmul`` (goal: at least 0.90);
+* measured peaks against this CPU's nominal peak (``perfmodel.empirical.cpu_nominal``);
+* the run-to-run spread of each figure over ``--runs`` runs (max / min).
+
+The calibrated model's error on held-out ops (the issue's last figure) is not measured yet:
+``perfmodel`` has no calibration module on main.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/timing.py            # about a minute on 2 cores
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from perfmodel import microbench
+from perfmodel.empirical import cpu_nominal
+from perfmodel.units import format_quantity
+
+HERE = Path(__file__).resolve().parent
+
+
+def c_triad(threads: int, n: int, binary: Path) -> float:
+    """Bytes/s of the compiled STREAM triad on ``threads`` threads."""
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    out = subprocess.run([str(binary), str(n), "10"], env=env, capture_output=True, text=True)
+    out.check_returncode()
+    return float(out.stdout.split()[0])
+
+
+def harness_bandwidth(threads: int, n: int) -> float:
+    """The best STREAM kernel's bytes/s through the harness."""
+    return max(
+        microbench.stream(kind, n, threads=threads, repeats=5, min_time_s=0.2).bytes_per_s
+        for kind in microbench.STREAM_KERNELS
+    )
+
+
+def raw_matmul(n: int, repeats: int = 10) -> float:
+    """FLOP/s of ``numpy.matmul`` timed the plainest way: the best of a perf_counter loop."""
+    rng = np.random.default_rng(0)
+    a, b = rng.random((n, n)), rng.random((n, n))
+    out = np.empty((n, n))
+    np.matmul(a, b, out=out)
+    best = min(_timed(lambda: np.matmul(a, b, out=out)) for _ in range(repeats))
+    return 2 * n**3 / best
+
+
+def _timed(fn: object) -> float:
+    start = time.perf_counter()
+    fn()  # type: ignore[operator]
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=5, help="runs of each figure (default 5)")
+    parser.add_argument("--stream-n", type=int, default=20_000_000, help="STREAM array length")
+    parser.add_argument("--matmul-n", type=int, default=1024, help="matmul size")
+    args = parser.parse_args()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    figures: dict[str, list[float]] = {}
+    compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    with tempfile.TemporaryDirectory() as scratch:
+        binary = Path(scratch) / "triad"
+        if compiler:
+            flags = ["-O3", "-march=native", "-fopenmp"]
+            built = subprocess.run(
+                [compiler, *flags, str(HERE / "c" / "triad.c"), "-o", str(binary)]
+            )
+            if built.returncode != 0:  # no OpenMP: one thread only
+                subprocess.run([compiler, "-O3", str(HERE / "c" / "triad.c"), "-o", str(binary)],
+                               check=True)  # fmt: skip
+        for _ in range(args.runs):
+            for threads in sorted({1, cores or 1}):
+                harness = harness_bandwidth(threads, args.stream_n)
+                figures.setdefault(f"harness bandwidth, {threads} thread(s)", []).append(harness)
+                if compiler:
+                    reference = c_triad(threads, args.stream_n, binary)
+                    figures.setdefault(f"C triad, {threads} thread(s)", []).append(reference)
+                    figures.setdefault(f"ratio harness / C, {threads} thread(s)", []).append(
+                        harness / reference
+                    )
+            harness = microbench.matmul(args.matmul_n, repeats=10, min_time_s=0.5).flops_per_s
+            raw = raw_matmul(args.matmul_n)
+            figures.setdefault("harness matmul fp64", []).append(harness)
+            figures.setdefault("raw numpy matmul fp64", []).append(raw)
+            figures.setdefault("ratio harness / raw matmul", []).append(harness / raw)
+    nominal = cpu_nominal()
+    print(nominal.assumptions)
+    print(f"{'figure':<34} {'median':>14} {'spread (max/min)':>17}")
+    for name, values in figures.items():
+        median = statistics.median(values)
+        unit = "B/s" if "bandwidth" in name or "triad" in name else "FLOP/s"
+        shown = f"{median:.3f}" if name.startswith("ratio") else format_quantity(median, unit)
+        print(f"{name:<34} {shown:>14} {max(values) / min(values):>17.3f}")
+    peak = statistics.median(figures["harness matmul fp64"])
+    print(
+        f"measured fp64 matmul / nominal fp64 peak: {peak / nominal.peak('fp64'):.2f} "
+        f"({format_quantity(peak, 'FLOP/s')} of {format_quantity(nominal.peak('fp64'), 'FLOP/s')})"
+    )
+    print("calibrated model error on held-out ops: not measured yet (no calibration on main)")
+
+
+if __name__ == "__main__":
+    main()
