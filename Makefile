@@ -44,11 +44,12 @@ typecheck: $(VENV)/.installed-test
 test: lint typecheck
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope
 
-# The quick loop while editing code: the unit and property tests and the docstrings, without
-# the notebooks, the grading of whole folders and the browser (about a minute on 2 cores).
+# The quick loop while editing the package: unit and property tests and the docstrings, without
+# the notebooks, the workbooks, grading and the browser.
 test-fast: $(VENV)/.installed-test
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope -m "not slow and not browser" tests src \
-		--ignore=tests/test_notebooks.py --ignore=tests/test_workbooks.py
+		--ignore=tests/test_notebooks.py --ignore=tests/test_workbooks.py \
+		--ignore=tests/test_grading.py --ignore=tests/test_grading_hostile.py
 
 # One lecture and its workbook: `make test-lecture LECTURE=04`.
 LECTURE ?= 00
