@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from collections.abc import Collection
+from typing import Any
 
 __all__ = [
     "choice",
@@ -65,10 +67,13 @@ def _typed(value: object) -> str:
     return "None" if value is None else f"{type(value).__name__} {describe(value)}"
 
 
-def _is_numpy_scalar(value: object) -> bool:
-    import sys
+def _loaded_numpy() -> Any:
+    """numpy if something has imported it already (a numpy value implies it), else None."""
+    return sys.modules.get("numpy")
 
-    numpy = sys.modules.get("numpy")  # only look at numpy when it is already loaded
+
+def _is_numpy_scalar(value: object) -> bool:
+    numpy = _loaded_numpy()
     return numpy is not None and isinstance(value, numpy.generic)
 
 
@@ -79,11 +84,6 @@ def is_number(value: object) -> bool:
     >>> is_number(np.float32(1.5)), is_number(True), is_number("1")
     (True, False, False)
     """
-    import sys
-
-    numpy = sys.modules.get("numpy")  # only look at numpy when it is already loaded
-    if numpy is not None and isinstance(value, numpy.bool_):
-        return False
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
@@ -186,9 +186,7 @@ def flag(name: str, value: object) -> bool:
     """A real bool: ``True``/``False`` or a numpy bool; anything else is a TypeError."""
     if isinstance(value, bool):
         return value
-    import sys
-
-    numpy = sys.modules.get("numpy")
+    numpy = _loaded_numpy()
     if numpy is not None and isinstance(value, numpy.bool_):
         return bool(value)
     raise TypeError(f"`{name}` must be True or False (got {_typed(value)}).")

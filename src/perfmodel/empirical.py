@@ -73,7 +73,8 @@ def cpu_nominal() -> Nominal:
     >>> nominal.peak("fp32") == 2 * nominal.peak("fp64")
     True
     """
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    cores = len(usable) if usable else os.cpu_count() or 1
     info = _cpuinfo()
     flags = set(info.get("flags", "").split())
     if "avx512f" in flags:
@@ -94,7 +95,7 @@ def cpu_nominal() -> Nominal:
         f"({isa}, two FMA units per core assumed); fp32 twice that."
     )
     return Nominal(
-        cores=cores or 1,
+        cores=cores,
         clock_hz=clock,
         flops_per_cycle={"fp64": per_cycle, "fp32": 2 * per_cycle},
         assumptions=assumptions,
@@ -162,8 +163,9 @@ def profile_machine(
     sizes = (256, 512, 1024) if quick else (256, 512, 1024, 2048, 4096)
     stream_n = 4_000_000 if quick else 32_000_000
     ert_n = 1_000_000 if quick else 8_000_000
-    levels_to_measure = [*((level, size // 2) for level, size in cpu_caches())]
-    levels_to_measure.append(("DRAM", 8 * cpu_caches()[-1][1]))
+    caches = cpu_caches()
+    levels_to_measure = [(level, size // 2) for level, size in caches]
+    levels_to_measure.append(("DRAM", 8 * caches[-1][1]))
     # (what it feeds: a dtype's peak, "bandwidth" or a memory level; how to measure it)
     steps: list[tuple[str, Callable[[], KernelResult]]] = [
         *(

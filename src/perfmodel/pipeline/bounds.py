@@ -108,7 +108,11 @@ def windows(graph: Graph, k: int, limit: float) -> tuple[np.ndarray, np.ndarray]
 def window_lower_bound(graph: Graph, k: int) -> float:
     """The smallest bottleneck for which every node still has a stage window (bisection)."""
     k = check_k(graph, k)
-    reach = _reach_works(graph)
+    return _window_bound(graph, k, _reach_works(graph))
+
+
+def _window_bound(graph: Graph, k: int, reach: tuple[np.ndarray, np.ndarray]) -> float:
+    """:func:`window_lower_bound` from the closure works already computed."""
 
     def fits(limit: float) -> bool:
         earliest, latest = _stage_windows(reach, k, limit)
@@ -269,7 +273,8 @@ def mip_lower_bound(
         deadline = Deadline(check_time_limit(time_limit_s))
     if deadline.expired():  # no time even for the window bound: the combinatorial one is free
         return MipBound(min(combinatorial_lower_bound(graph, k), upper), None, 0, False)
-    low = window_lower_bound(graph, k)
+    reach = _reach_works(graph)
+    low = _window_bound(graph, k, reach)
     high, ceiling = upper, upper
     split: Partition | None = None
     tried = 0
@@ -280,7 +285,6 @@ def mip_lower_bound(
     known = [tuple(graph.order), *(tuple(order) for order in orders)]
     segment_costs = [order_segment_costs(graph, order) for order in known]
     pool = connected_pool(graph, upper, deadline)
-    reach = _reach_works(graph)
     while ceiling - low > 1e-3 * high and tried < probes and not deadline.expired():
         probe = (low + ceiling) / 2
         tried += 1

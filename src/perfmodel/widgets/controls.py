@@ -7,6 +7,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from perfmodel._validate import positive
 from perfmodel.units import format_quantity
 
 __all__ = ["LOG_STEP", "int_slider", "live_plot", "live_text", "log_slider", "snap_to_log_grid"]
@@ -32,8 +33,6 @@ def snap_to_log_grid(value: float, step: float = LOG_STEP) -> float:
     >>> snap_to_log_grid(1e7)
     10000000.0
     """
-    from perfmodel._validate import positive
-
     value = positive("value", value)
     return float(10 ** (round(math.log10(value) / step) * step))
 
