@@ -33,8 +33,10 @@ def test_the_profile_is_a_device_like_the_catalogues():
 def test_every_kernel_behind_it_is_kept():
     kernels = profile().kernels
     labels = [k.measurement.label for k in kernels]
-    assert sum(label.startswith("matmul") for label in labels) == 6
+    assert sum(k.kind == "matmul" for k in kernels) == 6
     assert sum(label.startswith("STREAM") for label in labels) == 4
+    assert {k.name for k in kernels if k.kind == "tiny"} >= {"add of 1", "matmul 8"}
+    assert sum(k.kind == "special" for k in kernels) == 1
     assert all(k.measurement.median_s > 0 for k in kernels)
 
 

@@ -257,3 +257,48 @@ def test_a_slip_too_close_to_one_for_the_tolerance_is_never_named():
     assert not kib.distinguishable(0.01) and kib.distinguishable(1e-3)
     key = number_key(1e6, rel_tol=0.01, salt=SALT)
     assert kib.cause not in fails(1.024e6 * 1.012, key, unit="B", slips=(kib,))
+
+
+def _copy_probes():
+    from perfmodel.exercises import number_key
+
+    return [
+        ((bandwidth,), number_key(2e9 / bandwidth, rel_tol=0.01, salt=f"tests/q9/copy@{bandwidth}"))
+        for bandwidth in (1e9, 3e10, 5e11)
+    ]
+
+
+def test_a_formula_passes_at_every_probe_and_runs_on_the_learners_measurement():
+    from perfmodel.exercises import check_formula
+
+    check_formula("copy_seconds", lambda bw: 2e9 / bw, _copy_probes(), measured=(1.7e10,), unit="s")
+    check_formula(
+        "copy_seconds", lambda bw: np.float32(2e9) / bw, _copy_probes(), measured=(1.7e10,)
+    )
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (..., "still `...`"),
+        (0.12, "must be a function"),
+        (lambda bw: 0.12, "not within 1%"),  # a typed-in constant is caught at once
+        (lambda bw: 1e9 / bw, "about 2.00x too small"),
+        (lambda bw: 2e9 / bw / 8, "about 8.00x too small"),
+        (lambda bw: "fast", "must be a number in s"),
+        (lambda bw: 2e9 / bw if bw != 1.7e10 else 1 / 0, "raised ZeroDivisionError"),
+        (lambda: 1.0, "raised TypeError"),
+    ],
+)
+def test_a_wrong_formula_is_caught_without_showing_the_answer(answer, message):
+    from perfmodel.exercises import COUNTED_TWICE, check_formula
+
+    with pytest.raises(AnswerError) as caught:
+        check_formula(
+            "copy_seconds", answer, _copy_probes(), measured=(1.7e10,), unit="s",
+            slips=(COUNTED_TWICE, BITS_FOR_BYTES),
+        )  # fmt: skip
+    text = str(caught.value)
+    assert message in text
+    for right in ("2", "0.0667", "0.004"):  # 2e9 / each probe
+        assert not re.search(rf"(?<![\d.]){re.escape(right)}(?![\d.]) s\b", text), text

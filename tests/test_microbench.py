@@ -48,11 +48,31 @@ def test_matmul_and_tiny_ops_are_costed_by_the_ops_module():
     assert tiny.cost == ops.elementwise(8, inputs=2, dtype="fp64", label="add of 8 elements")
 
 
-def test_a_small_working_set_is_read_many_times_per_call():
+def test_a_small_working_set_is_passed_over_many_times_per_call():
+    import numpy as np
+
     small = mb.working_set(8 * 1024, per_call=1024 * 1024, **QUICK)
-    assert small.cost.bytes == 128 * 8 * 1024 and small.cost.bytes_written == 0
+    n, passes = 512, 128  # half of 8 kB in doubles; 1 MB per call
+    assert small.cost.bytes_read == (2 * passes - 1) * n * 8
+    assert small.cost.bytes_written == passes * n * 8 and small.cost.flops == (passes - 1) * n
     big = mb.working_set(2 * 1024 * 1024, per_call=1024 * 1024, **QUICK)
-    assert big.cost.bytes == 2 * 1024 * 1024  # at least one whole pass
+    assert big.cost.bytes_written == 4 * 1024 * 1024  # never fewer than four passes
+    # the counted arithmetic is the arithmetic done: four passes of acc += x over ones
+    x = np.ones(n)
+    acc = np.add.reduce(np.broadcast_to(x, (4, n)), axis=0)
+    assert (acc == 4).all()
+
+
+def test_exp_and_tiny_matmul_are_their_own_kinds():
+    exp = mb.exponential(1000, **QUICK)
+    assert exp.kind == "special" and exp.cost.flops == 1000 and exp.cost.bytes == 16_000
+    tiny = mb.tiny_matmul(4, **QUICK)
+    assert tiny.kind == "tiny" and tiny.name == "matmul 4" and tiny.cost.flops == 2 * 4**3
+
+
+def test_rates_are_taken_at_the_fastest_sample():
+    result = mb.tiny_op(8, **QUICK)
+    assert result.bytes_per_s == result.cost.bytes / result.measurement.minimum_s
 
 
 @pytest.mark.parametrize(

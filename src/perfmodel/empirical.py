@@ -137,7 +137,12 @@ def profile_machine(
     *, quick: bool = True, name: str = "This machine", progress: bool = True
 ) -> MachineProfile:
     """Measure this machine's roofline: matmul peaks, STREAM bandwidth, one level per cache,
-    and the Empirical Roofline Toolkit's elementwise sweep (kept in ``kernels``).
+    and, kept in ``kernels``, the Empirical Roofline Toolkit's elementwise sweep, an ``exp``
+    kernel and tiny adds (what :func:`perfmodel.calibration.calibrate` needs).
+
+    Matmul (BLAS) and STREAM run on every core the process may use: they give the
+    machine's ceilings. The memory levels and the elementwise kernels run on one thread,
+    as numpy's own elementwise loops do: ``memory_levels`` is what one core sees.
 
     Parameters
     ----------
@@ -164,8 +169,9 @@ def profile_machine(
     stream_n = 4_000_000 if quick else 32_000_000
     ert_n = 1_000_000 if quick else 8_000_000
     caches = cpu_caches()
+    cores = cpu_nominal().cores
     levels_to_measure = [(level, size // 2) for level, size in caches]
-    levels_to_measure.append(("DRAM", 8 * caches[-1][1]))
+    levels_to_measure.append(("DRAM", 4 * caches[-1][1]))
     # (what it feeds: a dtype's peak, "bandwidth" or a memory level; how to measure it)
     steps: list[tuple[str, Callable[[], KernelResult]]] = [
         *(
@@ -173,8 +179,11 @@ def profile_machine(
             for dtype in ("fp64", "fp32")
             for n in sizes
         ),
-        *(
-            ("bandwidth", functools.partial(microbench.stream, kind, stream_n, **timing))
+        *(  # main memory on every core: the machine's ceiling
+            (
+                "bandwidth",
+                functools.partial(microbench.stream, kind, stream_n, threads=cores, **timing),
+            )
             for kind in microbench.STREAM_KERNELS
         ),
         *(
@@ -185,6 +194,12 @@ def profile_machine(
             ("kernel", functools.partial(microbench.elementwise_roof, ert_n, r, **timing))
             for r in (1, 4, 16, 64)
         ),
+        ("kernel", functools.partial(microbench.exponential, **timing)),
+        *(  # the overhead regime: adds and matmuls too small for either roof
+            ("kernel", functools.partial(microbench.tiny_op, n, **timing))
+            for n in (1, 64, 1024, 4096)
+        ),
+        *(("kernel", functools.partial(microbench.tiny_matmul, n, **timing)) for n in (1, 2, 4, 8)),
     ]
     kernels: list[KernelResult] = []
     peaks: dict[str, float] = {}
@@ -221,7 +236,7 @@ def profile_machine(
         measured_memory_bandwidth=max(bandwidth, levels.get("DRAM", 0.0)),
         measured_source=(
             f"perfmodel.empirical.profile_machine(quick={quick}): the best numpy matmul per "
-            f"dtype and the best STREAM kernel"
+            f"dtype and the best STREAM kernel on {cores} thread(s), each at its fastest sample"
         ),
         memory_levels=levels,
         source="measured on this machine (lecture 06)",

@@ -59,6 +59,7 @@ __all__ = [
     "Slip",
     "check_choice",
     "check_count",
+    "check_formula",
     "check_number",
     "choice_key",
     "count_key",
@@ -536,6 +537,85 @@ def check_choice(name: str, answer: object, key: str, options: Mapping[str, str]
             f"`{name}` is {word!r}, which is not right. The options are {described}. "
             f"Which one do your numbers show?"
         )
+
+
+def _call_text(name: str, args: tuple[object, ...]) -> str:
+    return f"{name}({', '.join(f'{a:.4g}' if _is_real(a) else repr(a) for a in args)})"
+
+
+def check_formula(
+    name: str,
+    answer: object,
+    probes: Iterable[tuple[tuple[float, ...], str]],
+    *,
+    measured: tuple[float, ...],
+    unit: str = "",
+    slips: Iterable[Slip] | None = None,
+) -> None:
+    """Check a function the learner wrote, for a question whose answer depends on the machine.
+
+    A workbook cannot key the answer for the learner's own measurement: it is not known when
+    the workbook is written, and the grader, which runs the workbook again, measures again.
+    So the question asks for the reasoning as a function (``copy_seconds(bandwidth)``), and
+    the check calls it at fixed inputs whose answers are keyed, as :func:`check_number`
+    checks a number, then at the learner's own ``measured`` inputs, where it must give a
+    finite number. A typed-in constant fails, and a right formula passes the instant check
+    and the grader alike, whatever either one measured.
+
+    Parameters
+    ----------
+    name : str
+        The function's name, quoted in the message.
+    answer : object
+        The learner's function.
+    probes : iterable of (tuple, str)
+        Arguments, and the key (:func:`number_key`) of the right result for them.
+    measured : tuple
+        The learner's measured arguments.
+    unit, slips
+        As for :func:`check_number`; a slip is named with the probe it showed at.
+
+    Raises
+    ------
+    AnswerError
+        If the function is missing, is not callable, raises, or gives a wrong result at a
+        probe. The message shows the learner's own results, never the right ones.
+
+    Examples
+    --------
+    >>> probes = [((1e9,), number_key(2.0, rel_tol=0.01, salt="demo/q5/copy@1e9")),
+    ...           ((1e10,), number_key(0.2, rel_tol=0.01, salt="demo/q5/copy@1e10"))]
+    >>> check_formula("copy_seconds", lambda bw: 2e9 / bw, probes, measured=(2.1e10,), unit="s")
+    >>> check_formula("copy_seconds", lambda bw: 0.095, probes, measured=(2.1e10,), unit="s")
+    Traceback (most recent call last):
+    ...
+    perfmodel.exercises.AnswerError: `copy_seconds(1e+09)` is 0.095 s, which is not within ...
+    """
+    missing = _missing(name, answer)
+    if missing:
+        raise AnswerError(missing)
+    if not callable(answer):
+        raise AnswerError(
+            f"`{name}` must be a function (def {name}(...): return ...), "
+            f"but it is a {type(answer).__name__}: {_describe(answer)}."
+        )
+    probes = [(tuple(args), key) for args, key in probes]
+    if not probes:
+        raise ValueError("`probes` must hold at least one (arguments, key) pair (got none).")
+    measured = tuple(measured)
+    for args in [*(args for args, _ in probes), measured]:
+        call = _call_text(name, args)
+        try:
+            result = answer(*args)
+        except Exception as error:  # the learner's code: report it, do not crash the check
+            raise AnswerError(
+                f"`{call}` raised {type(error).__name__}: {error}. "
+                f"It should return a number{f' in {unit}' if unit else ''}."
+            ) from None
+        value = _number_value(call, result, unit)
+        key = dict(probes).get(args)
+        if key is not None:
+            check_number(call, value, key, unit=unit, slips=slips)
 
 
 def feedback(message: str | None) -> str:

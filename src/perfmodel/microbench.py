@@ -15,10 +15,13 @@ that call. Their ratio is an achieved FLOP/s and bandwidth, ready to put on a ro
   sits in cache, and is written back once; raising ``r`` walks up the sloped roof to the
   flat one.
 * :func:`matmul`: ``C = A·B`` through numpy's BLAS.
-* :func:`working_set`: a read-only sum over ``nbytes``, repeated; small working sets stay
+* :func:`working_set`: ``acc += x`` within ``nbytes``, repeated; small working sets stay
   in a cache, large ones stream from main memory: one bandwidth per memory level.
 * :func:`tiny_op`: an add of a few elements, where Python and numpy's dispatch take all
   the time and neither roof applies (the *overhead* regime).
+* :func:`exponential`: ``exp`` over an array that stays in cache. A transcendental function
+  is a short polynomial and some bit tricks, tens of instructions per element, so its rate
+  is counted in evaluations per second (one "FLOP" per element), a ceiling of its own.
 
 Elementwise kernels run on one thread unless ``threads`` asks for more: the array is then
 cut into that many slices, each handed to a thread of a pool (numpy releases the GIL in
@@ -42,8 +45,10 @@ __all__ = [
     "STREAM_KERNELS",
     "KernelResult",
     "elementwise_roof",
+    "exponential",
     "matmul",
     "stream",
+    "tiny_matmul",
     "tiny_op",
     "working_set",
 ]
@@ -69,13 +74,13 @@ class KernelResult:
 
     @property
     def flops_per_s(self) -> float:
-        """Achieved FLOP/s at the median time."""
-        return self.measurement.rate(self.cost.flops)
+        """Achieved FLOP/s at the fastest sample: the best rate, as STREAM reports it."""
+        return self.measurement.best_rate(self.cost.flops)
 
     @property
     def bytes_per_s(self) -> float:
-        """Achieved bandwidth at the median time, as the bytes were counted."""
-        return self.measurement.rate(self.cost.bytes)
+        """Achieved bandwidth at the fastest sample, as the bytes were counted."""
+        return self.measurement.best_rate(self.cost.bytes)
 
     @property
     def intensity(self) -> float:
@@ -259,39 +264,46 @@ def matmul(
 def working_set(
     nbytes: int, *, dtype: str = "fp64", per_call: int = 8_000_000, **timing: Any
 ) -> KernelResult:
-    """A read-only sum over a working set of ``nbytes``, read again and again.
+    """Add a vector into an accumulator again and again, within a working set of ``nbytes``.
 
-    A working set that fits a cache is read from it on every pass after the first; one
+    A working set that fits a cache is served by it on every pass after the first; one
     larger than the last-level cache comes from main memory. Sweep ``nbytes`` from a few
-    kilobytes to a gigabyte and the bandwidth steps down once per memory level. One call
-    reads the set ``max(1, per_call // nbytes)`` times (a sum over a broadcast view, so no
-    copy), so that numpy's fixed cost per call does not hide a small set's speed.
+    kilobytes to a gigabyte and the bandwidth steps down once per memory level.
+
+    Half the set is a vector ``x``, half the accumulator ``acc``. All the passes of a
+    call are one numpy call, ``np.add.reduce`` down a view that repeats ``x`` without
+    copying it, so that numpy's fixed cost per call does not hide a small set's speed. The
+    first pass copies ``x`` into ``acc`` (a read and a write per element); each later one
+    is ``acc += x`` (two reads and a write); no write-allocate is counted, as in STREAM. A
+    call makes ``max(4, per_call // nbytes)`` passes.
 
     Examples
     --------
     >>> r = working_set(32 * 1024, per_call=64 * 1024, repeats=2, min_time_s=0)
-    >>> r.cost.bytes, r.cost.flops   # 4,096 doubles read twice; 8,191 adds
-    (65536, 8191)
+    >>> r.cost.bytes_read, r.cost.bytes_written, r.cost.flops   # 4 passes over 2,048 doubles
+    (114688, 65536, 6144)
     """
     import numpy as np
 
     nbytes, per_call = count("nbytes", nbytes), count("per_call", per_call)
     width = _numpy_dtype(dtype)
-    n = max(1, nbytes // width.itemsize)
-    passes = max(1, per_call // (n * width.itemsize))
-    x = np.ones(n, dtype=width)
-    view = np.broadcast_to(x, (passes, n))
+    n = max(1, nbytes // (2 * width.itemsize))
+    passes = max(4, per_call // (2 * n * width.itemsize))
+    x, accumulator = np.ones(n, dtype=width), np.empty(n, dtype=width)
+    repeated = np.broadcast_to(x, (passes, n))
+    word = width.itemsize
     cost = ops.Cost(
-        flops=passes * n - 1,
-        bytes_read=passes * n * width.itemsize,
-        bytes_written=0,
+        flops=(passes - 1) * n,
+        bytes_read=(2 * passes - 1) * n * word,
+        bytes_written=passes * n * word,
         dtype=dtype,
-        label=f"sum over {n * width.itemsize:,} B",
+        label=f"acc += x within {2 * n * word:,} B",
     )
     m = measure(
-        view.sum, label=cost.label, dtype=dtype, sizes={"bytes": n * width.itemsize}, **timing
-    )
-    return KernelResult(cost, m, "working set", f"{n * width.itemsize:,} B")
+        lambda: np.add.reduce(repeated, axis=0, out=accumulator),
+        label=cost.label, dtype=dtype, sizes={"bytes": 2 * n * word}, **timing,
+    )  # fmt: skip
+    return KernelResult(cost, m, "working set", f"{2 * n * word:,} B")
 
 
 def tiny_op(n: int = 8, *, dtype: str = "fp64", **timing: Any) -> KernelResult:
@@ -313,3 +325,39 @@ def tiny_op(n: int = 8, *, dtype: str = "fp64", **timing: Any) -> KernelResult:
         lambda: np.add(a, b, out=c), label=cost.label, dtype=dtype, sizes={"n": n}, **timing
     )
     return KernelResult(cost, m, "tiny", f"add of {n}")
+
+
+def exponential(n: int = 32_768, *, dtype: str = "fp64", **timing: Any) -> KernelResult:
+    """``y = exp(x)`` over ``n`` elements (256 KB of fp64 by default, so a cache holds it).
+
+    The cost counts one FLOP per element, so the achieved FLOP/s is exp evaluations per
+    second: the ceiling for transcendental work, far below a multiply-add's.
+
+    Examples
+    --------
+    >>> r = exponential(1000, repeats=2, min_time_s=0)
+    >>> r.cost.flops, r.cost.bytes
+    (1000, 16000)
+    """
+    import numpy as np
+
+    n = count("n", n)
+    width = _numpy_dtype(dtype)
+    x = np.linspace(-1.0, 1.0, n, dtype=width)
+    y = np.empty_like(x)
+    cost = ops.elementwise(n, dtype=dtype, label=f"exp of {n} elements")
+    m = measure(lambda: np.exp(x, out=y), label=cost.label, dtype=dtype, sizes={"n": n}, **timing)
+    return KernelResult(cost, m, "special", f"exp of {n:,}")
+
+
+def tiny_matmul(n: int = 2, *, dtype: str = "fp64", **timing: Any) -> KernelResult:
+    """``C = A·B`` for ``n × n`` matrices too small to matter: what a BLAS call costs at all.
+
+    Examples
+    --------
+    >>> r = tiny_matmul(2, repeats=2, min_time_s=0)
+    >>> r.kind, r.cost.flops
+    ('tiny', 16)
+    """
+    result = matmul(n, dtype=dtype, **timing)
+    return KernelResult(result.cost, result.measurement, "tiny", f"matmul {n}")
