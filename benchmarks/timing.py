@@ -6,10 +6,9 @@
 * matmul: FLOP/s through ``perfmodel.timing.measure`` against the best of a plain
   ``time.perf_counter`` loop around ``numpy.matmul`` (goal: at least 0.90);
 * measured peaks against this CPU's nominal peak (``perfmodel.empirical.cpu_nominal``);
+* the calibrated model's median absolute error on the held-out ops of
+  ``perfmodel.calibration`` (goal: at most 0.25), next to the plain roofline's;
 * the run-to-run spread of each figure over ``--runs`` runs (max / min).
-
-The calibrated model's error on held-out ops (the issue's last figure) is not measured yet:
-``perfmodel`` has no calibration module on main.
 
 Run from the repository root::
 
@@ -29,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from perfmodel import microbench
-from perfmodel.empirical import cpu_nominal
+from perfmodel import calibration, microbench
+from perfmodel.empirical import cpu_nominal, profile_machine
 from perfmodel.units import format_quantity
 
 HERE = Path(__file__).resolve().parent
@@ -102,20 +101,32 @@ def main() -> None:
             figures.setdefault("harness matmul fp64", []).append(harness)
             figures.setdefault("raw numpy matmul fp64", []).append(raw)
             figures.setdefault("ratio harness / raw matmul", []).append(harness / raw)
+            profile = profile_machine(quick=True, progress=False)
+            comparison = calibration.predict_vs_measure(
+                calibration.calibrate(profile), progress=False
+            )
+            figures.setdefault("calibrated model median |error|", []).append(
+                comparison.median_abs_error
+            )
+            figures.setdefault("plain roofline median |error|", []).append(
+                comparison.roofline_median_abs_error
+            )
+            for row in comparison.rows:
+                figures.setdefault(f"ratio {row.name}", []).append(row.ratio)
     nominal = cpu_nominal()
     print(nominal.assumptions)
-    print(f"{'figure':<34} {'median':>14} {'spread (max/min)':>17}")
+    print(f"{'figure':<44} {'median':>14} {'spread (max/min)':>17}")
     for name, values in figures.items():
         median = statistics.median(values)
         unit = "B/s" if "bandwidth" in name or "triad" in name else "FLOP/s"
-        shown = f"{median:.3f}" if name.startswith("ratio") else format_quantity(median, unit)
-        print(f"{name:<34} {shown:>14} {max(values) / min(values):>17.3f}")
+        plain = name.startswith("ratio") or "error" in name
+        shown = f"{median:.3f}" if plain else format_quantity(median, unit)
+        print(f"{name:<44} {shown:>14} {max(values) / min(values):>17.3f}")
     peak = statistics.median(figures["harness matmul fp64"])
     print(
         f"measured fp64 matmul / nominal fp64 peak: {peak / nominal.peak('fp64'):.2f} "
         f"({format_quantity(peak, 'FLOP/s')} of {format_quantity(nominal.peak('fp64'), 'FLOP/s')})"
     )
-    print("calibrated model error on held-out ops: not measured yet (no calibration on main)")
 
 
 if __name__ == "__main__":

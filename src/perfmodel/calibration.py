@@ -8,8 +8,9 @@ Lecture 04's roofline prices an operation as one pass: ``max(F / P, B / W)`` wit
   (Python, argument parsing, dispatch, allocation), a matmul more. Fitted as the
   intercept of a straight line through the times of tiny adds, and of tiny matmuls
   (:func:`fit_overhead`).
-* **several units**: BLAS matmuls reach the matmul peak; numpy's elementwise loops run on
-  one thread, one operation per pass, far below it (the flat roof of the Empirical
+* **several units**: BLAS matmuls reach the matmul peak (large ones do: the rate measured
+  at each size is kept); numpy's elementwise loops run on one thread, one operation per
+  pass, far below it (the flat roof of the Empirical
   Roofline Toolkit's sweep); ``exp`` costs tens of instructions per element.
 * **several passes**: numpy runs a softmax as five calls, each a pass over memory, where a
   fused kernel (and ``ops.softmax``) would make one.
@@ -114,6 +115,12 @@ class Calibration:
         Each cache level's name and capacity in bytes, fastest first.
     dtype : str
         The dtype the matmul peak is read for.
+    matrix_rates : sequence of (float, float), optional
+        ``(FLOPs, FLOP/s)`` of matmuls measured at several sizes. BLAS reaches its peak
+        only on large matrices (threads to start, panels to pack, edges to finish), so a
+        matrix call is priced at the rate interpolated, in log FLOPs, between the two
+        measured sizes nearest its own, and at the nearest one's rate beyond them. Empty:
+        the device's measured peak for every size.
     """
 
     device: Device
@@ -123,6 +130,7 @@ class Calibration:
     exp_rate: float
     caches: tuple[tuple[str, int], ...]
     dtype: str = "fp64"
+    matrix_rates: tuple[tuple[float, float], ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.device, Device):
@@ -139,6 +147,11 @@ class Calibration:
             tuple((str(name), count("cache capacity", size)) for name, size in self.caches),
         )
         self.device.measured_flops(self.dtype)  # a clear error now rather than at predict time
+        rates = sorted(
+            (positive("matrix_rates FLOPs", flops), positive("matrix_rates FLOP/s", rate))
+            for flops, rate in self.matrix_rates
+        )
+        object.__setattr__(self, "matrix_rates", tuple(rates))
 
     def level(self, footprint: int, unit: str = "vector") -> tuple[str, float]:
         """The memory level that serves ``footprint`` bytes, and its bandwidth (bytes/s).
@@ -157,18 +170,30 @@ class Calibration:
             return "DRAM", machine
         return "DRAM", self.device.memory_levels["DRAM"]
 
-    def rate(self, unit: str) -> float:
-        """FLOP/s of ``unit`` (see :data:`UNITS`)."""
+    def rate(self, unit: str, flops: float = math.inf) -> float:
+        """FLOP/s of ``unit`` (see :data:`UNITS`) on a call of ``flops`` FLOPs.
+
+        Only a matrix call's rate depends on its size (see ``matrix_rates``).
+        """
         unit = choice("unit", unit, UNITS)
-        if unit == "matrix":
+        if unit == "vector":
+            return self.vector_flops
+        if unit == "exp":
+            return self.exp_rate
+        if not self.matrix_rates:
             return self.device.measured_flops(self.dtype)
-        return self.vector_flops if unit == "vector" else self.exp_rate
+        import numpy as np
+
+        sizes = [math.log(f) for f, _ in self.matrix_rates]
+        rates = [r for _, r in self.matrix_rates]
+        size = math.log(flops) if 0 < flops < math.inf else (sizes[-1] if flops else sizes[0])
+        return float(np.interp(size, sizes, rates))
 
     def call_time(self, call: Call) -> float:
         """``overhead + max(F / P_unit, B / W_level)`` for one call, seconds."""
         _, bandwidth = self.level(call.footprint, call.unit)
-        work = max(call.cost.flops / self.rate(call.unit), call.cost.bytes / bandwidth)
-        return self.overhead(call.unit) + work
+        compute = call.cost.flops / self.rate(call.unit, call.cost.flops)
+        return self.overhead(call.unit) + max(compute, call.cost.bytes / bandwidth)
 
     def overhead(self, unit: str) -> float:
         """Seconds a call on ``unit`` costs before any work."""
@@ -184,7 +209,7 @@ class Calibration:
         shares: dict[str, float] = {}
         for call in calls:
             level, bandwidth = self.level(call.footprint, call.unit)
-            compute = call.cost.flops / self.rate(call.unit)
+            compute = call.cost.flops / self.rate(call.unit, call.cost.flops)
             memory = call.cost.bytes / bandwidth
             key = f"compute ({call.unit})" if compute >= memory else f"memory ({level})"
             shares[key] = shares.get(key, 0.0) + max(compute, memory)
@@ -249,6 +274,9 @@ def calibrate(profile: MachineProfile) -> Calibration:
         vector_flops=max(k.flops_per_s for k in kinds["elementwise"]),
         exp_rate=max(k.flops_per_s for k in kinds["special"]),
         caches=tuple(cpu_caches()),
+        matrix_rates=tuple(
+            (k.cost.flops, k.flops_per_s) for k in kinds.get("matmul", []) if k.cost.dtype == "fp64"
+        ),
     )
 
 

@@ -27,11 +27,18 @@ from pathlib import Path
 from typing import Any
 
 from perfmodel import microbench
-from perfmodel._validate import flag, text
+from perfmodel._validate import count, flag, text
 from perfmodel.hardware import Device
 from perfmodel.microbench import KernelResult
 
-__all__ = ["MachineProfile", "cpu_caches", "cpu_nominal", "empirical_roofline", "profile_machine"]
+__all__ = [
+    "MachineProfile",
+    "cpu_caches",
+    "cpu_nominal",
+    "empirical_roofline",
+    "profile_machine",
+    "working_set_sweep",
+]
 
 _FALLBACK_CACHES = (("L1", 32 * 1024), ("L2", 512 * 1024), ("L3", 8 * 1024 * 1024))
 
@@ -250,3 +257,42 @@ def empirical_roofline(
 ) -> Device:
     """This machine as a :class:`~perfmodel.hardware.Device` (see :func:`profile_machine`)."""
     return profile_machine(quick=quick, name=name, progress=progress).device
+
+
+def working_set_sweep(
+    largest: int = 256 * 1024**2,
+    *,
+    points: int = 12,
+    smallest: int = 8 * 1024,
+    progress: bool = True,
+    **timing: Any,
+) -> list[KernelResult]:
+    """One-core bandwidth of :func:`perfmodel.microbench.working_set` from ``smallest`` to
+    ``largest`` bytes, ``points`` sizes evenly spaced in log: a staircase, one step per
+    memory level.
+
+    Shows a progress bar. Ctrl-C (or the notebook's stop button) ends the sweep early and
+    returns the sizes measured so far.
+
+    Examples
+    --------
+    >>> kernels = working_set_sweep(256 * 1024, points=3, progress=False, repeats=2,
+    ...                             min_time_s=0)
+    >>> [k.measurement.sizes["bytes"] for k in kernels]
+    [8192, 46336, 262144]
+    """
+    import numpy as np
+    from tqdm.auto import tqdm
+
+    smallest = count("smallest", smallest, minimum=64)
+    largest = count("largest", largest, minimum=smallest)
+    points = count("points", points, minimum=2)
+    options = {"repeats": 3, "min_time_s": 0.02, **timing}
+    sizes = sorted({int(x) // 16 * 16 for x in np.geomspace(smallest, largest, points)})
+    kernels: list[KernelResult] = []
+    try:
+        for nbytes in tqdm(sizes, desc="working sets", disable=not progress):
+            kernels.append(microbench.working_set(nbytes, **options))
+    except KeyboardInterrupt:
+        pass  # keep what was measured
+    return kernels

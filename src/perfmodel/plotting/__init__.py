@@ -18,7 +18,7 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 
-__all__ = ["COLOURS", "STYLE", "new_axes", "si_formatter", "style"]
+__all__ = ["COLOURS", "STYLE", "new_axes", "si_formatter", "si_minor_formatter", "style"]
 
 #: Large type and thick lines: slides are read from 15 metres away.
 STYLE: dict[str, Any] = {
@@ -72,3 +72,22 @@ def si_formatter(unit: str) -> Any:
     return FuncFormatter(
         lambda value, _: format_quantity(value, unit, digits=3) if value > 0 else ""
     )
+
+
+def si_minor_formatter(unit: str, mantissas: tuple[int, ...] = (2, 5)) -> Any:
+    """Like :func:`si_formatter` for a log axis's minor ticks, labelling only 2 and 5 (by
+    default) times a power of ten: enough to read an axis that spans less than a decade."""
+    import math
+
+    from matplotlib.ticker import FuncFormatter
+
+    from perfmodel.units import format_quantity
+
+    def label(value: float, _: object) -> str:
+        if value <= 0:
+            return ""
+        mantissa = value / 10 ** math.floor(math.log10(value) + 1e-9)
+        keep = any(abs(mantissa - m) < 1e-6 for m in mantissas)
+        return format_quantity(value, unit, digits=3) if keep else ""
+
+    return FuncFormatter(label)

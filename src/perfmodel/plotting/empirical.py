@@ -9,9 +9,9 @@ import numpy as np
 
 from perfmodel.hardware import Device
 from perfmodel.microbench import KernelResult
-from perfmodel.plotting import COLOURS, new_axes, si_formatter, style
+from perfmodel.plotting import COLOURS, new_axes, si_formatter, si_minor_formatter, style
 
-__all__ = ["empirical_roofline_plot"]
+__all__ = ["empirical_roofline_plot", "overhead_plot", "prediction_plot", "working_set_plot"]
 
 
 def empirical_roofline_plot(
@@ -48,22 +48,25 @@ def empirical_roofline_plot(
             slope = np.minimum(measured_peak, x * rate)
             colour = COLOURS[(index + 2) % len(COLOURS)]
             ax.plot(x, slope, ":", color=colour, linewidth=1.8, label=f"{level} bandwidth")
-        for kernel in kernels:
-            if kernel.kind not in ("stream", "elementwise", "matmul"):
-                continue  # working sets are the dotted roofs; tiny ops sit below any roof
-            if kernel.cost.dtype != dtype or kernel.cost.flops == 0:
-                continue
+        shown = [
+            k
+            for k in kernels  # working sets are the dotted roofs; tiny ops sit below any roof
+            if k.kind in ("stream", "elementwise", "matmul")
+            and k.cost.dtype == dtype
+            and k.cost.flops > 0
+            and low <= k.intensity <= high
+        ]
+        for index, kernel in enumerate(sorted(shown, key=lambda k: k.intensity)):
             intensity, achieved = kernel.intensity, kernel.flops_per_s
-            if not low <= intensity <= high:
-                continue
             light = achieved / min(measured_peak, intensity * measured_bandwidth)
             ax.plot([intensity], [achieved], "D", color="black", markersize=7)
-            ax.annotate(
+            ax.annotate(  # neighbours alternate below and above, so labels do not collide
                 f"{kernel.name}: {light:.0%}",
                 (intensity, achieved),
                 textcoords="offset points",
-                xytext=(6, -14),
-                fontsize=10,
+                xytext=(6, -16) if index % 2 == 0 else (-4, 9),
+                ha="left" if index % 2 == 0 else "right",
+                fontsize=11,
             )
         ax.set(
             xscale="log",
@@ -75,4 +78,108 @@ def empirical_roofline_plot(
         ax.set_xlim(low, high)
         ax.yaxis.set_major_formatter(si_formatter("FLOP/s"))
         ax.legend(loc="lower right", fontsize=10)
+    return ax
+
+
+def working_set_plot(
+    kernels: Sequence[KernelResult], caches: Sequence[tuple[str, int]], *, ax: Any = None
+) -> Any:
+    """Bandwidth against working-set size: one step down per memory level.
+
+    Each cache's capacity is a dotted vertical line; sets left of it fit in it.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    sizes = [k.measurement.sizes["bytes"] for k in kernels]
+    rates = [k.bytes_per_s for k in kernels]
+    with style():
+        ax = new_axes(ax, (10, 5.5))
+        ax.plot(sizes, rates, "o-", color=COLOURS[0], label="acc += x, one core")
+        for index, (level, capacity) in enumerate(caches):
+            colour = COLOURS[(index + 2) % len(COLOURS)]
+            ax.axvline(capacity, color=colour, linestyle=":", linewidth=2)
+            ax.annotate(
+                f"{level} {capacity / 1024:,.0f} KiB" if capacity < 1024**2 else
+                f"{level} {capacity / 1024**2:,.0f} MiB",
+                (capacity, 1), xycoords=("data", "axes fraction"), xytext=(-6, -8),
+                textcoords="offset points", rotation=90, ha="right", va="top", fontsize=12,
+            )  # fmt: skip
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="working set (bytes)",
+            ylabel="bandwidth",
+            title="Bandwidth steps down at each cache's capacity",
+        )
+        ax.xaxis.set_major_formatter(si_formatter("B"))
+        ax.yaxis.set_major_formatter(si_formatter("B/s"))
+        ax.yaxis.set_minor_formatter(si_minor_formatter("B/s"))
+        ax.legend(loc="lower left")
+    return ax
+
+
+def overhead_plot(
+    tiny: Sequence[KernelResult], overhead_s: float, per_flop_s: float, *, ax: Any = None
+) -> Any:
+    """Seconds per call of tiny adds against their size, with the fitted line.
+
+    Left of the crossover ``overhead_s / per_flop_s`` the fixed cost per call is most of the
+    time: the overhead regime, where neither roof applies.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    sizes = np.array([k.cost.flops for k in tiny], dtype=float)
+    times = np.array([k.measurement.minimum_s for k in tiny])
+    with style():
+        ax = new_axes(ax, (10, 5.5))
+        ax.plot(sizes, times, "D", color="black", label="measured (fastest sample)")
+        line = np.geomspace(max(sizes.min(), 1), sizes.max() * 4, 100)
+        ax.plot(line, overhead_s + per_flop_s * line, "-", color=COLOURS[0],
+                label="fitted: overhead + n / rate")  # fmt: skip
+        ax.axhline(overhead_s, color=COLOURS[1], linestyle="--", label="overhead per call")
+        if per_flop_s > 0:
+            crossover = overhead_s / per_flop_s
+            ax.axvspan(line[0], crossover, color=COLOURS[1], alpha=0.08)
+            ax.annotate("overhead regime", (line[0], overhead_s), xytext=(8, 14),
+                        textcoords="offset points", color=COLOURS[1], fontsize=13)  # fmt: skip
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="elements added (n)",
+            ylabel="seconds per call",
+            title="Tiny ops: the time is the call, not the work",
+        )
+        ax.yaxis.set_major_formatter(si_formatter("s"))
+        ax.yaxis.set_minor_formatter(si_minor_formatter("s"))
+        ax.legend(loc="upper left")
+    return ax
+
+
+def prediction_plot(comparison: Any, *, ax: Any = None) -> Any:
+    """Measured over predicted for every op, for the plain roofline and the calibrated model.
+
+    A ratio of 1 is a perfect prediction; the band is ±25%. ``comparison`` is a
+    :class:`perfmodel.calibration.Comparison`.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    rows = list(comparison.rows)[::-1]
+    y = np.arange(len(rows))
+    with style():
+        ax = new_axes(ax, (11, 0.55 * len(rows) + 2))
+        ax.axvspan(0.75, 1.25, color=COLOURS[2], alpha=0.12, label="within 25%")
+        ax.axvline(1, color="grey", linewidth=1.5)
+        ax.plot([r.roofline_ratio for r in rows], y, "o", color=COLOURS[1], fillstyle="none",
+                markeredgewidth=2, label="plain roofline (one pass, no overhead)")  # fmt: skip
+        ax.plot([r.ratio for r in rows], y, "D", color=COLOURS[0], label="calibrated model")
+        ax.set_yticks(y, [r.name for r in rows])
+        ax.set(xscale="log", xlabel="measured / predicted (above 1: slower than predicted)")
+        ax.set_title("Predicted vs measured, op by op")
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=3, fontsize=11)
     return ax
