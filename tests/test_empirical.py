@@ -91,3 +91,63 @@ def test_the_plot_puts_each_kernel_under_the_measured_roof():
     legend = ax.get_legend_handles_labels()[1]
     assert legend[:2] == ["nominal fp64", "measured fp64"] and "DRAM bandwidth" in legend
     plt.close("all")
+
+
+def test_the_staircase_and_overhead_plots_show_what_was_measured():
+    import matplotlib
+
+    matplotlib.use("agg")
+    import matplotlib.pyplot as plt
+
+    from perfmodel.calibration import fit_overhead
+    from perfmodel.plotting.empirical import overhead_plot, working_set_plot
+
+    sets = [k for k in profile().kernels if k.kind == "working set"]
+    ax = working_set_plot(sets, empirical.cpu_caches())
+    x, y = ax.lines[0].get_data()
+    assert list(x) == [k.measurement.sizes["bytes"] for k in sets]
+    assert list(y) == [k.bytes_per_s for k in sets]
+    assert [t.get_text().split()[0] for t in ax.texts] == [n for n, _ in empirical.cpu_caches()]
+    adds = [k for k in profile().kernels if k.kind == "tiny" and k.name.startswith("add")]
+    overhead, per_flop = fit_overhead(adds)
+    ax = overhead_plot(adds, overhead, per_flop)
+    assert ax.lines[2].get_ydata()[0] == overhead  # the dashed line at the fitted overhead
+    plt.close("all")
+
+
+def test_a_sweep_interrupted_keeps_what_it_measured(monkeypatch):
+    from perfmodel import microbench
+
+    real = microbench.working_set
+    calls = []
+
+    def stop_at_the_third(nbytes, **timing):
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        calls.append(nbytes)
+        return real(nbytes, repeats=2, min_time_s=0)
+
+    monkeypatch.setattr(microbench, "working_set", stop_at_the_third)
+    kernels = empirical.working_set_sweep(1024**2, points=5, progress=False)
+    assert [k.measurement.sizes["bytes"] for k in kernels] == calls and len(calls) == 2
+
+
+def test_the_prediction_plot_has_a_row_and_two_markers_per_op():
+    import matplotlib
+
+    matplotlib.use("agg")
+    import matplotlib.pyplot as plt
+
+    from perfmodel import calibration
+    from perfmodel.plotting.empirical import prediction_plot
+
+    cases = calibration.held_out_ops()[-3:]
+    comparison = calibration.predict_vs_measure(
+        calibration.calibrate(profile()), cases, progress=False, repeats=2, min_time_s=0
+    )
+    ax = prediction_plot(comparison)
+    assert [t.get_text() for t in ax.get_yticklabels()] == [c.name for c in cases][::-1]
+    plain, calibrated = ax.lines[1], ax.lines[2]
+    assert list(calibrated.get_xdata()) == [r.ratio for r in comparison.rows][::-1]
+    assert list(plain.get_xdata()) == [r.roofline_ratio for r in comparison.rows][::-1]
+    plt.close("all")

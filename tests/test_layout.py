@@ -18,7 +18,8 @@ PACKAGE = ROOT / "src" / "perfmodel"
 #: The models: pure computation, no plotting and no widgets.
 MODELS = [
     *(PACKAGE / f"{name}.py" for name in ("units", "hardware", "ops", "metrics", "roofline",
-                                          "minibatch", "environment", "_validate")),
+                                          "minibatch", "environment", "_validate", "timing",
+                                          "microbench", "empirical", "calibration")),
     *sorted((PACKAGE / "pipeline").glob("*.py")),
 ]  # fmt: skip
 DRAWING = ("matplotlib", "ipywidgets", "IPython", "perfmodel.plotting", "perfmodel.widgets")

@@ -11,6 +11,7 @@ import pytest  # noqa: E402
 
 from perfmodel.widgets import controls  # noqa: E402
 from perfmodel.widgets.devices import device_explorer  # noqa: E402
+from perfmodel.widgets.measure import cache_sweep_explorer  # noqa: E402
 from perfmodel.widgets.minibatch import batch_size_explorer  # noqa: E402
 from perfmodel.widgets.op_cost import op_explorer  # noqa: E402
 from perfmodel.widgets.partition import partition_explorer  # noqa: E402
@@ -23,7 +24,7 @@ from perfmodel.widgets.transfer import transfer_time_explorer  # noqa: E402
     "explorer",
     [
         transfer_time_explorer, run_time_explorer, device_explorer, op_explorer,
-        roofline_explorer, batch_size_explorer, partition_explorer,
+        roofline_explorer, batch_size_explorer, cache_sweep_explorer, partition_explorer,
     ],
 )  # fmt: skip
 def test_every_explorer_builds(explorer):
@@ -59,3 +60,21 @@ def test_a_bad_choice_prints_its_reason_instead_of_a_traceback(capsys):
     )  # outside a kernel the print reaches stdout; inside one, the output area
     assert "no peak for 'fp32'" in printed and "no peak for 'fp12'" in printed
     assert "Traceback" not in printed
+
+
+def test_the_cache_sweep_measures_what_its_controls_say(monkeypatch):
+    from perfmodel import empirical
+
+    asked = {}
+
+    def fake_sweep(largest, *, points):
+        asked.update(largest=largest, points=points)
+        return [empirical.microbench.working_set(n, repeats=2, min_time_s=0) for n in (8192, 65536)]
+
+    monkeypatch.setattr(empirical, "working_set_sweep", fake_sweep)
+    box = cache_sweep_explorer(largest=1e6, points=5)
+    largest, points, button, _ = box.children
+    points.value = 7
+    button.click()
+    assert asked == {"largest": int(largest.slider.value), "points": 7}
+    assert not button.disabled  # ready for the next sweep

@@ -133,6 +133,8 @@ def test_no_test_holds_an_expected_value(workbook):
     for source in sources:
         for node in ast.walk(ast.parse(source)):
             name = getattr(getattr(node, "func", None), "id", "")
+            if isinstance(node, ast.Call) and name == "check_recorded":
+                continue  # a measurement typed in by the learner: no answer to hold
             if isinstance(node, ast.Call) and name.startswith("check_"):
                 calls += 1
                 key = node.args[2]

@@ -59,8 +59,9 @@ __all__ = [
     "Slip",
     "check_choice",
     "check_count",
-    "check_formula",
+    "check_implied_work",
     "check_number",
+    "check_recorded",
     "choice_key",
     "count_key",
     "default_slips",
@@ -439,12 +440,18 @@ def check_number(
     ...
     perfmodel.exercises.AnswerError: `t` is 7 s, about 1,000x too large: a factor of 1000 ...
     """
+    value = _number_value(name, answer, unit)
+    _check_value(f"`{name}` is {value:.4g}{f' {unit}' if unit else ''}", value, key, unit, slips)
+
+
+def _check_value(
+    shown: str, value: float, key: str, unit: str, slips: Iterable[Slip] | None
+) -> None:
+    """Pass, or raise an AnswerError that starts with ``shown`` (the learner's value)."""
     parsed = _NumberKey(key)
     slips = default_slips(unit) if slips is None else tuple(slips)
-    value = _number_value(name, answer, unit)
     if parsed.offset(value) is not None:
         return
-    shown = f"`{name}` is {value:.4g}{f' {unit}' if unit else ''}"
     slip = _match_slip(value, parsed, slips)
     if slip:
         raise AnswerError(f"{shown}, {slip}. Fix that and try again.")
@@ -539,83 +546,90 @@ def check_choice(name: str, answer: object, key: str, options: Mapping[str, str]
         )
 
 
-def _call_text(name: str, args: tuple[object, ...]) -> str:
-    return f"{name}({', '.join(f'{a:.4g}' if _is_real(a) else repr(a) for a in args)})"
+def check_recorded(name: str, value: object, *, unit: str = "", figures: int = 3) -> None:
+    """Check that a measurement was typed in as printed, to ``figures`` significant figures.
+
+    A question about the learner's own machine is checked against the learner's own
+    measurement. The grader runs the workbook again, and measures again; a measurement
+    *typed in* stays the same, so the answers built on it are graded against the very
+    figure the instant check used. A value computed in code would change under them, so it
+    is refused here, where the learner can still fix it.
+
+    Examples
+    --------
+    >>> check_recorded("my_bandwidth", 2.31e10, unit="B/s")
+    >>> check_recorded("my_bandwidth", 23148573912.4, unit="B/s")
+    Traceback (most recent call last):
+    ...
+    perfmodel.exercises.AnswerError: `my_bandwidth` must be typed in as printed, ...
+    """
+    number = _number_value(name, value, unit)
+    if number <= 0:
+        raise AnswerError(f"`{name}` must be a positive measurement (got {number:g}).")
+    if float(f"{number:.{figures}g}") != number:
+        raise AnswerError(
+            f"`{name}` must be typed in as printed, with {figures} significant figures "
+            f"(got {number!r}). The grader runs your workbook again and measures again: a "
+            f"typed figure keeps your answers checked against the measurement you made."
+        )
 
 
-def check_formula(
+def check_implied_work(
     name: str,
     answer: object,
-    probes: Iterable[tuple[tuple[float, ...], str]],
+    key: str,
     *,
-    measured: tuple[float, ...],
-    unit: str = "",
+    rate: float,
+    rate_name: str,
+    overhead_s: float = 0.0,
+    overhead_name: str = "",
+    work_unit: str = "",
     slips: Iterable[Slip] | None = None,
 ) -> None:
-    """Check a function the learner wrote, for a question whose answer depends on the machine.
+    """Check a time predicted at the learner's own measured rate by the work it implies.
 
-    A workbook cannot key the answer for the learner's own measurement: it is not known when
-    the workbook is written, and the grader, which runs the workbook again, measures again.
-    So the question asks for the reasoning as a function (``copy_seconds(bandwidth)``), and
-    the check calls it at fixed inputs whose answers are keyed, as :func:`check_number`
-    checks a number, then at the learner's own ``measured`` inputs, where it must give a
-    finite number. A typed-in constant fails, and a right formula passes the instant check
-    and the grader alike, whatever either one measured.
+    The right time depends on the machine, so it cannot be keyed; the work cannot depend
+    on it. ``(answer - overhead_s) × rate`` is the work the learner's answer implies (the
+    bytes moved at their bandwidth, the FLOPs done at their peak), and that is checked
+    against ``key`` as :func:`check_number` checks a number, slips included.
 
     Parameters
     ----------
     name : str
-        The function's name, quoted in the message.
+        The learner's variable (seconds).
     answer : object
-        The learner's function.
-    probes : iterable of (tuple, str)
-        Arguments, and the key (:func:`number_key`) of the right result for them.
-    measured : tuple
-        The learner's measured arguments.
-    unit, slips
-        As for :func:`check_number`; a slip is named with the probe it showed at.
-
-    Raises
-    ------
-    AnswerError
-        If the function is missing, is not callable, raises, or gives a wrong result at a
-        probe. The message shows the learner's own results, never the right ones.
+        The learner's predicted time.
+    key : str
+        The :func:`number_key` of the work.
+    rate, rate_name : float, str
+        The learner's measured rate and the variable that holds it.
+    overhead_s, overhead_name : float, str, optional
+        A fixed time per call the prediction includes, and its variable.
+    work_unit : str
+        The unit of the work (``"B"``, ``"FLOP"``).
 
     Examples
     --------
-    >>> probes = [((1e9,), number_key(2.0, rel_tol=0.01, salt="demo/q5/copy@1e9")),
-    ...           ((1e10,), number_key(0.2, rel_tol=0.01, salt="demo/q5/copy@1e10"))]
-    >>> check_formula("copy_seconds", lambda bw: 2e9 / bw, probes, measured=(2.1e10,), unit="s")
-    >>> check_formula("copy_seconds", lambda bw: 0.095, probes, measured=(2.1e10,), unit="s")
+    >>> key = number_key(2e9, rel_tol=0.01, salt="demo/q6/copy")
+    >>> check_implied_work("t", 2e9 / 2.3e10, key, rate=2.3e10, rate_name="bw", work_unit="B")
+    >>> check_implied_work("t", 1e9 / 2.3e10, key, rate=2.3e10, rate_name="bw", work_unit="B",
+    ...                    slips=[COUNTED_TWICE])
     Traceback (most recent call last):
     ...
-    perfmodel.exercises.AnswerError: `copy_seconds(1e+09)` is 0.095 s, which is not within ...
+    perfmodel.exercises.AnswerError: `t` implies 1e+09 B at your `bw` (t × bw), about 2.00x too small: ...
     """
-    missing = _missing(name, answer)
-    if missing:
-        raise AnswerError(missing)
-    if not callable(answer):
-        raise AnswerError(
-            f"`{name}` must be a function (def {name}(...): return ...), "
-            f"but it is a {type(answer).__name__}: {_describe(answer)}."
-        )
-    probes = [(tuple(args), key) for args, key in probes]
-    if not probes:
-        raise ValueError("`probes` must hold at least one (arguments, key) pair (got none).")
-    measured = tuple(measured)
-    for args in [*(args for args, _ in probes), measured]:
-        call = _call_text(name, args)
-        try:
-            result = answer(*args)
-        except Exception as error:  # the learner's code: report it, do not crash the check
-            raise AnswerError(
-                f"`{call}` raised {type(error).__name__}: {error}. "
-                f"It should return a number{f' in {unit}' if unit else ''}."
-            ) from None
-        value = _number_value(call, result, unit)
-        key = dict(probes).get(args)
-        if key is not None:
-            check_number(call, value, key, unit=unit, slips=slips)
+    seconds = _number_value(name, answer, "s")
+    rate = _number_value(rate_name, rate, "")
+    overhead = _number_value(overhead_name or "overhead_s", overhead_s, "s")
+    work = (seconds - overhead) * rate
+    formula = (
+        f"({name} - {overhead_name}) × {rate_name}" if overhead_name else f"{name} × {rate_name}"
+    )
+    shown = (
+        f"`{name}` implies {work:.4g}{f' {work_unit}' if work_unit else ''} at your "
+        f"`{rate_name}` ({formula})"
+    )
+    _check_value(shown, work, key, work_unit, slips)
 
 
 def feedback(message: str | None) -> str:
