@@ -182,7 +182,7 @@ def profile_machine(
     # (what it feeds: a dtype's peak, "bandwidth" or a memory level; how to measure it)
     steps: list[tuple[str, Callable[[], KernelResult]]] = [
         *(
-            (dtype, functools.partial(microbench.matmul, n, dtype=dtype, **timing))
+            (dtype, functools.partial(microbench.matmul, n, dtype=dtype, threads=cores, **timing))
             for dtype in ("fp64", "fp32")
             for n in sizes
         ),

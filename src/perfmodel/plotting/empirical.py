@@ -56,18 +56,12 @@ def empirical_roofline_plot(
             and k.cost.flops > 0
             and low <= k.intensity <= high
         ]
-        for index, kernel in enumerate(sorted(shown, key=lambda k: k.intensity)):
+        points = []
+        for kernel in sorted(shown, key=lambda k: k.intensity):
             intensity, achieved = kernel.intensity, kernel.flops_per_s
             light = achieved / min(measured_peak, intensity * measured_bandwidth)
             ax.plot([intensity], [achieved], "D", color="black", markersize=7)
-            ax.annotate(  # neighbours alternate below and above, so labels do not collide
-                f"{kernel.name}: {light:.0%}",
-                (intensity, achieved),
-                textcoords="offset points",
-                xytext=(6, -16) if index % 2 == 0 else (-4, 9),
-                ha="left" if index % 2 == 0 else "right",
-                fontsize=11,
-            )
+            points.append((intensity, achieved, f"{kernel.name}: {light:.0%}"))
         ax.set(
             xscale="log",
             yscale="log",
@@ -76,9 +70,39 @@ def empirical_roofline_plot(
             title=f"{device.name}: measured against nominal",
         )
         ax.set_xlim(low, high)
+        ax.set_ylim(top=3 * max(device.peak_flops(dtype), measured_peak))  # room for labels
         ax.yaxis.set_major_formatter(si_formatter("FLOP/s"))
         ax.legend(loc="lower right", fontsize=10)
+        _label_without_overlap(ax, points)
     return ax
+
+
+#: Where a label may go, in points from its marker: below right, above right, further down,
+#: left below, left above.
+_LABEL_SPOTS = ((6, -16), (6, 8), (6, -32), (-8, -16), (-8, 8), (6, 22), (6, -46))
+
+
+def _label_without_overlap(ax: Any, points: list[tuple[float, float, str]]) -> None:
+    """Label each point at the first spot where its text overlaps no label placed before it.
+
+    Text extents are measured after drawing, so the rule holds at any font size.
+    """
+    figure = ax.figure
+    renderer = figure.canvas.get_renderer()
+    placed: list[Any] = []
+    for x, y, label in points:
+        for dx, dy in _LABEL_SPOTS:
+            text = ax.annotate(label, (x, y), textcoords="offset points", xytext=(dx, dy),
+                               ha="left" if dx > 0 else "right", fontsize=11)  # fmt: skip
+            box = text.get_window_extent(renderer).expanded(1.05, 1.1)
+            if not any(box.overlaps(other) for other in placed):
+                placed.append(box)
+                break
+            text.remove()
+        else:  # crowded everywhere: the first spot, overlapping
+            text = ax.annotate(label, (x, y), textcoords="offset points", xytext=_LABEL_SPOTS[0],
+                               fontsize=11)  # fmt: skip
+            placed.append(text.get_window_extent(renderer))
 
 
 def working_set_plot(
