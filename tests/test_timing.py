@@ -59,7 +59,8 @@ def test_measure_repeats_warms_up_and_syncs():
     # 3 warm-up calls; autoranging at 1, 2, 5, 10, 20, 50; then 3 more samples of 50.
     assert calls["fn"] == 3 + (1 + 2 + 5 + 10 + 20 + 50) + 3 * 50
     assert calls["setup"] == 6 + 3  # once per sample, never inside the timed calls
-    assert calls["sync"] == 1 + 6 + 3  # after the warm-up and after every sample
+    # after the warm-up, then before and after every sample: the clock starts on an idle device
+    assert calls["sync"] == 1 + 2 * (6 + 3)
     assert m.label == "noop" and dict(m.sizes) == {"n": 1}
 
 
