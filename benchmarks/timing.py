@@ -115,13 +115,14 @@ def main() -> None:
                 figures.setdefault(f"ratio {row.name}", []).append(row.ratio)
     nominal = cpu_nominal()
     print(nominal.assumptions)
-    print(f"{'figure':<44} {'median':>14} {'spread (max/min)':>17}")
+    print(f"{'figure':<44} {'median':>14} {'spread (max/min)':>17}  runs")
     for name, values in figures.items():
         median = statistics.median(values)
         unit = "B/s" if "bandwidth" in name or "triad" in name else "FLOP/s"
         plain = name.startswith("ratio") or "error" in name
         shown = f"{median:.3f}" if plain else format_quantity(median, unit)
-        print(f"{name:<44} {shown:>14} {max(values) / min(values):>17.3f}")
+        runs = " ".join(f"{v:.3g}" for v in values) if plain else ""
+        print(f"{name:<44} {shown:>14} {max(values) / min(values):>17.3f}  {runs}")
     peak = statistics.median(figures["harness matmul fp64"])
     print(
         f"measured fp64 matmul / nominal fp64 peak: {peak / nominal.peak('fp64'):.2f} "

@@ -154,3 +154,21 @@ def test_the_sweep_measures_every_op_and_predicts_each():
 def test_bad_arguments_are_clear_errors(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_a_broadcast_call_runs_at_its_own_rate_or_the_vector_one():
+    import dataclasses
+
+    subtract = cal.Call(ops.elementwise(10**6, dtype="fp64"), "broadcast", 16 * 10**6)
+    slow = dataclasses.replace(CALIBRATION, broadcast_flops=1e9)
+    assert slow.call_time(subtract) == pytest.approx(1e-6 + max(1e6 / 1e9, 16e6 / 1e10))
+    assert CALIBRATION.rate("broadcast") == CALIBRATION.rate("vector") == 4e9
+
+
+def test_bigger_matmuls_are_priced_at_the_rate_measured_near_their_size():
+    import dataclasses
+
+    sized = dataclasses.replace(CALIBRATION, matrix_rates=((1e6, 1e10), (1e9, 4e10)))
+    assert sized.rate("matrix", 1e6) == 1e10 and sized.rate("matrix", 1e9) == 4e10
+    assert sized.rate("matrix", 10**7.5) == pytest.approx(2.5e10)  # halfway in log FLOPs
+    assert sized.rate("matrix", 10) == 1e10 and sized.rate("matrix", 1e15) == 4e10  # clamped

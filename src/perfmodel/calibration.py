@@ -10,8 +10,9 @@ Lecture 04's roofline prices an operation as one pass: ``max(F / P, B / W)`` wit
   (:func:`fit_overhead`).
 * **several units**: BLAS matmuls reach the matmul peak (large ones do: the rate measured
   at each size is kept); numpy's elementwise loops run on one thread, one operation per
-  pass, far below it (the flat roof of the Empirical
-  Roofline Toolkit's sweep); ``exp`` costs tens of instructions per element.
+  pass, far below it (the flat roof of the Empirical Roofline Toolkit's sweep), and slower
+  still when an operand is broadcast along rows; ``exp`` costs tens of instructions per
+  element.
 * **several passes**: numpy runs a softmax as five calls, each a pass over memory, where a
   fused kernel (and ``ops.softmax``) would make one.
 * **caches**: an operation whose data fits a cache is served at that cache's bandwidth,
@@ -71,8 +72,9 @@ __all__ = [
 ]
 
 #: What runs a call: ``"matrix"`` (BLAS, at the matmul peak), ``"vector"`` (a numpy
-#: elementwise loop or reduction) and ``"exp"`` (a transcendental function).
-UNITS = ("matrix", "vector", "exp")
+#: elementwise loop or reduction), ``"broadcast"`` (an elementwise loop with an operand
+#: broadcast along rows) and ``"exp"`` (a transcendental function).
+UNITS = ("matrix", "vector", "broadcast", "exp")
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +113,8 @@ class Calibration:
         FLOP/s of numpy's elementwise loops on data in cache.
     exp_rate : float
         ``exp`` evaluations per second.
+    broadcast_flops : float, optional
+        FLOP/s of an elementwise loop with a broadcast operand (default: ``vector_flops``).
     caches : sequence of (str, int)
         Each cache level's name and capacity in bytes, fastest first.
     dtype : str
@@ -131,6 +135,7 @@ class Calibration:
     caches: tuple[tuple[str, int], ...]
     dtype: str = "fp64"
     matrix_rates: tuple[tuple[float, float], ...] = ()
+    broadcast_flops: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.device, Device):
@@ -141,6 +146,8 @@ class Calibration:
         non_negative("blas_overhead_s", self.blas_overhead_s)
         positive("vector_flops", self.vector_flops)
         positive("exp_rate", self.exp_rate)
+        if self.broadcast_flops is not None:
+            positive("broadcast_flops", self.broadcast_flops)
         object.__setattr__(
             self,
             "caches",
@@ -178,6 +185,8 @@ class Calibration:
         unit = choice("unit", unit, UNITS)
         if unit == "vector":
             return self.vector_flops
+        if unit == "broadcast":
+            return self.broadcast_flops or self.vector_flops
         if unit == "exp":
             return self.exp_rate
         if not self.matrix_rates:
@@ -273,6 +282,7 @@ def calibrate(profile: MachineProfile) -> Calibration:
         blas_overhead_s=fit_overhead(matmuls)[0] if matmuls else overhead,
         vector_flops=max(k.flops_per_s for k in kinds["elementwise"]),
         exp_rate=max(k.flops_per_s for k in kinds["special"]),
+        broadcast_flops=max((k.flops_per_s for k in kinds.get("broadcast", [])), default=None),
         caches=tuple(cpu_caches()),
         matrix_rates=tuple(
             (k.cost.flops, k.flops_per_s) for k in kinds.get("matmul", []) if k.cost.dtype == "fp64"
@@ -401,10 +411,10 @@ def held_out_ops(*, quick: bool = True) -> list[Case]:
     two = 2 * 8 * elements  # x and y
     softmax_calls = (
         _row_reduction(rows, cols, footprint=two),
-        _vector(elements, footprint=two, label="subtract the row max"),
+        _vector(elements, footprint=two, unit="broadcast", label="subtract the row max"),
         _vector(elements, footprint=two, unit="exp", label="exp"),
         _row_reduction(rows, cols, footprint=two),
-        _vector(elements, footprint=two, label="divide by the row sum"),
+        _vector(elements, footprint=two, unit="broadcast", label="divide by the row sum"),
     )
     cases.append(
         Case(
@@ -428,14 +438,14 @@ def held_out_ops(*, quick: bool = True) -> list[Case]:
     layer_norm_calls = (
         _row_reduction(rows, cols, footprint=three),
         _vector(rows, footprint=three, unit="vector"),  # mean: the sum's divide by cols
-        _vector(elements, footprint=three, label="subtract the mean"),
+        _vector(elements, footprint=three, unit="broadcast", label="subtract the mean"),
         _vector(elements, footprint=three, label="square"),
         _row_reduction(rows, cols, footprint=three),
         _vector(rows, footprint=three, unit="vector"),
         *per_rows,
-        _vector(elements, footprint=three, label="divide by the deviation"),
-        _vector(elements, footprint=three, label="scale"),
-        _vector(elements, footprint=three, label="shift"),
+        _vector(elements, footprint=three, unit="broadcast", label="divide by the deviation"),
+        _vector(elements, footprint=three, unit="broadcast", label="scale"),
+        _vector(elements, footprint=three, unit="broadcast", label="shift"),
     )
     cases.append(
         Case(

@@ -145,7 +145,8 @@ def profile_machine(
 ) -> MachineProfile:
     """Measure this machine's roofline: matmul peaks, STREAM bandwidth, one level per cache,
     and, kept in ``kernels``, the Empirical Roofline Toolkit's elementwise sweep, an ``exp``
-    kernel and tiny adds (what :func:`perfmodel.calibration.calibrate` needs).
+    kernel, a broadcast kernel and tiny adds and matmuls (what
+    :func:`perfmodel.calibration.calibrate` needs).
 
     Matmul (BLAS) and STREAM run on every core the process may use: they give the
     machine's ceilings. The memory levels and the elementwise kernels run on one thread,
@@ -202,6 +203,7 @@ def profile_machine(
             for r in (1, 4, 16, 64)
         ),
         ("kernel", functools.partial(microbench.exponential, **timing)),
+        ("kernel", functools.partial(microbench.broadcast, **timing)),
         *(  # the overhead regime: adds and matmuls too small for either roof
             ("kernel", functools.partial(microbench.tiny_op, n, **timing))
             for n in (1, 64, 1024, 4096)

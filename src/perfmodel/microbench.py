@@ -19,6 +19,8 @@ that call. Their ratio is an achieved FLOP/s and bandwidth, ready to put on a ro
   in a cache, large ones stream from main memory: one bandwidth per memory level.
 * :func:`tiny_op`: an add of a few elements, where Python and numpy's dispatch take all
   the time and neither roof applies (the *overhead* regime).
+* :func:`broadcast`: ``y = x - c`` with ``c`` one value per row, broadcast along it: numpy
+  runs such loops at a fraction of a plain elementwise loop's speed.
 * :func:`exponential`: ``exp`` over an array that stays in cache. A transcendental function
   is a short polynomial and some bit tricks, tens of instructions per element, so its rate
   is counted in evaluations per second (one "FLOP" per element), a ceiling of its own.
@@ -45,6 +47,7 @@ __all__ = [
     "STREAM_KERNELS",
     "KernelResult",
     "elementwise_roof",
+    "broadcast",
     "exponential",
     "matmul",
     "stream",
@@ -361,3 +364,40 @@ def tiny_matmul(n: int = 2, *, dtype: str = "fp64", **timing: Any) -> KernelResu
     """
     result = matmul(n, dtype=dtype, **timing)
     return KernelResult(result.cost, result.measurement, "tiny", f"matmul {n}")
+
+
+def broadcast(
+    rows: int = 128, cols: int = 128, *, dtype: str = "fp64", **timing: Any
+) -> KernelResult:
+    """``y = x - c`` for a ``rows × cols`` array and a column ``c`` of one value per row.
+
+    This is how a softmax subtracts each row's maximum and a layer norm each row's mean.
+    The default 128 × 128 fp64 arrays (128 kB each) stay in cache, so the rate is the
+    loop's own. The cost counts one FLOP per element.
+
+    Examples
+    --------
+    >>> r = broadcast(4, 8, repeats=2, min_time_s=0)
+    >>> r.kind, r.cost.flops, r.cost.bytes   # reads x and c, writes y
+    ('broadcast', 32, 544)
+    """
+    import numpy as np
+
+    rows, cols = count("rows", rows), count("cols", cols)
+    width = _numpy_dtype(dtype)
+    x = np.ones((rows, cols), dtype=width)
+    column = np.full((rows, 1), 0.5, dtype=width)
+    y = np.empty_like(x)
+    word = width.itemsize
+    cost = ops.Cost(
+        flops=rows * cols,
+        bytes_read=(rows * cols + rows) * word,
+        bytes_written=rows * cols * word,
+        dtype=dtype,
+        label=f"broadcast subtract {rows}x{cols}",
+    )
+    m = measure(
+        lambda: np.subtract(x, column, out=y), label=cost.label, dtype=dtype,
+        sizes={"rows": rows, "cols": cols}, **timing,
+    )  # fmt: skip
+    return KernelResult(cost, m, "broadcast", f"broadcast {rows}x{cols}")
