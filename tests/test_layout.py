@@ -19,7 +19,7 @@ PACKAGE = ROOT / "src" / "perfmodel"
 MODELS = [
     *(PACKAGE / f"{name}.py" for name in ("units", "hardware", "ops", "metrics", "roofline",
                                           "minibatch", "environment", "_validate", "timing",
-                                          "microbench", "empirical", "calibration", "gpu")),
+                                          "microbench", "empirical", "calibration", "gpu", "scaling")),
     *sorted((PACKAGE / "pipeline").glob("*.py")),
 ]  # fmt: skip
 DRAWING = ("matplotlib", "ipywidgets", "IPython", "perfmodel.plotting", "perfmodel.widgets")

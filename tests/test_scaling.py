@@ -1,0 +1,164 @@
+"""Amdahl, Gustafson and Karp-Flatt: the compendium's examples, closed-form oracles, bounds
+that hold for every input, and fits that recover what they were given."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from perfmodel import scaling
+
+FRACTIONS = st.floats(0, 1)
+PROCESSORS = st.floats(1, 1e6)
+
+
+def test_a_20_percent_serial_portion_caps_the_speedup_at_5():
+    assert scaling.amdahl_limit(0.8) == pytest.approx(5)
+    assert scaling.amdahl_speedup(0.8, 1e12) == pytest.approx(5)
+    assert scaling.amdahl_speedup(0.8, 4) == pytest.approx(2.5)
+
+
+@given(FRACTIONS, PROCESSORS)
+def test_amdahl_never_beats_p_nor_its_limit(alpha, p):
+    speedup = scaling.amdahl_speedup(alpha, p)
+    assert 1 <= speedup <= p * (1 + 1e-12)
+    assert speedup <= scaling.amdahl_limit(alpha) * (1 + 1e-12)
+
+
+@given(FRACTIONS, st.floats(1, 1e3), st.floats(1, 1e3))
+def test_more_processors_never_slow_amdahl_down(alpha, p, q):
+    low, high = sorted((p, q))
+    assert scaling.amdahl_speedup(alpha, low) <= scaling.amdahl_speedup(alpha, high) * (1 + 1e-12)
+
+
+@given(FRACTIONS, st.integers(1, 10**6))
+def test_gustafson_is_s_plus_n_p_with_s_plus_p_one(s, n):
+    p = 1 - s
+    assert scaling.gustafson_speedup(s, n) == pytest.approx(s + n * p)
+    assert scaling.gustafson_speedup(s, n) <= n
+
+
+@given(st.floats(0, 0.999), st.floats(1.01, 1e4))
+def test_karp_flatt_recovers_amdahls_serial_fraction(alpha, p):
+    speedup = scaling.amdahl_speedup(alpha, p)
+    assert scaling.karp_flatt(speedup, p) == pytest.approx(1 - alpha, abs=1e-9)
+
+
+def test_efficiency_is_speedup_per_processor():
+    assert scaling.efficiency(6, 8) == 0.75
+    assert scaling.efficiency(np.float64(2), np.int64(2)) == 1
+
+
+def _amdahl_times(alpha: float, counts: list[int], repeats: int, noise: float, seed: int):
+    rng = np.random.default_rng(seed)
+    processors, times = [], []
+    for p in counts:
+        for _ in range(repeats):
+            processors.append(p)
+            times.append(2.0 * ((1 - alpha) + alpha / p) * (1 + noise * rng.standard_normal()))
+    return processors, times
+
+
+def test_the_amdahl_fit_is_exact_on_exact_data():
+    fit = scaling.fit_amdahl(*_amdahl_times(0.93, [1, 2, 4, 8], 1, 0.0, 0))
+    assert fit.value == pytest.approx(0.93) and fit.scale == pytest.approx(2.0)
+
+
+def test_the_amdahl_interval_covers_the_truth_about_as_often_as_it_claims():
+    # 200 noisy experiments on two processor counts, as on a 2-core machine: a 95% interval
+    # should miss about 10 times; more than 20 misses would be a broken interval.
+    misses = 0
+    for seed in range(200):
+        fit = scaling.fit_amdahl(*_amdahl_times(0.85, [1, 2], 5, 0.03, seed))
+        assert fit.has_interval and fit.low <= fit.value <= fit.high
+        misses += not (fit.low <= 0.85 <= fit.high)
+    assert misses <= 20
+
+
+@given(st.floats(0.05, 0.95), st.integers(0, 10**6))
+def test_the_amdahl_fit_recovers_alpha_within_its_interval_on_many_cores(alpha, seed):
+    fit = scaling.fit_amdahl(*_amdahl_times(alpha, [1, 2, 4, 8, 16], 4, 0.002, seed))
+    assert fit.low - 1e-3 <= alpha <= fit.high + 1e-3
+    assert fit.high - fit.low < 0.05
+
+
+def test_the_gustafson_fit_reproduces_sandias_1988_serial_fractions():
+    # Gustafson, "Reevaluating Amdahl's Law" (CACM 1988): scaled speedups on 1024 processors.
+    for speedup, serial in ((1021, 3 / 1023), (1020, 4 / 1023), (1016, 8 / 1023)):
+        fit = scaling.fit_gustafson([1024], [speedup])
+        assert fit.value == pytest.approx(serial) and not fit.has_interval
+
+
+def test_the_gustafson_fit_recovers_s_from_noisy_points():
+    rng = np.random.default_rng(1)
+    counts = [2, 4, 8, 16, 32] * 3
+    speedups = [
+        scaling.gustafson_speedup(0.1, n) * (1 + 0.01 * rng.standard_normal()) for n in counts
+    ]
+    fit = scaling.fit_gustafson(counts, speedups)
+    assert fit.low <= 0.1 <= fit.high and fit.high - fit.low < 0.05
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (
+            lambda: scaling.amdahl_speedup(1.2, 4),
+            ValueError,
+            "`parallel_fraction` must be a number in [0, 1]",
+        ),
+        (lambda: scaling.amdahl_speedup(-0.1, 4), ValueError, "`parallel_fraction`"),
+        (
+            lambda: scaling.amdahl_speedup(0.5, 0.5),
+            ValueError,
+            "`p` must be a number of processors >= 1",
+        ),
+        (lambda: scaling.amdahl_speedup(float("nan"), 2), ValueError, "(got nan)"),
+        (
+            lambda: scaling.amdahl_speedup("0.5", 2),
+            TypeError,
+            "`parallel_fraction` must be a number",
+        ),
+        (
+            lambda: scaling.gustafson_speedup(1.5, 2),
+            ValueError,
+            "`serial_fraction` must be a number in [0, 1]",
+        ),
+        (
+            lambda: scaling.gustafson_speedup(0.5, 0),
+            ValueError,
+            "`p` must be a number of processors",
+        ),
+        (lambda: scaling.karp_flatt(2, 1), ValueError, "`p` must be a number of processors > 1"),
+        (lambda: scaling.karp_flatt(9, 8), ValueError, "`speedup` must be a speedup in (0, p]"),
+        (lambda: scaling.karp_flatt(0.5, 0.5), ValueError, "`p` must be"),
+        (
+            lambda: scaling.fit_amdahl([2, 2], [1.0, 1.1]),
+            ValueError,
+            "at least two different counts",
+        ),
+        (lambda: scaling.fit_amdahl([1, 2], [1.0]), ValueError, "the same length"),
+        (
+            lambda: scaling.fit_amdahl([1, 2], [1.0, -1.0]),
+            ValueError,
+            "`times[1]` must be a positive",
+        ),
+        (
+            lambda: scaling.fit_amdahl("12", [1.0, 2.0]),
+            TypeError,
+            "`processors` must be a sequence",
+        ),
+        (lambda: scaling.fit_gustafson([1, 1], [1.0, 1.0]), ValueError, "a count above 1"),
+    ],
+)
+def test_bad_input_is_a_clear_error(call, error, message):
+    with pytest.raises(error, match=__import__("re").escape(message)):
+        call()
+
+
+def test_no_processors_no_limit():
+    assert scaling.amdahl_limit(1) == math.inf
