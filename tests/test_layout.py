@@ -19,7 +19,8 @@ PACKAGE = ROOT / "src" / "perfmodel"
 MODELS = [
     *(PACKAGE / f"{name}.py" for name in ("units", "hardware", "ops", "metrics", "roofline",
                                           "minibatch", "environment", "_validate", "timing",
-                                          "microbench", "empirical", "calibration", "gpu", "scaling")),
+                                          "microbench", "empirical", "calibration", "gpu",
+                                          "scaling", "taskgraph")),
     *sorted((PACKAGE / "pipeline").glob("*.py")),
 ]  # fmt: skip
 DRAWING = ("matplotlib", "ipywidgets", "IPython", "perfmodel.plotting", "perfmodel.widgets")

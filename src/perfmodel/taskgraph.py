@@ -1,0 +1,274 @@
+"""Find the parallelism in a model: a graph of operations, its work and span, and a schedule.
+
+A model is a graph of operations: an edge ``u -> v`` says ``v`` must wait for ``u``. Sreepathi
+Pai's compendium names three reasons to wait:
+
+* a **data** dependence: ``v`` reads what ``u`` wrote (``E = A·G`` after ``A = C·D``);
+* a **control** dependence: ``v`` runs only if a branch ``u`` decides so (``if (A) Y = E·F``);
+* a **structural** hazard: ``u`` and ``v`` are independent but need the same unit (one
+  multiplier for ``X = A·B`` and ``Y = C·D``). That is not an edge but a resource.
+
+Two numbers bound how fast the graph can run on ``P`` workers (Brent, 1974):
+
+* the **work** ``W``, the sum of every operation's time (the time on one worker), and
+* the **span** ``S``, the longest path through the graph (the time on infinitely many),
+
+so that ``max(W / P, S) <= T_P``, and a greedy schedule, which never leaves a worker idle
+while an operation is ready, achieves ``T_P <= W / P + S``. Their ratio ``W / S`` is the
+graph's parallelism: more workers than that cannot help. :meth:`TaskGraph.schedule` is
+such a greedy list schedule (the ready operation with the longest path still ahead of it
+goes first), with an optional limit per resource.
+
+The graph reuses :class:`perfmodel.pipeline.Graph` for its checks and order; names and edge
+kinds are what this module adds.
+
+Examples
+--------
+>>> g = TaskGraph({"A = C·D": 1, "E = A·G": 1, "F = B·C": 1}, [("A = C·D", "E = A·G")])
+>>> g.work, g.span, g.parallelism
+(3.0, 2.0, 1.5)
+>>> g.schedule(2).makespan
+2.0
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from perfmodel._validate import count, non_negative, positive, text
+from perfmodel.pipeline import Graph
+
+__all__ = ["EDGE_KINDS", "Slot", "Schedule", "TaskGraph", "brent_bounds"]
+
+#: The dependences an edge can stand for.
+EDGE_KINDS = ("data", "control")
+
+
+def brent_bounds(work: float, span: float, p: float) -> tuple[float, float]:
+    """``(max(W/P, S), W/P + S)``: no schedule beats the first; a greedy one meets the second.
+
+    >>> brent_bounds(12, 3, 4)
+    (3.0, 6.0)
+    """
+    work, span = non_negative("work", work), non_negative("span", span)
+    if span > work:
+        raise ValueError(f"`span` must be at most `work` (got span {span:g}, work {work:g}).")
+    p = positive("p", p)
+    return max(work / p, span), work / p + span
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """One operation placed on a worker: from ``start`` to ``end`` seconds."""
+
+    task: str
+    worker: int
+    start: float
+    end: float
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """Where and when every operation runs, in start order."""
+
+    slots: tuple[Slot, ...]
+    workers: int
+
+    @property
+    def makespan(self) -> float:
+        """When the last operation ends."""
+        return max((slot.end for slot in self.slots), default=0.0)
+
+    @property
+    def utilization(self) -> float:
+        """Busy worker-time over ``workers × makespan``."""
+        busy = sum(slot.end - slot.start for slot in self.slots)
+        return busy / (self.workers * self.makespan) if self.makespan > 0 else 0.0
+
+
+class TaskGraph:
+    """Named operations with their times, and the dependences between them.
+
+    Parameters
+    ----------
+    tasks : mapping of str to float
+        Each operation's name and time, seconds (or any unit, used consistently).
+    edges : iterable of (str, str) or (str, str, kind)
+        ``(u, v)``: ``v`` waits for ``u``; ``kind`` is ``"data"`` (the default) or
+        ``"control"``.
+    resources : mapping of str to str, optional
+        The unit an operation needs (``{"X = A·B": "multiplier"}``); a unit runs one
+        operation at a time unless :meth:`schedule` is given more.
+
+    Raises
+    ------
+    TypeError, ValueError
+        On a bad name or time, an edge naming an unknown operation, a self-loop or a cycle.
+    """
+
+    def __init__(
+        self,
+        tasks: Mapping[str, float],
+        edges: Iterable[tuple[str, ...]] = (),
+        *,
+        resources: Mapping[str, str] | None = None,
+    ) -> None:
+        if not isinstance(tasks, Mapping) or not tasks:
+            raise TypeError(
+                f"`tasks` must be a non-empty mapping of name -> seconds (got {tasks!r:.60})."
+            )
+        self.names: tuple[str, ...] = tuple(text("task name", name) for name in tasks)
+        self.times: tuple[float, ...] = tuple(
+            non_negative(f"tasks[{name!r}]", tasks[name]) for name in self.names
+        )
+        index = {name: i for i, name in enumerate(self.names)}
+        pairs: list[tuple[int, int]] = []
+        kinds: dict[tuple[str, str], str] = {}
+        for edge in edges:
+            if not isinstance(edge, tuple) or len(edge) not in (2, 3):
+                raise TypeError(f"`edges` must hold (u, v) or (u, v, kind) tuples (got {edge!r}).")
+            u, v, *rest = edge
+            kind = rest[0] if rest else "data"
+            if kind not in EDGE_KINDS:
+                raise ValueError(f"edge kind must be one of {EDGE_KINDS} (got {kind!r}).")
+            for end in (u, v):
+                if end not in index:
+                    raise ValueError(
+                        f"edge {edge!r} names {end!r}, which is not a task; tasks: "
+                        f"{', '.join(self.names[:8])}."
+                    )
+            pairs.append((index[u], index[v]))
+            kinds[(u, v)] = kind
+        self.edge_kinds: Mapping[tuple[str, str], str] = kinds
+        self.graph = Graph(self.times, [0.0] * len(self.times), pairs)
+        self.resources: Mapping[str, str] = dict(resources or {})
+        for name, unit in self.resources.items():
+            if name not in index:
+                raise ValueError(f"`resources` names {name!r}, which is not a task.")
+            text(f"resources[{name!r}]", unit)
+
+    @property
+    def edges(self) -> tuple[tuple[str, str], ...]:
+        return tuple(self.edge_kinds)
+
+    @property
+    def work(self) -> float:
+        """Total time of every operation: the time on one worker."""
+        return float(sum(self.times))
+
+    def _finish_times(self) -> list[float]:
+        """Earliest finish of each operation with unlimited workers."""
+        finish = [0.0] * len(self.times)
+        for v in self.graph.order:
+            ready = max((finish[u] for u in self.graph.predecessors[v]), default=0.0)
+            finish[v] = ready + self.times[v]
+        return finish
+
+    @property
+    def span(self) -> float:
+        """The longest path's time: the time on infinitely many workers."""
+        return max(self._finish_times())
+
+    @property
+    def critical_path(self) -> tuple[str, ...]:
+        """The operations on a longest path, in order."""
+        finish = self._finish_times()
+        v = max(range(len(finish)), key=finish.__getitem__)
+        path = [v]
+        while self.graph.predecessors[v]:
+            start = finish[v] - self.times[v]
+            v = next(
+                u
+                for u in self.graph.predecessors[v]
+                if abs(finish[u] - start) <= 1e-12 * max(1.0, start)
+            )
+            path.append(v)
+        return tuple(self.names[i] for i in reversed(path))
+
+    @property
+    def parallelism(self) -> float:
+        """``work / span``: how many workers the graph can keep busy on average."""
+        return self.work / self.span if self.span > 0 else float(len(self.times))
+
+    def bounds(self, p: int) -> tuple[float, float]:
+        """Brent's bounds on ``p`` workers (see :func:`brent_bounds`)."""
+        return brent_bounds(self.work, self.span, count("p", p))
+
+    def schedule(self, p: int, *, units: Mapping[str, int] | None = None) -> Schedule:
+        """A greedy list schedule on ``p`` workers.
+
+        Whenever a worker is free, the ready operation with the longest path still ahead of
+        it starts (ties: the order given). An operation that needs a resource also waits for
+        one of that resource's ``units`` (default 1 each).
+
+        Examples
+        --------
+        >>> g = TaskGraph({"X = A·B": 1, "Y = C·D": 1},
+        ...               resources={"X = A·B": "multiplier", "Y = C·D": "multiplier"})
+        >>> g.schedule(2).makespan   # one multiplier: a structural hazard
+        2.0
+        >>> g.schedule(2, units={"multiplier": 2}).makespan
+        1.0
+        """
+        p = count("p", p)
+        free_units = {unit: count(f"units[{unit!r}]", n) for unit, n in (units or {}).items()}
+        for unit in set(self.resources.values()):
+            free_units.setdefault(unit, 1)
+        n = len(self.times)
+        ahead = [0.0] * n  # longest path from the start of v to the end of the graph
+        for v in reversed(self.graph.order):
+            ahead[v] = self.times[v] + max(
+                (ahead[w] for w in self.graph.successors[v]), default=0.0
+            )
+        waiting = [len(self.graph.predecessors[v]) for v in range(n)]
+        ready = [(-ahead[v], v) for v in range(n) if waiting[v] == 0]
+        heapq.heapify(ready)
+        running: list[tuple[float, int, int]] = []  # (end, task, worker)
+        idle = list(range(p))
+        now, slots = 0.0, []
+        blocked: list[tuple[float, int]] = []
+        while ready or running or blocked:
+            for item in blocked:
+                heapq.heappush(ready, item)
+            blocked = []
+            while ready and idle:
+                priority, v = heapq.heappop(ready)
+                needed = self.resources.get(self.names[v])
+                if needed is not None and free_units[needed] == 0:
+                    blocked.append((priority, v))
+                    continue
+                if needed is not None:
+                    free_units[needed] -= 1
+                worker = idle.pop(0)
+                slots.append(Slot(self.names[v], worker, now, now + self.times[v]))
+                heapq.heappush(running, (now + self.times[v], v, worker))
+            if not running:
+                break  # nothing runs, so nothing blocks: every task has been placed
+            now, v, worker = heapq.heappop(running)
+            finished = [(v, worker)]
+            while running and running[0][0] <= now:
+                _, u, w = heapq.heappop(running)
+                finished.append((u, w))
+            for u, w in finished:
+                idle.append(w)
+                idle.sort()
+                held = self.resources.get(self.names[u])
+                if held is not None:
+                    free_units[held] += 1
+                for succ in self.graph.successors[u]:
+                    waiting[succ] -= 1
+                    if waiting[succ] == 0:
+                        heapq.heappush(ready, (-ahead[succ], succ))
+        return Schedule(tuple(sorted(slots, key=lambda s: (s.start, s.worker))), p)
+
+    def describe(self) -> dict[str, Any]:
+        """Work, span, parallelism and the critical path, for printing."""
+        return {
+            "work": self.work,
+            "span": self.span,
+            "parallelism": self.parallelism,
+            "critical path": " -> ".join(self.critical_path),
+        }
