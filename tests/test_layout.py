@@ -20,7 +20,7 @@ MODELS = [
     *(PACKAGE / f"{name}.py" for name in ("units", "hardware", "ops", "metrics", "roofline",
                                           "minibatch", "environment", "_validate", "timing",
                                           "microbench", "empirical", "calibration", "gpu",
-                                          "scaling", "taskgraph")),
+                                          "scaling", "taskgraph", "parallel")),
     *sorted((PACKAGE / "pipeline").glob("*.py")),
 ]  # fmt: skip
 DRAWING = ("matplotlib", "ipywidgets", "IPython", "perfmodel.plotting", "perfmodel.widgets")

@@ -32,14 +32,13 @@ its loops). Matmul threads are limited with threadpoolctl instead.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from perfmodel import ops
 from perfmodel._validate import choice, count
+from perfmodel.parallel import sliced
 from perfmodel.timing import Measurement, measure
 
 __all__ = [
@@ -95,24 +94,6 @@ def _numpy_dtype(dtype: str) -> Any:
     import numpy as np
 
     return np.dtype(NUMPY_DTYPES[choice("dtype", dtype, tuple(NUMPY_DTYPES))])
-
-
-@contextlib.contextmanager
-def _slices(threads: int | None, n: int) -> Iterator[Callable[[Callable[[slice], Any]], None]]:
-    """A runner that applies ``work(piece)`` to ``threads`` slices of ``range(n)`` at once."""
-    threads = 1 if threads is None else count("threads", threads)
-    bounds = [n * i // threads for i in range(threads + 1)]
-    pieces = [slice(a, b) for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
-    if threads == 1:
-        yield lambda work: work(pieces[0])
-        return
-    with ThreadPoolExecutor(threads) as pool:
-
-        def run(work: Callable[[slice], Any]) -> None:
-            for future in [pool.submit(work, piece) for piece in pieces]:
-                future.result()
-
-        yield run
 
 
 def stream(
@@ -171,7 +152,7 @@ def stream(
         dtype=dtype,
         label=f"STREAM {kind}",
     )
-    with _slices(threads, n) as run:
+    with sliced(threads, n) as run:
         m = measure(
             lambda: run(work), label=cost.label, dtype=dtype, sizes={"n": n}, threads=threads,
             **timing,
@@ -230,7 +211,7 @@ def elementwise_roof(
         dtype=dtype,
         label=f"{multiply_adds} multiply-adds per element",
     )
-    with _slices(threads, n) as run:
+    with sliced(threads, n) as run:
         m = measure(
             lambda: run(work), label=cost.label, dtype=dtype, threads=threads,
             sizes={"n": n, "multiply_adds": multiply_adds}, **timing,

@@ -1,0 +1,223 @@
+"""Run numpy work on several threads, and measure what that buys.
+
+numpy releases Python's global interpreter lock inside its loops, so slices of one array can
+be worked on by a pool of threads at once: that is how the course runs elementwise work in
+parallel (BLAS has threads of its own, limited with :func:`perfmodel.timing.thread_limit`).
+
+* :func:`sliced`: a runner that applies ``work(piece)`` to ``threads`` slices at once.
+* :func:`parallel_apply`: an elementwise ufunc (``np.sin``) over slices: every element is
+  independent, so the work splits perfectly.
+* :func:`parallel_cumsum`: a prefix sum, which does not split: element ``i`` needs every
+  element before it. The blocked scan here sums each block on its own thread, adds up the
+  block totals (serially, one number per block), then adds each block's offset on its own
+  thread: about twice the work of a serial ``np.cumsum``, for at most ``threads / 2``
+  times its speed.
+* :func:`run_branches`: independent branches of a model at the same time, or in turn.
+* :func:`operation_scaling` and :func:`branch_scaling`: the measurements lecture 07 plots.
+
+Examples
+--------
+>>> import numpy as np
+>>> x = np.arange(10.0)
+>>> out = np.empty_like(x)
+>>> parallel_cumsum(x, out, threads=3)
+>>> bool(np.array_equal(out, np.cumsum(x)))
+True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from perfmodel._validate import count, flag
+from perfmodel.timing import Measurement, measure, thread_limit
+
+__all__ = [
+    "BranchPoint",
+    "ScalingPoint",
+    "branch_scaling",
+    "operation_scaling",
+    "parallel_apply",
+    "parallel_cumsum",
+    "run_branches",
+    "sliced",
+]
+
+
+def _pieces(n: int, threads: int) -> list[slice]:
+    bounds = [n * i // threads for i in range(threads + 1)]
+    return [slice(a, b) for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
+
+
+@functools.cache
+def _pool(threads: int) -> ThreadPoolExecutor:
+    """One pool per thread count, started once and kept: starting threads costs far more
+    than a small operation, and a real framework keeps its pool too."""
+    return ThreadPoolExecutor(threads, thread_name_prefix=f"perfmodel-{threads}")
+
+
+@contextlib.contextmanager
+def sliced(threads: int | None, n: int) -> Iterator[Callable[[Callable[[slice], Any]], None]]:
+    """A runner that applies ``work(piece)`` to ``threads`` slices of ``range(n)`` at once.
+
+    One thread (or None) runs inline; more use a pool that is started once and kept.
+
+    Examples
+    --------
+    >>> seen = []
+    >>> with sliced(2, 10) as run:
+    ...     run(seen.append)
+    >>> sorted((s.start, s.stop) for s in seen)
+    [(0, 5), (5, 10)]
+    """
+    threads = 1 if threads is None else count("threads", threads)
+    pieces = _pieces(count("n", n), threads)
+    if len(pieces) == 1:
+        yield lambda work: work(pieces[0])
+        return
+    pool = _pool(len(pieces))
+
+    def run(work: Callable[[slice], Any]) -> None:
+        for future in [pool.submit(work, piece) for piece in pieces]:
+            future.result()
+
+    yield run
+
+
+def parallel_apply(ufunc: Any, x: Any, out: Any, *, threads: int = 1) -> None:
+    """``ufunc(x, out=out)`` with the array cut into ``threads`` slices run at once."""
+    with sliced(threads, len(x)) as run:
+        run(lambda s: ufunc(x[s], out=out[s]))
+
+
+def parallel_cumsum(x: Any, out: Any, *, threads: int = 1) -> None:
+    """``np.cumsum(x, out=out)`` as a blocked scan on ``threads`` threads (see the notes)."""
+    import numpy as np
+
+    threads = count("threads", threads)
+    pieces = _pieces(len(x), threads)
+    if len(pieces) == 1:
+        np.cumsum(x, out=out)
+        return
+    pool = _pool(len(pieces))
+    list(pool.map(lambda s: np.cumsum(x[s], out=out[s]), pieces))
+    offsets = np.cumsum([out[s.stop - 1] for s in pieces[:-1]])  # the serial step
+    list(pool.map(lambda i: np.add(out[pieces[i]], offsets[i - 1], out=out[pieces[i]]),
+                  range(1, len(pieces))))  # fmt: skip
+
+
+def run_branches(branches: Sequence[Callable[[], Any]], *, concurrent: bool) -> list[Any]:
+    """Run independent branches at the same time (one thread each) or one after another."""
+    concurrent = flag("concurrent", concurrent)
+    if not concurrent or len(branches) < 2:
+        return [branch() for branch in branches]
+    return list(_pool(len(branches)).map(lambda branch: branch(), branches))
+
+
+@dataclass(frozen=True, slots=True)
+class ScalingPoint:
+    """One operation at one length on some threads, and its speedup over one thread."""
+
+    operation: str
+    n: int
+    threads: int
+    measurement: Measurement
+    speedup: float
+
+
+def operation_scaling(
+    lengths: Sequence[int],
+    threads: Sequence[int],
+    *,
+    progress: bool = True,
+    **timing: Any,
+) -> list[ScalingPoint]:
+    """``np.sin`` (independent elements) and ``np.cumsum`` (a scan) over every length and
+    thread count: each time, and its speedup over the same operation on one thread.
+
+    Examples
+    --------
+    >>> points = operation_scaling([1000], [1, 2], progress=False, repeats=2, min_time_s=0)
+    >>> sorted({(p.operation, p.threads) for p in points})
+    [('cumsum', 1), ('cumsum', 2), ('sin', 1), ('sin', 2)]
+    """
+    import numpy as np
+    from tqdm.auto import tqdm
+
+    options = {"repeats": 5, "min_time_s": 0.02, **timing}
+    counts = sorted({1, *(count("threads", t) for t in threads)})
+    work = [(n, op) for n in (count("length", n) for n in lengths) for op in ("sin", "cumsum")]
+    points = []
+    for n, op in tqdm(work, desc="sin and cumsum", disable=not progress):
+        x = np.linspace(0.0, 1.0, n)
+        out = np.empty_like(x)
+        base = None
+        for t in counts:
+            if op == "sin":
+                run = functools.partial(parallel_apply, np.sin, x, out, threads=t)
+            else:
+                run = functools.partial(parallel_cumsum, x, out, threads=t)
+            m = measure(run, label=f"{op} of {n:,}", threads=t, dtype="fp64", sizes={"n": n},
+                        **options)  # fmt: skip
+            base = m.minimum_s if base is None else base
+            points.append(ScalingPoint(op, n, t, m, base / m.minimum_s))
+    return points
+
+
+@dataclass(frozen=True, slots=True)
+class BranchPoint:
+    """Two independent branches of width ``n``, run in turn and at once."""
+
+    n: int
+    sequential: Measurement
+    concurrent: Measurement
+
+    @property
+    def speedup(self) -> float:
+        return self.sequential.minimum_s / self.concurrent.minimum_s
+
+
+def _branch(x: Any, w1: Any, w2: Any) -> Any:
+    """One branch of a small model: ``relu(x @ w1) @ w2``."""
+    import numpy as np
+
+    return np.maximum(x @ w1, 0) @ w2
+
+
+def branch_scaling(
+    widths: Sequence[int], *, progress: bool = True, **timing: Any
+) -> list[BranchPoint]:
+    """Two independent branches, each ``relu(x @ W1) @ W2`` on an ``n × n`` block, in turn
+    and on two threads. BLAS is held to one thread, so the two branches are the only
+    parallelism.
+
+    Examples
+    --------
+    >>> [p.n for p in branch_scaling([8, 16], progress=False, repeats=2, min_time_s=0)]
+    [8, 16]
+    """
+    import numpy as np
+    from tqdm.auto import tqdm
+
+    options = {"repeats": 5, "min_time_s": 0.02, **timing}
+    rng = np.random.default_rng(0)
+    points = []
+    for n in tqdm([count("width", w) for w in widths], desc="branches", disable=not progress):
+        x = rng.random((n, n))
+        branches = [
+            functools.partial(_branch, x, rng.random((n, n)), rng.random((n, n))) for _ in range(2)
+        ]
+        in_turn = functools.partial(run_branches, branches, concurrent=False)
+        at_once = functools.partial(run_branches, branches, concurrent=True)
+        with thread_limit(1):
+            sequential = measure(in_turn, label=f"branches of {n}, in turn", sizes={"n": n},
+                                 **options)  # fmt: skip
+            concurrent = measure(at_once, label=f"branches of {n}, at once", threads=2,
+                                 sizes={"n": n}, **options)  # fmt: skip
+        points.append(BranchPoint(n, sequential, concurrent))
+    return points

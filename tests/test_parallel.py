@@ -1,0 +1,49 @@
+"""Thread-pool numpy: the parallel versions compute exactly what the serial ones do, and the
+scaling sweeps measure every point they promise (never a time)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from perfmodel import parallel
+
+QUICK = {"repeats": 2, "min_time_s": 0.0, "min_sample_s": 1e-4}
+
+
+@given(st.integers(1, 5000), st.integers(1, 8))
+def test_the_blocked_scan_is_a_prefix_sum(n, threads):
+    x = np.random.default_rng(n).integers(-5, 5, n).astype(float)
+    out = np.empty_like(x)
+    parallel.parallel_cumsum(x, out, threads=threads)
+    assert np.array_equal(out, np.cumsum(x))  # integers in floats: exact in any order
+
+
+@given(st.integers(1, 5000), st.integers(1, 8))
+def test_a_sliced_ufunc_is_the_ufunc(n, threads):
+    x = np.linspace(-3, 3, n)
+    out = np.empty_like(x)
+    parallel.parallel_apply(np.sin, x, out, threads=threads)
+    assert np.array_equal(out, np.sin(x))
+
+
+def test_branches_return_in_order_either_way():
+    branches = [lambda i=i: i * i for i in range(4)]
+    assert parallel.run_branches(branches, concurrent=True) == [0, 1, 4, 9]
+    assert parallel.run_branches(branches, concurrent=False) == [0, 1, 4, 9]
+
+
+def test_the_operation_sweep_has_every_point_and_speedup_one_on_one_thread():
+    points = parallel.operation_scaling([500, 5000], [2], progress=False, **QUICK)
+    assert {(p.operation, p.n, p.threads) for p in points} == {
+        (op, n, t) for op in ("sin", "cumsum") for n in (500, 5000) for t in (1, 2)
+    }
+    assert all(p.speedup == 1 for p in points if p.threads == 1)
+    assert all(p.measurement.threads == p.threads for p in points)
+
+
+def test_the_branch_sweep_times_both_ways():
+    (point,) = parallel.branch_scaling([24], progress=False, **QUICK)
+    assert point.n == 24 and point.concurrent.threads == 2
+    assert point.speedup == point.sequential.minimum_s / point.concurrent.minimum_s
