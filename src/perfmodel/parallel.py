@@ -40,7 +40,11 @@ from perfmodel.timing import Measurement, measure, thread_limit
 __all__ = [
     "BranchPoint",
     "ScalingPoint",
+    "ScalingRun",
     "branch_scaling",
+    "elementwise_work",
+    "matmul_work",
+    "measure_scaling",
     "operation_scaling",
     "parallel_apply",
     "parallel_cumsum",
@@ -221,3 +225,112 @@ def branch_scaling(
                                  sizes={"n": n}, **options)  # fmt: skip
         points.append(BranchPoint(n, sequential, concurrent))
     return points
+
+
+@dataclass(frozen=True, slots=True)
+class ScalingRun:
+    """Every sample of one workload at each thread count: what :func:`perfmodel.scaling.fit_amdahl`
+    and :func:`perfmodel.scaling.fit_gustafson` take."""
+
+    label: str
+    measurements: tuple[Measurement, ...]
+
+    @property
+    def processors(self) -> list[int]:
+        """One entry per sample: the thread count it ran on."""
+        return [m.threads or 1 for m in self.measurements for _ in m.samples_s]
+
+    @property
+    def times(self) -> list[float]:
+        """Seconds per call of every sample, in the order of :attr:`processors`."""
+        return [t for m in self.measurements for t in m.samples_s]
+
+    def speedup(self, threads: int) -> float:
+        """Fastest one-thread time over the fastest time on ``threads``."""
+        by = {m.threads or 1: m.minimum_s for m in self.measurements}
+        return by[1] / by[threads]
+
+    def scaled_speedup(self, threads: int) -> float:
+        """For weak scaling, where the work grows with the threads: ``threads × T1 / T_threads``."""
+        return threads * self.speedup(threads)
+
+    def scaled_points(self) -> tuple[list[int], list[float]]:
+        """Every sample above one thread as a scaled speedup against the median one-thread
+        time: the points :func:`perfmodel.scaling.fit_gustafson` fits, scatter included."""
+        one = next(m for m in self.measurements if (m.threads or 1) == 1).median_s
+        pairs = [
+            (m.threads or 1, (m.threads or 1) * one / t)
+            for m in self.measurements
+            if (m.threads or 1) > 1
+            for t in m.samples_s
+        ]
+        return [p for p, _ in pairs], [s for _, s in pairs]
+
+
+def measure_scaling(
+    make_work: Callable[[int], Callable[[], Any]],
+    threads: Sequence[int],
+    *,
+    label: str = "",
+    progress: bool = True,
+    **timing: Any,
+) -> ScalingRun:
+    """Measure ``make_work(t)()`` for every thread count ``t`` (1 is always included).
+
+    ``make_work(t)`` builds the workload for ``t`` threads: the same problem split ``t`` ways
+    for strong scaling, or ``t`` times the problem for weak scaling. BLAS is limited to ``t``
+    threads while it runs.
+
+    Examples
+    --------
+    >>> run = measure_scaling(lambda t: (lambda: sum(range(1000))), [2], progress=False,
+    ...                       repeats=3, min_time_s=0)
+    >>> sorted(set(run.processors)), len(run.times) >= 6
+    ([1, 2], True)
+    """
+    from tqdm.auto import tqdm
+
+    if not callable(make_work):
+        raise TypeError(f"`make_work` must be callable (got {type(make_work).__name__}).")
+    options = {"repeats": 5, "min_time_s": 0.05, **timing}
+    counts = sorted({1, *(count("threads", t) for t in threads)})
+    measurements = tuple(
+        measure(make_work(t), label=label, threads=t, **options)
+        for t in tqdm(counts, desc=label or "threads", disable=not progress)
+    )
+    return ScalingRun(label, measurements)
+
+
+def matmul_work(n: int, *, weak: bool = False) -> Callable[[int], Callable[[], Any]]:
+    """``make_work`` for :func:`measure_scaling`: an ``n × n`` fp64 matmul on ``t`` BLAS threads
+    (weak: ``t`` such matmuls, one per thread's worth of work)."""
+    import numpy as np
+
+    n = count("n", n)
+    rng = np.random.default_rng(0)
+    a, b = rng.random((n, n)), rng.random((n, n))
+
+    def make(t: int) -> Callable[[], Any]:
+        copies = t if weak else 1
+        return functools.partial(_matmuls, a, b, copies)
+
+    return make
+
+
+def _matmuls(a: Any, b: Any, copies: int) -> None:
+    for _ in range(copies):
+        a @ b
+
+
+def elementwise_work(n: int, *, weak: bool = False) -> Callable[[int], Callable[[], Any]]:
+    """``make_work`` for :func:`measure_scaling`: ``np.sin`` over ``n`` fp64 elements sliced
+    across ``t`` threads (weak: ``t × n`` elements)."""
+    import numpy as np
+
+    n = count("n", n)
+
+    def make(t: int) -> Callable[[], Any]:
+        x = np.linspace(0.0, 1.0, n * t if weak else n)
+        return functools.partial(parallel_apply, np.sin, x, np.empty_like(x), threads=t)
+
+    return make

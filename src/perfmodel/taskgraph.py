@@ -41,7 +41,15 @@ from typing import Any
 from perfmodel._validate import count, non_negative, positive, text
 from perfmodel.pipeline import Graph
 
-__all__ = ["EDGE_KINDS", "Slot", "Schedule", "TaskGraph", "brent_bounds"]
+__all__ = [
+    "EDGE_KINDS",
+    "Schedule",
+    "Slot",
+    "TaskGraph",
+    "brent_bounds",
+    "examples",
+    "transformer_block",
+]
 
 #: The dependences an edge can stand for.
 EDGE_KINDS = ("data", "control")
@@ -272,3 +280,62 @@ class TaskGraph:
             "parallelism": self.parallelism,
             "critical path": " -> ".join(self.critical_path),
         }
+
+
+def transformer_block(
+    device: str = "H100 SXM",
+    *,
+    tokens: int = 2048,
+    width: int = 4096,
+    heads: int = 32,
+    dtype: str = "bf16",
+) -> TaskGraph:
+    """One transformer block as a task graph, each operation timed by the roofline on
+    ``device``: the Q, K and V projections are independent (branch-level parallelism), the
+    rest is a chain.
+
+    Examples
+    --------
+    >>> g = transformer_block()
+    >>> g.parallelism > 1 and len(g.critical_path) == 8
+    True
+    """
+    from perfmodel import ops
+    from perfmodel.roofline import estimate
+
+    def seconds(cost: ops.Cost) -> float:
+        return estimate(cost, device, dtype=dtype).time_s * 1e6  # microseconds read well
+
+    proj = seconds(ops.dense_forward(tokens, width, width, dtype=dtype))
+    norm = seconds(ops.layer_norm(tokens, width, dtype=dtype))
+    attend = seconds(ops.attention(1, heads, tokens, width // heads, dtype=dtype))
+    up = seconds(ops.dense_forward(tokens, width, 4 * width, dtype=dtype))
+    act = seconds(ops.elementwise(tokens * 4 * width, flops_per_element=8, dtype=dtype))
+    down = seconds(ops.dense_forward(tokens, 4 * width, width, dtype=dtype))
+    tasks = {
+        "norm 1": norm, "Q": proj, "K": proj, "V": proj, "attention": attend,
+        "out proj": proj, "norm 2": norm, "MLP up": up, "GELU": act, "MLP down": down,
+    }  # fmt: skip
+    edges = [
+        ("norm 1", "Q"), ("norm 1", "K"), ("norm 1", "V"), ("Q", "attention"),
+        ("K", "attention"), ("V", "attention"), ("attention", "out proj"),
+        ("out proj", "norm 2"), ("norm 2", "MLP up"), ("MLP up", "GELU"), ("GELU", "MLP down"),
+    ]  # fmt: skip
+    return TaskGraph({k: round(v, 1) for k, v in tasks.items()}, edges)
+
+
+def examples() -> dict[str, TaskGraph]:
+    """The graphs lecture 07 and its explorer show, by name."""
+    return {
+        "data dependence": TaskGraph(
+            {"A = C·D": 1, "E = A·G": 1, "F = B·C": 1}, [("A = C·D", "E = A·G")]
+        ),
+        "control dependence": TaskGraph(
+            {"X = C·D": 1, "test A": 0.5, "Y = E·F": 1}, [("test A", "Y = E·F", "control")]
+        ),
+        "structural hazard": TaskGraph(
+            {"X = A·B": 1, "Y = C·D": 1},
+            resources={"X = A·B": "multiplier", "Y = C·D": "multiplier"},
+        ),
+        "transformer block (µs on an H100)": transformer_block(),
+    }

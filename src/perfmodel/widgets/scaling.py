@@ -1,0 +1,46 @@
+"""Lecture 08: Amdahl's and Gustafson's laws explored, with measured points on top."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from perfmodel.widgets.controls import int_slider, live_plot
+
+__all__ = ["scaling_explorer", "scaling_view"]
+
+
+def scaling_view(
+    serial_percent: float = 20.0,
+    max_processors: int = 64,
+    measured: Sequence[tuple[float, float]] = (),
+) -> Any:
+    """The static twin of :func:`scaling_explorer` (see
+    :func:`perfmodel.plotting.scaling.scaling_plot`).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    from perfmodel.plotting.scaling import scaling_plot
+
+    return scaling_plot(serial_percent / 100, max_processors, measured=measured)
+
+
+def scaling_explorer(
+    measured: Sequence[tuple[float, float]] = (), serial_percent: float = 20.0
+) -> Any:
+    """A serial fraction and a processor count; both laws redrawn, ``measured`` points kept."""
+    import ipywidgets as widgets
+
+    serial = widgets.FloatSlider(
+        value=serial_percent, min=0, max=100, step=0.5, description="serial %",
+        style={"description_width": "8em"}, layout=widgets.Layout(width="38em"),
+    )  # fmt: skip
+    processors = int_slider(64, 2, 1024, "processors", step=2)
+
+    def view(serial_percent: float, max_processors: int) -> Any:
+        return scaling_view(serial_percent, max_processors, measured)
+
+    out = live_plot(view, {"serial_percent": serial, "max_processors": processors})
+    return widgets.VBox([serial, processors, out])
