@@ -31,7 +31,7 @@ def operation_scaling_plot(points: Sequence[ScalingPoint], *, ax: Any = None) ->
             ax.plot(xs, ys, "o-", color=COLOURS[index % len(COLOURS)],
                     label=f"{operation}, {threads} threads")  # fmt: skip
         ax.set(xscale="log", xlabel="elements", ylabel="speedup over one thread",
-               title="Independent elements split; a scan barely does")  # fmt: skip
+               title="Independent elements split early; a scan needs longer operands")  # fmt: skip
         ax.legend(loc="upper left")
     return ax
 
