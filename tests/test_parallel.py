@@ -47,3 +47,18 @@ def test_the_branch_sweep_times_both_ways():
     (point,) = parallel.branch_scaling([24], progress=False, **QUICK)
     assert point.n == 24 and point.concurrent.threads == 2
     assert point.speedup == point.sequential.minimum_s / point.concurrent.minimum_s
+
+
+def test_a_scaling_run_keeps_every_sample_for_the_fits():
+    from perfmodel import scaling
+
+    run = parallel.measure_scaling(parallel.elementwise_work(20_000), [2], progress=False, **QUICK)
+    assert set(run.processors) == {1, 2} and len(run.times) == len(run.processors)
+    fit = scaling.fit_amdahl(run.processors, run.times)
+    assert 0 <= fit.value <= 1 and fit.points == len(run.times)
+    weak = parallel.measure_scaling(
+        parallel.matmul_work(32, weak=True), [2], progress=False, **QUICK
+    )
+    processors, speedups = weak.scaled_points()
+    assert set(processors) == {2} and len(speedups) == len(weak.measurements[1].samples_s)
+    assert weak.scaled_speedup(2) == 2 * weak.speedup(2)

@@ -17,6 +17,8 @@ from perfmodel.widgets.op_cost import op_explorer  # noqa: E402
 from perfmodel.widgets.partition import partition_explorer  # noqa: E402
 from perfmodel.widgets.roofline import roofline_explorer  # noqa: E402
 from perfmodel.widgets.run_time import run_time_explorer  # noqa: E402
+from perfmodel.widgets.scaling import scaling_explorer  # noqa: E402
+from perfmodel.widgets.taskgraph import schedule_explorer  # noqa: E402
 from perfmodel.widgets.transfer import transfer_time_explorer  # noqa: E402
 
 
@@ -24,7 +26,8 @@ from perfmodel.widgets.transfer import transfer_time_explorer  # noqa: E402
     "explorer",
     [
         transfer_time_explorer, run_time_explorer, device_explorer, op_explorer,
-        roofline_explorer, batch_size_explorer, cache_sweep_explorer, partition_explorer,
+        roofline_explorer, batch_size_explorer, cache_sweep_explorer, schedule_explorer,
+        scaling_explorer, partition_explorer,
     ],
 )  # fmt: skip
 def test_every_explorer_builds(explorer):
