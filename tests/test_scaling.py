@@ -79,11 +79,19 @@ def test_the_amdahl_interval_covers_the_truth_about_as_often_as_it_claims():
     assert misses <= 20
 
 
-@given(st.floats(0.05, 0.95), st.integers(0, 10**6))
-def test_the_amdahl_fit_recovers_alpha_within_its_interval_on_many_cores(alpha, seed):
-    fit = scaling.fit_amdahl(*_amdahl_times(alpha, [1, 2, 4, 8, 16], 4, 0.002, seed))
-    assert fit.low - 1e-3 <= alpha <= fit.high + 1e-3
-    assert fit.high - fit.low < 0.05
+def test_the_amdahl_fit_recovers_alpha_within_its_interval_on_many_cores():
+    # A 95% interval misses one time in twenty by design, so the claim is checked as a rate
+    # over 190 fixed experiments, and a 99.99% interval must hold in every one of them.
+    covered = 0
+    for alpha in np.linspace(0.05, 0.95, 19):
+        for seed in range(10):
+            data = _amdahl_times(alpha, [1, 2, 4, 8, 16], 4, 0.002, seed)
+            fit = scaling.fit_amdahl(*data)
+            wide = scaling.fit_amdahl(*data, confidence=0.9999)
+            covered += fit.low <= alpha <= fit.high
+            assert wide.low <= alpha <= wide.high
+            assert fit.high - fit.low < 0.05
+    assert covered >= 0.85 * 190
 
 
 def test_the_gustafson_fit_reproduces_sandias_1988_serial_fractions():
