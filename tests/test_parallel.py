@@ -4,6 +4,7 @@ scaling sweeps measure every point they promise (never a time)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -62,3 +63,20 @@ def test_a_scaling_run_keeps_every_sample_for_the_fits():
     processors, speedups = weak.scaled_points()
     assert set(processors) == {2} and len(speedups) == len(weak.measurements[1].samples_s)
     assert weak.scaled_speedup(2) == 2 * weak.speedup(2)
+
+
+def test_the_three_serial_bottlenecks_run_on_any_thread_count(tmp_path):
+    path = tmp_path / "x.npy"
+    makers = {
+        "io": parallel.io_then_compute_work(10_000, str(path)),
+        "lock": parallel.locked_work(10_000, held=0.5),
+        "memory": parallel.memory_bound_work(10_000),
+    }
+    assert path.exists()  # the I/O workload reads a real file
+    for make in makers.values():
+        for t in (1, 2, 3):
+            make(t)()  # runs to the end, whatever the split
+    expected = np.sin(np.linspace(0.0, 1.0, 10_000)).sum()
+    assert all(makers["lock"](t)() == pytest.approx(expected) for t in (1, 2, 3))
+    run = parallel.measure_scaling(makers["lock"], [2], progress=False, **QUICK)
+    assert sorted(set(run.processors)) == [1, 2]

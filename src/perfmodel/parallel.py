@@ -43,7 +43,10 @@ __all__ = [
     "ScalingRun",
     "branch_scaling",
     "elementwise_work",
+    "io_then_compute_work",
+    "locked_work",
     "matmul_work",
+    "memory_bound_work",
     "measure_scaling",
     "operation_scaling",
     "parallel_apply",
@@ -93,10 +96,12 @@ def sliced(threads: int | None, n: int) -> Iterator[Callable[[Callable[[slice], 
     yield run
 
 
-def parallel_apply(ufunc: Any, x: Any, out: Any, *, threads: int = 1) -> None:
-    """``ufunc(x, out=out)`` with the array cut into ``threads`` slices run at once."""
+def parallel_apply(
+    ufunc: Any, x: Any, out: Any, *, threads: int = 1, extra: tuple[Any, ...] = ()
+) -> None:
+    """``ufunc(x, *extra, out=out)`` with the array cut into ``threads`` slices run at once."""
     with sliced(threads, len(x)) as run:
-        run(lambda s: ufunc(x[s], out=out[s]))
+        run(lambda s: ufunc(x[s], *extra, out=out[s]))
 
 
 def parallel_cumsum(x: Any, out: Any, *, threads: int = 1) -> None:
@@ -246,9 +251,10 @@ class ScalingRun:
         return [t for m in self.measurements for t in m.samples_s]
 
     def speedup(self, threads: int) -> float:
-        """Fastest one-thread time over the fastest time on ``threads``."""
-        by = {m.threads or 1: m.minimum_s for m in self.measurements}
-        return by[1] / by[threads]
+        """Median one-thread time over the median time on ``threads``: the typical sample,
+        as the fits, which take every sample, see it."""
+        by = {m.threads or 1: m.median_s for m in self.measurements}
+        return by[1] / by[count("threads", threads)]
 
     def scaled_speedup(self, threads: int) -> float:
         """For weak scaling, where the work grows with the threads: ``threads × T1 / T_threads``."""
@@ -292,7 +298,7 @@ def measure_scaling(
 
     if not callable(make_work):
         raise TypeError(f"`make_work` must be callable (got {type(make_work).__name__}).")
-    options = {"repeats": 5, "min_time_s": 0.05, **timing}
+    options = {"repeats": 5, "min_time_s": 0.05, "warmup": 2, **timing}
     counts = sorted({1, *(count("threads", t) for t in threads)})
     measurements = tuple(
         measure(make_work(t), label=label, threads=t, **options)
@@ -332,5 +338,72 @@ def elementwise_work(n: int, *, weak: bool = False) -> Callable[[int], Callable[
     def make(t: int) -> Callable[[], Any]:
         x = np.linspace(0.0, 1.0, n * t if weak else n)
         return functools.partial(parallel_apply, np.sin, x, np.empty_like(x), threads=t)
+
+    return make
+
+
+def io_then_compute_work(n: int, path: str) -> Callable[[int], Callable[[], Any]]:
+    """``make_work`` with a serial part from I/O: load ``n`` doubles from the ``.npy`` file at
+    ``path`` (written here once), then ``np.sin`` over them split across ``t`` threads."""
+    import numpy as np
+
+    n = count("n", n)
+    np.save(path, np.linspace(0.0, 1.0, n))
+
+    def make(t: int) -> Callable[[], Any]:
+        def run() -> None:
+            x = np.load(path)  # every thread waits for this
+            parallel_apply(np.sin, x, np.empty_like(x), threads=t)
+
+        return run
+
+    return make
+
+
+def locked_work(n: int, *, held: float = 0.5) -> Callable[[int], Callable[[], Any]]:
+    """``make_work`` with a serial part from a lock: ``sum(sin(x))`` over ``n`` doubles, each of
+    ``t`` threads summing its slice; a ``held`` share of each slice is computed while holding
+    one shared lock (the update of the shared total), the rest freely. The call returns the
+    sum."""
+    import threading
+
+    import numpy as np
+
+    n = count("n", n)
+    x = np.linspace(0.0, 1.0, n)
+    lock = threading.Lock()
+    cut = int(n * (1 - held))
+
+    def make(t: int) -> Callable[[], Any]:
+        def run() -> float:
+            total = [0.0]
+
+            def work(piece: slice) -> None:
+                part = x[piece]
+                split = len(part) * cut // n
+                free = float(np.sin(part[:split]).sum())  # threads run this at once
+                with lock:  # one thread at a time from here
+                    total[0] += free + float(np.sin(part[split:]).sum())
+
+            with sliced(t, n) as each:
+                each(work)
+            return total[0]
+
+        return run
+
+    return make
+
+
+def memory_bound_work(n: int) -> Callable[[int], Callable[[], Any]]:
+    """``make_work`` limited by contention for memory: ``y = x + 1`` over ``n`` doubles (far
+    more than the caches hold) split across ``t`` threads, which share one memory system."""
+    import numpy as np
+
+    n = count("n", n)
+    x = np.ones(n)
+    y = np.empty_like(x)
+
+    def make(t: int) -> Callable[[], Any]:
+        return functools.partial(parallel_apply, np.add, x, y, threads=t, extra=(1.0,))
 
     return make
