@@ -12,11 +12,12 @@ import os
 import tempfile
 
 from perfmodel import parallel, scaling
+from perfmodel.empirical import usable_cores
 
 
 def main() -> None:
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    threads = list(range(1, max(cores or 1, 2) + 1))
+    cores = usable_cores()
+    threads = list(range(1, max(cores, 2) + 1))
     top = threads[-1]
     print(f"{cores} usable cores; thread counts {threads}; every repeat is a point of the fit")
     scratch = tempfile.mkdtemp()

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from perfmodel import calibration, microbench
-from perfmodel.empirical import cpu_nominal, profile_machine
+from perfmodel.empirical import cpu_nominal, profile_machine, usable_cores
 from perfmodel.units import format_quantity
 
 HERE = Path(__file__).resolve().parent
@@ -73,7 +73,7 @@ def main() -> None:
     parser.add_argument("--stream-n", type=int, default=20_000_000, help="STREAM array length")
     parser.add_argument("--matmul-n", type=int, default=1024, help="matmul size")
     args = parser.parse_args()
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = usable_cores()
     figures: dict[str, list[float]] = {}
     compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     with tempfile.TemporaryDirectory() as scratch:
@@ -87,7 +87,7 @@ def main() -> None:
                 subprocess.run([compiler, "-O3", str(HERE / "c" / "triad.c"), "-o", str(binary)],
                                check=True)  # fmt: skip
         for _ in range(args.runs):
-            for threads in sorted({1, cores or 1}):
+            for threads in sorted({1, cores}):
                 harness = harness_bandwidth(threads, args.stream_n)
                 figures.setdefault(f"harness bandwidth, {threads} thread(s)", []).append(harness)
                 if compiler:

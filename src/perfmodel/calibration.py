@@ -198,11 +198,16 @@ class Calibration:
         size = math.log(flops) if 0 < flops < math.inf else (sizes[-1] if flops else sizes[0])
         return float(np.interp(size, sizes, rates))
 
+    def _work(self, call: Call) -> tuple[float, float, str]:
+        """Seconds of compute and of memory traffic for ``call``, and the level serving it."""
+        level, bandwidth = self.level(call.footprint, call.unit)
+        compute = call.cost.flops / self.rate(call.unit, call.cost.flops)
+        return compute, call.cost.bytes / bandwidth, level
+
     def call_time(self, call: Call) -> float:
         """``overhead + max(F / P_unit, B / W_level)`` for one call, seconds."""
-        _, bandwidth = self.level(call.footprint, call.unit)
-        compute = call.cost.flops / self.rate(call.unit, call.cost.flops)
-        return self.overhead(call.unit) + max(compute, call.cost.bytes / bandwidth)
+        compute, memory, _ = self._work(call)
+        return self.overhead(call.unit) + max(compute, memory)
 
     def overhead(self, unit: str) -> float:
         """Seconds a call on ``unit`` costs before any work."""
@@ -217,9 +222,7 @@ class Calibration:
         ``"memory (L2)"`` and so on."""
         shares: dict[str, float] = {}
         for call in calls:
-            level, bandwidth = self.level(call.footprint, call.unit)
-            compute = call.cost.flops / self.rate(call.unit, call.cost.flops)
-            memory = call.cost.bytes / bandwidth
+            compute, memory, level = self._work(call)
             key = f"compute ({call.unit})" if compute >= memory else f"memory ({level})"
             shares[key] = shares.get(key, 0.0) + max(compute, memory)
             shares["overhead"] = shares.get("overhead", 0.0) + self.overhead(call.unit)

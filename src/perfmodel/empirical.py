@@ -37,6 +37,7 @@ __all__ = [
     "cpu_nominal",
     "empirical_roofline",
     "profile_machine",
+    "usable_cores",
     "working_set_sweep",
 ]
 
@@ -71,6 +72,16 @@ def _cpuinfo() -> dict[str, str]:
     return info
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the OS has one).
+
+    >>> usable_cores() >= 1
+    True
+    """
+    usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    return len(usable) if usable else os.cpu_count() or 1
+
+
 def cpu_nominal() -> Nominal:
     """This CPU's nominal peak per dtype, with the assumptions it rests on.
 
@@ -80,8 +91,7 @@ def cpu_nominal() -> Nominal:
     >>> nominal.peak("fp32") == 2 * nominal.peak("fp64")
     True
     """
-    usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
-    cores = len(usable) if usable else os.cpu_count() or 1
+    cores = usable_cores()
     info = _cpuinfo()
     flags = set(info.get("flags", "").split())
     if "avx512f" in flags:
