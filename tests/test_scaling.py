@@ -101,6 +101,26 @@ def test_the_gustafson_fit_reproduces_sandias_1988_serial_fractions():
         assert fit.value == pytest.approx(serial) and not fit.has_interval
 
 
+def test_the_amdahl_fit_of_nvidias_fastpitch_table_is_the_least_squares_one():
+    # NVIDIA DeepLearningExamples, FastPitch 1.1 README: DGX A100 TF32 training throughput
+    # (frames/s) on 1, 4 and 8 GPUs at a global batch of 256, as lecture 08 fits it.
+    gpus, rates = np.array([1, 4, 8]), np.array([141_028, 525_879, 914_350])
+    times = rates[0] / rates
+    fit = scaling.fit_amdahl(list(gpus), list(times))
+    alone = [1 - scaling.karp_flatt(r / rates[0], p) for p, r in zip(gpus[1:], rates[1:])]
+    assert min(alone) < fit.value < max(alone)
+    assert fit.low < fit.value < fit.high == 1.0  # one degree of freedom: a wide interval
+
+    def sse(t1: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+        model = t1[..., None] * ((1 - alpha[..., None]) + alpha[..., None] / gpus)
+        return ((model - times) ** 2).sum(axis=-1)
+
+    t1, alpha = np.meshgrid(np.linspace(0.98, 1.02, 401), np.linspace(0.9, 1.0, 1001))
+    best = np.unravel_index(np.argmin(sse(t1, alpha)), t1.shape)
+    assert fit.value == pytest.approx(alpha[best], abs=2e-4)
+    assert fit.scale == pytest.approx(t1[best], abs=2e-4)
+
+
 def test_the_gustafson_fit_recovers_s_from_noisy_points():
     rng = np.random.default_rng(1)
     counts = [2, 4, 8, 16, 32] * 3
