@@ -22,6 +22,7 @@ MODELS = [
                                           "microbench", "empirical", "calibration", "gpu",
                                           "scaling", "taskgraph", "parallel")),
     *sorted((PACKAGE / "pipeline").glob("*.py")),
+    *sorted((PACKAGE / "comms").glob("*.py")),
 ]  # fmt: skip
 DRAWING = ("matplotlib", "ipywidgets", "IPython", "perfmodel.plotting", "perfmodel.widgets")
 

@@ -107,7 +107,8 @@ def test_the_amdahl_fit_of_nvidias_fastpitch_table_is_the_least_squares_one():
     gpus, rates = np.array([1, 4, 8]), np.array([141_028, 525_879, 914_350])
     times = rates[0] / rates
     fit = scaling.fit_amdahl(list(gpus), list(times))
-    alone = [1 - scaling.karp_flatt(r / rates[0], p) for p, r in zip(gpus[1:], rates[1:])]
+    pairs = zip(gpus[1:], rates[1:], strict=True)
+    alone = [1 - scaling.karp_flatt(r / rates[0], p) for p, r in pairs]
     assert min(alone) < fit.value < max(alone)
     assert fit.low < fit.value < fit.high == 1.0  # one degree of freedom: a wide interval
 

@@ -61,7 +61,8 @@ DTYPE_BYTES: Mapping[str, int] = MappingProxyType(
 )
 DTYPES = tuple(DTYPE_BYTES)
 KINDS = ("gpu", "tpu", "cpu", "other")
-LINK_KINDS = ("pcie", "nvlink", "infiniband", "ethernet", "other")
+#: ``ici``: a TPU's inter-chip interconnect; ``dcn``: the data-centre network between pods.
+LINK_KINDS = ("pcie", "nvlink", "infiniband", "ethernet", "ici", "dcn", "other")
 
 
 def dtype_bytes(dtype: str | int) -> int:
@@ -528,16 +529,38 @@ def _toml_key(key: str) -> str:
     return key if key.replace("_", "").replace("-", "").isalnum() else _toml_value(key)
 
 
-def to_toml(device: Device) -> str:
-    """``device`` as a ``[[device]]`` table that :func:`load` reads back unchanged.
+def _link_toml(link: Link) -> str:
+    fields = {
+        "name": link.name,
+        "kind": link.kind,
+        "bandwidth": link.bandwidth,
+        "latency": link.latency,
+        "source": link.source,
+        "notes": link.notes or None,
+    }
+    lines = ["[[link]]"]
+    lines += [f"{key} = {_toml_value(value)}" for key, value in fields.items() if value is not None]
+    return "\n".join(lines) + "\n"
+
+
+def to_toml(device: Device | Link) -> str:
+    """``device`` as a ``[[device]]`` table (a :class:`Link` as a ``[[link]]`` table) that
+    :func:`load` reads back unchanged.
 
     >>> mine = Device(name="Mine", kind="cpu", peak_flops_by_dtype={"fp64": 1e11},
     ...               memory_bandwidth=2e10, source="me", memory_levels={"L1": 2e11})
     >>> Catalogue.from_toml(to_toml(mine)).get("Mine") == mine
     True
+    >>> wire = Link(name="My wire", kind="ethernet", bandwidth=1.2e9, latency=3e-5, source="me")
+    >>> Catalogue.from_toml(to_toml(wire)).get_link("My wire") == wire
+    True
     """
+    if isinstance(device, Link):
+        return _link_toml(device)
     if not isinstance(device, Device):
-        raise TypeError(f"`device` must be a hardware.Device (got {type(device).__name__}).")
+        raise TypeError(
+            f"`device` must be a hardware.Device or hardware.Link (got {type(device).__name__})."
+        )
     fields: dict[str, object] = {
         "name": device.name,
         "kind": device.kind,
@@ -564,8 +587,9 @@ def to_toml(device: Device) -> str:
     return "\n".join(lines) + "\n"
 
 
-def save(device: Device, path: str | Path) -> Path:
-    """Write ``device`` to a TOML file that :func:`load` reads back (the file is replaced)."""
+def save(device: Device | Link, path: str | Path) -> Path:
+    """Write ``device`` (or a link) to a TOML file that :func:`load` reads back (the file is
+    replaced)."""
     path = Path(path)
     path.write_text(to_toml(device), encoding="utf-8")
     return path

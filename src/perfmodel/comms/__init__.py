@@ -1,0 +1,72 @@
+"""Communication between devices: links, collectives, topologies, and measuring them.
+
+This package's top level is its public face, what lecture 09 and a learner need:
+
+* the alpha-beta model of a link: :func:`as_link` takes a catalogue name, a
+  :class:`perfmodel.hardware.Link`, or anything with ``bandwidth`` and ``latency``;
+* collectives priced on it: :func:`allreduce_time` (ring or tree),
+  :func:`reduce_scatter_time`, :func:`allgather_time`, :func:`broadcast_time`,
+  :func:`alltoall_time`, :func:`parameter_server_time`,
+  :func:`hierarchical_allreduce_time` (NVLink inside a node, a network between nodes),
+  and :func:`terms`, the latency count and byte factor behind each;
+* nccl-tests' conventions: :func:`algorithm_bandwidth`, :func:`bus_bandwidth`,
+  :func:`bus_factor`;
+* :class:`Axis`: a ring or line of a torus, collectives counted hop by hop;
+* :func:`fit_alpha_beta`: a link's latency and bandwidth from measured times.
+
+:mod:`perfmodel.comms.bench` measures MPI collectives on this machine or a cluster
+(``mpiexec -n 2 python -m perfmodel.comms.bench``); import it by name.
+
+>>> from perfmodel import comms
+>>> round(comms.allreduce_time(2e9, 8, "NVLink 4") * 1e3, 2)   # 2 GB of gradients, ms
+7.79
+"""
+
+from __future__ import annotations
+
+from perfmodel.comms.collectives import (
+    ALGORITHMS,
+    COLLECTIVES,
+    LinkModel,
+    Terms,
+    algorithm_bandwidth,
+    allgather_time,
+    allreduce_time,
+    alltoall_time,
+    as_link,
+    broadcast_time,
+    bus_bandwidth,
+    bus_factor,
+    collective_time,
+    hierarchical_allreduce_time,
+    parameter_server_time,
+    point_to_point_time,
+    reduce_scatter_time,
+    terms,
+)
+from perfmodel.comms.fit import AlphaBetaFit, fit_alpha_beta
+from perfmodel.comms.topology import Axis
+
+__all__ = [
+    "ALGORITHMS",
+    "COLLECTIVES",
+    "AlphaBetaFit",
+    "Axis",
+    "LinkModel",
+    "Terms",
+    "algorithm_bandwidth",
+    "allgather_time",
+    "allreduce_time",
+    "alltoall_time",
+    "as_link",
+    "broadcast_time",
+    "bus_bandwidth",
+    "bus_factor",
+    "collective_time",
+    "fit_alpha_beta",
+    "hierarchical_allreduce_time",
+    "parameter_server_time",
+    "point_to_point_time",
+    "reduce_scatter_time",
+    "terms",
+]

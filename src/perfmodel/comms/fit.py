@@ -1,0 +1,128 @@
+"""Fit a link's latency and bandwidth to measured collective times.
+
+A collective's time is linear in the link's two numbers (see
+:func:`perfmodel.comms.collectives.terms`)::
+
+    t(n) = latencies · α + byte_factor · n · (1/B)
+
+so measured times over a range of sizes give α and 1/B by least squares. The sizes span
+orders of magnitude, so the fit minimises *relative* error (a microsecond miss on an
+8-byte message counts as much as a millisecond miss on 64 MiB), with both numbers kept
+non-negative (scipy's ``nnls``).
+
+>>> from perfmodel.comms.collectives import LinkModel, allreduce_time
+>>> truth = LinkModel(bandwidth=5e9, latency=2e-6)
+>>> sizes = [2.0**k for k in range(3, 27, 2)]
+>>> fit = fit_alpha_beta(sizes, [allreduce_time(n, 2, truth) for n in sizes], ranks=2)
+>>> round(fit.latency * 1e6, 6), round(fit.bandwidth / 1e9, 6)
+(2.0, 5.0)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from perfmodel._validate import choice, count, non_negative, positive, text
+from perfmodel.comms.collectives import ALGORITHMS, COLLECTIVES, LinkModel, terms
+
+__all__ = ["AlphaBetaFit", "fit_alpha_beta"]
+
+
+@dataclass(frozen=True, slots=True)
+class AlphaBetaFit:
+    """A link's latency and bandwidth as one collective's measurements imply them."""
+
+    collective: str
+    algorithm: str
+    ranks: int
+    latency: float
+    bandwidth: float
+    sizes: tuple[float, ...]
+    times: tuple[float, ...]
+
+    @property
+    def model(self) -> LinkModel:
+        """The fitted link, to price any other collective with."""
+        return LinkModel(self.bandwidth, self.latency, name=f"fitted from {self.collective}")
+
+    def predict(self, nbytes: float) -> float:
+        """The fitted time of this collective for a buffer of ``nbytes``."""
+        cost = terms(self.collective, self.ranks, self.algorithm)
+        return cost.time(non_negative("nbytes", nbytes), self.model)
+
+    @property
+    def relative_errors(self) -> tuple[float, ...]:
+        """``predicted / measured - 1`` at every measured size."""
+        return tuple(self.predict(n) / t - 1 for n, t in zip(self.sizes, self.times, strict=True))
+
+    @property
+    def rms_relative_error(self) -> float:
+        """The root-mean-square of :attr:`relative_errors`: the fit's typical miss."""
+        errors = self.relative_errors
+        return math.sqrt(sum(e * e for e in errors) / len(errors))
+
+    def link(self, name: str, *, kind: str = "other", source: str, notes: str = "") -> object:
+        """The fit as a :class:`perfmodel.hardware.Link` (``hardware.to_toml`` writes it)."""
+        from perfmodel.hardware import Link
+
+        return Link(name=text("name", name), kind=kind, bandwidth=self.bandwidth,
+                    latency=self.latency, source=source, notes=notes)  # fmt: skip
+
+
+def fit_alpha_beta(
+    sizes: Sequence[float],
+    times: Sequence[float],
+    *,
+    collective: str = "allreduce",
+    ranks: int,
+    algorithm: str | None = None,
+) -> AlphaBetaFit:
+    """Least-squares α and B for ``collective`` on ``ranks`` ranks from measured ``times``.
+
+    Parameters
+    ----------
+    sizes : sequence of float
+        Buffer sizes, bytes (as :mod:`perfmodel.comms.collectives` counts them).
+    times : sequence of float
+        Seconds measured at each size (positive).
+    collective, algorithm : str
+        Which formula the times follow.
+    ranks : int
+        Ranks that took part (at least 2).
+
+    Raises
+    ------
+    ValueError
+        With fewer than two distinct sizes, or when the times do not grow with size (no
+        bandwidth can be fitted).
+    """
+    collective = choice("collective", collective, COLLECTIVES)
+    algorithm = ALGORITHMS[collective][0] if algorithm is None else algorithm
+    ranks = count("ranks", ranks, minimum=2)
+    cost = terms(collective, ranks, algorithm)
+    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Sequence):
+        raise TypeError(f"`sizes` must be a sequence of numbers (got {type(sizes).__name__}).")
+    if isinstance(times, (str, bytes)) or not isinstance(times, Sequence):
+        raise TypeError(f"`times` must be a sequence of numbers (got {type(times).__name__}).")
+    if len(sizes) != len(times):
+        raise ValueError(
+            f"`sizes` and `times` must have the same length (got {len(sizes)} and {len(times)})."
+        )
+    ns = tuple(non_negative(f"sizes[{i}]", n) for i, n in enumerate(sizes))
+    ts = tuple(positive(f"times[{i}]", t) for i, t in enumerate(times))
+    if len(set(ns)) < 2:
+        raise ValueError(f"`sizes` must hold at least two different sizes (got {sorted(set(ns))}).")
+    import numpy as np
+    from scipy.optimize import nnls
+
+    t = np.asarray(ts)
+    design = np.column_stack([np.full(len(ns), cost.latencies), cost.byte_factor * np.asarray(ns)])
+    (alpha, beta), _ = nnls(design / t[:, None], np.ones(len(ts)))
+    if beta <= 0:
+        raise ValueError(
+            "`times` do not grow with `sizes`, so no bandwidth can be fitted; measure larger "
+            "messages (a few MiB and up)."
+        )
+    return AlphaBetaFit(collective, algorithm, ranks, float(alpha), float(1 / beta), ns, ts)
