@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perfmodel import hardware, metrics, minibatch, ops, roofline, units
+from perfmodel import comms, distributed, hardware, metrics, minibatch, ops, roofline, units
 from perfmodel import pipeline as pl
 from perfmodel.pipeline import zoo
 
@@ -167,6 +167,41 @@ CASES: list[tuple[str, Callable[..., Any], dict[str, Any], dict[str, str]]] = [
     ("zoo.mlp", zoo.mlp, {"layers": 2, "width": 64, "batch": 4},
      {"layers": "count", "width": "count", "batch": "count", "device": "device",
       "link": "link", "dtype": "dtype"}),
+    ("comms.allreduce_time", comms.allreduce_time, {"nbytes": 1e6, "p": 8, "link": "NVLink 4"},
+     {"nbytes": "non_negative", "p": "count", "link": "link"}),
+    ("comms.allgather_time", comms.allgather_time, {"nbytes": 1e6, "p": 8, "link": "NVLink 4"},
+     {"nbytes": "non_negative", "p": "count", "link": "link"}),
+    ("comms.broadcast_time", comms.broadcast_time, {"nbytes": 1e6, "p": 8, "link": "NVLink 4"},
+     {"nbytes": "non_negative", "p": "count", "link": "link"}),
+    ("comms.parameter_server_time", comms.parameter_server_time,
+     {"nbytes": 1e6, "workers": 8, "link": "100 GbE"},
+     {"nbytes": "non_negative", "workers": "count", "link": "link", "servers": "count"}),
+    ("comms.hierarchical_allreduce_time", comms.hierarchical_allreduce_time,
+     {"nbytes": 1e6, "gpus_per_node": 8, "nodes": 4, "intra": "NVLink 4",
+      "inter": "InfiniBand NDR"},
+     {"nbytes": "non_negative", "gpus_per_node": "count", "nodes": "count", "intra": "link",
+      "inter": "link"}),
+    ("comms.bus_bandwidth", comms.bus_bandwidth, {"algbw": 1e9, "p": 8},
+     {"algbw": "non_negative", "p": "count"}),
+    ("comms.algorithm_bandwidth", comms.algorithm_bandwidth, {"nbytes": 1e9, "seconds": 1.0},
+     {"nbytes": "non_negative", "seconds": "positive"}),
+    ("distributed.training_memory", distributed.training_memory, {"model": 7_000_000_000},
+     {"model": "count", "data_parallel": "count", "zero_stage": "count0",
+      "tensor_parallel": "count", "pipeline_parallel": "count"}),
+    ("distributed.training_flops", distributed.training_flops,
+     {"parameters": 1e9, "tokens": 1e9}, {"parameters": "non_negative", "tokens": "non_negative"}),
+    ("distributed.mfu", distributed.mfu,
+     {"tokens_per_s": 1e5, "flops_per_token": 6e9, "devices": 8, "peak_flops": 1e15},
+     {"tokens_per_s": "non_negative", "flops_per_token": "positive", "devices": "count",
+      "peak_flops": "positive"}),
+    ("distributed.critical_tokens", distributed.critical_tokens,
+     {"strategy": "data", "p": 8, "device": "H100 SXM", "link": "InfiniBand NDR"},
+     {"p": "count", "device": "device", "link": "link"}),
+    ("distributed.critical_width", distributed.critical_width,
+     {"p": 8, "device": "H100 SXM", "link": "InfiniBand NDR"},
+     {"p": "count", "device": "device", "link": "link", "mlp_ratio": "positive"}),
+    ("distributed.network_ridge", distributed.network_ridge,
+     {"device": "H100 SXM", "link": "InfiniBand NDR"}, {"device": "device"}),
     ("zoo.gpt2_like", zoo.gpt2_like, {"layers": 1, "d_model": 64, "heads": 4, "seq_len": 16},
      {"layers": "count", "d_model": "count", "heads": "count", "seq_len": "count",
       "batch": "count", "vocab": "count"}),

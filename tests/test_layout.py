@@ -20,9 +20,10 @@ MODELS = [
     *(PACKAGE / f"{name}.py" for name in ("units", "hardware", "ops", "metrics", "roofline",
                                           "minibatch", "environment", "_validate", "timing",
                                           "microbench", "empirical", "calibration", "gpu",
-                                          "scaling", "taskgraph", "parallel")),
+                                          "scaling", "taskgraph", "parallel", "transformer")),
     *sorted((PACKAGE / "pipeline").glob("*.py")),
     *sorted((PACKAGE / "comms").glob("*.py")),
+    *sorted((PACKAGE / "distributed").glob("*.py")),
 ]  # fmt: skip
 DRAWING = ("matplotlib", "ipywidgets", "IPython", "perfmodel.plotting", "perfmodel.widgets")
 

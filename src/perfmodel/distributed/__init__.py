@@ -1,0 +1,99 @@
+"""Training across many devices: memory, FLOPs, and what each parallelism strategy costs.
+
+This package's top level is its public face, what lecture 09 and a learner need:
+
+* :func:`training_memory` and :func:`activation_bytes`: weights, gradients, optimizer
+  states (2Ψ + 2Ψ + 12Ψ for mixed-precision Adam), ZeRO stages, activations with and
+  without recomputation, and :meth:`TrainingMemory.fits` on a catalogue device;
+* :func:`training_flops` (6·N·D), :func:`mfu`, :func:`step_time_for_mfu`, and
+  :data:`PUBLISHED_RUNS`, what large runs report;
+* :func:`data_parallel_step`: one step's compute from the roofline, its gradient
+  all-reduce with buckets and overlap, and the scaling efficiency;
+* :func:`sharded_bytes`, :func:`tensor_parallel_bytes`, :func:`pipeline_bytes`: what
+  each strategy sends; :func:`critical_tokens` and :func:`critical_width`: where it hides;
+  :func:`sync_or_async`: cost against staleness;
+* :class:`Mesh` and :func:`sharded_matmul`: shardings in the JAX scaling book's notation;
+* the multi-node roofline: :func:`network_ridge`, :func:`attainable_flops`,
+  :func:`split_minibatch` (Coates' two-node table), :func:`data_parallel_network_intensity`.
+
+Transformer shapes and their counts live in :mod:`perfmodel.transformer`; the links and
+collectives in :mod:`perfmodel.comms`.
+
+>>> from perfmodel import distributed
+>>> distributed.training_memory(7_000_000_000).model_states / 1e9   # 16 bytes per parameter
+112.0
+"""
+
+from __future__ import annotations
+
+from perfmodel.distributed.data_parallel import DataParallelStep, compute_time, data_parallel_step
+from perfmodel.distributed.memory import (
+    PRECISIONS,
+    RECOMPUTE,
+    TrainingMemory,
+    activation_bytes,
+    training_memory,
+)
+from perfmodel.distributed.mesh import (
+    Collective,
+    Mesh,
+    ShardedMatmul,
+    parse_sharding,
+    sharded_matmul,
+)
+from perfmodel.distributed.network import (
+    attainable_flops,
+    data_parallel_network_intensity,
+    network_ridge,
+    split_minibatch,
+)
+from perfmodel.distributed.strategies import (
+    STRATEGIES,
+    SyncOrAsync,
+    critical_tokens,
+    critical_width,
+    pipeline_bytes,
+    sharded_bytes,
+    sync_or_async,
+    tensor_parallel_bytes,
+)
+from perfmodel.distributed.utilization import (
+    PUBLISHED_RUNS,
+    PublishedRun,
+    mfu,
+    step_time_for_mfu,
+    training_flops,
+)
+
+__all__ = [
+    "PRECISIONS",
+    "PUBLISHED_RUNS",
+    "RECOMPUTE",
+    "STRATEGIES",
+    "Collective",
+    "DataParallelStep",
+    "Mesh",
+    "PublishedRun",
+    "ShardedMatmul",
+    "SyncOrAsync",
+    "TrainingMemory",
+    "activation_bytes",
+    "attainable_flops",
+    "compute_time",
+    "critical_tokens",
+    "critical_width",
+    "data_parallel_network_intensity",
+    "data_parallel_step",
+    "mfu",
+    "network_ridge",
+    "parse_sharding",
+    "pipeline_bytes",
+    "sharded_bytes",
+    "sharded_matmul",
+    "split_minibatch",
+    "step_time_for_mfu",
+    "sync_or_async",
+    "tensor_parallel_bytes",
+    "training_flops",
+    "training_memory",
+]

@@ -1,0 +1,174 @@
+"""One data-parallel training step: compute from the roofline, then the gradient all-reduce.
+
+Every device holds the whole model and trains on its own slice of the batch; after the
+backward pass the gradients are summed across devices with an all-reduce. The step is
+
+* **compute**: every weight matmul of the forward pass at ``tokens`` rows, priced on the
+  device's roofline (:func:`perfmodel.roofline.estimate`), and the backward pass's two
+  matmuls per weight (input gradient and weight gradient);
+* **communication**: the gradients (2 bytes per parameter in bf16) all-reduced in
+  ``buckets`` equal pieces, as PyTorch's DistributedDataParallel does;
+* **overlap**: a bucket's all-reduce may start once its gradients exist. The overlap
+  condition, with every assumption named:
+
+  1. gradients appear at an even rate through the backward pass;
+  2. the network and the compute units run at once without slowing each other;
+  3. buckets go out one at a time, in order, each paying the link's latency;
+  4. the last bucket is ready only when the backward pass ends, so at least its
+     all-reduce is exposed; the optimizer waits for every bucket.
+
+  Under those, the all-reduce hides entirely when
+  ``2(p-1)/p · 2Ψ / B + 2(p-1)·α·k  ≤  T_backward`` (k buckets), up to the last bucket.
+
+>>> from perfmodel.transformer import Transformer
+>>> gpt = Transformer(width=2048, layers=24, heads=16, vocab=50257)
+>>> one = data_parallel_step(gpt, batch_per_device=8, seq_len=2048, devices=1,
+...                          device="H100 SXM", link="InfiniBand NDR")
+>>> many = data_parallel_step(gpt, batch_per_device=8, seq_len=2048, devices=64,
+...                           device="H100 SXM", link="InfiniBand NDR", buckets=16)
+>>> one.efficiency, round(many.efficiency, 3)
+(1.0, 0.85)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, cast
+
+from perfmodel._validate import count, flag
+from perfmodel.distributed.memory import TrainingMemory, training_memory
+from perfmodel.transformer import Transformer
+
+__all__ = ["DataParallelStep", "compute_time", "data_parallel_step", "weight_shapes"]
+
+#: Bytes per gradient element all-reduced (bf16 or fp16 gradients).
+GRADIENT_BYTES = 2
+
+
+def weight_shapes(model: Transformer) -> list[tuple[int, int]]:
+    """``(in, out)`` of every weight matrix a token passes through, output projection last."""
+    h, m, d = model.width, cast(int, model.mlp_width), cast(int, model.head_dim)
+    q, kv = model.heads * d, cast(int, model.kv_heads) * d
+    block = [(h, q), (h, kv), (h, kv), (q, h), *([(h, m)] * (2 if model.gated else 1)), (m, h)]
+    return block * model.layers + [(h, model.vocab)]
+
+
+def compute_time(
+    model: Transformer, tokens: int, device: Any, *, dtype: str = "bf16", ceiling: Any = "nameplate"
+) -> tuple[float, float]:
+    """Forward and backward seconds for ``tokens`` tokens on ``device``, every weight matmul
+    priced on its roofline (attention scores, norms and activations left out, as 6·N·D
+    leaves them out)."""
+    from perfmodel import ops
+    from perfmodel.roofline import estimate
+
+    tokens = count("tokens", tokens)
+    forward = backward = 0.0
+    for k, n in weight_shapes(model):
+        forward += estimate(ops.matmul(tokens, k, n, dtype=dtype), device, ceiling=ceiling).time_s
+        backward += estimate(ops.matmul(tokens, n, k, dtype=dtype), device, ceiling=ceiling).time_s
+        backward += estimate(ops.matmul(k, tokens, n, dtype=dtype), device, ceiling=ceiling).time_s
+    return forward, backward
+
+
+@dataclass(frozen=True, slots=True)
+class DataParallelStep:
+    """The parts of one data-parallel step on one device, in seconds."""
+
+    devices: int
+    forward_s: float
+    backward_s: float
+    communication_s: float
+    step_s: float
+    buckets: int
+    overlap: bool
+    gradient_bytes: float
+    memory: TrainingMemory
+
+    @property
+    def compute_s(self) -> float:
+        """Forward plus backward: the step on one device with nothing to send."""
+        return self.forward_s + self.backward_s
+
+    @property
+    def exposed_communication_s(self) -> float:
+        """The communication not hidden under compute."""
+        return self.step_s - self.compute_s
+
+    @property
+    def efficiency(self) -> float:
+        """Scaling efficiency: one device's step over this one (the per-device batch fixed)."""
+        return self.compute_s / self.step_s
+
+    @property
+    def hides_communication(self) -> bool:
+        """The overlap condition: all the buckets' all-reduces fit inside the backward pass."""
+        return self.communication_s <= self.backward_s
+
+
+def data_parallel_step(
+    model: Transformer,
+    *,
+    batch_per_device: int,
+    seq_len: int,
+    devices: int,
+    device: Any,
+    link: Any,
+    overlap: bool = True,
+    buckets: int = 1,
+    gpus_per_node: int = 1,
+    intra_link: Any = None,
+    dtype: str = "bf16",
+    ceiling: Any = "nameplate",
+) -> DataParallelStep:
+    """Price one step of data-parallel training (the per-device batch fixed: weak scaling).
+
+    Parameters
+    ----------
+    model : Transformer
+    batch_per_device, seq_len : int
+        Sequences per device and tokens per sequence.
+    devices : int
+        Devices in the data-parallel group.
+    device : str or Device
+        What each device is.
+    link : link-like
+        The network between nodes (a catalogue name, a Link, or anything with
+        ``bandwidth`` and ``latency``).
+    overlap : bool
+        Start each bucket's all-reduce as soon as its gradients exist.
+    buckets : int
+        Equal pieces the gradients are all-reduced in.
+    gpus_per_node, intra_link
+        With several GPUs per node, a hierarchical all-reduce: NVLink (``intra_link``)
+        inside the node, ``link`` between nodes, one port per GPU.
+    """
+    from perfmodel import comms
+
+    if not isinstance(model, Transformer):
+        raise TypeError(f"`model` must be a Transformer (got {type(model).__name__}).")
+    b, s = count("batch_per_device", batch_per_device), count("seq_len", seq_len)
+    p, k = count("devices", devices), count("buckets", buckets)
+    g = count("gpus_per_node", gpus_per_node)
+    overlap = flag("overlap", overlap)
+    if p % g:
+        raise ValueError(f"`devices` must be a multiple of `gpus_per_node` = {g} (got {p}).")
+    if g > 1 and intra_link is None:
+        raise ValueError("`intra_link` must be given with `gpus_per_node` > 1 (got None).")
+    forward, backward = compute_time(model, b * s, device, dtype=dtype, ceiling=ceiling)
+    gradient_bytes = GRADIENT_BYTES * model.parameters
+    piece = gradient_bytes / k
+    if g > 1:
+        one = comms.hierarchical_allreduce_time(piece, g, p // g, intra_link, link)
+    else:
+        one = comms.allreduce_time(piece, p, link)
+    if overlap:
+        finished = 0.0
+        for i in range(k):
+            ready = forward + backward * (i + 1) / k
+            finished = max(ready, finished) + one
+        step = max(forward + backward, finished)
+    else:
+        step = forward + backward + k * one
+    memory = training_memory(model, data_parallel=p, micro_batch=b, seq_len=s)
+    return DataParallelStep(p, forward, backward, k * one, step, k, overlap, gradient_bytes, memory)

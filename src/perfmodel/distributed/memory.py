@@ -1,0 +1,159 @@
+"""How much memory training takes on each device, and whether it fits.
+
+Model states follow Rajbhandari et al., *ZeRO: Memory Optimizations Toward Training
+Trillion Parameter Models* (2020): with mixed-precision Adam each parameter costs
+2 bytes (16-bit weights) + 2 (16-bit gradients) + 12 (fp32 master weights, momentum and
+variance) = 16 bytes, **2Ψ + 2Ψ + 12Ψ**. ZeRO shards them over the data-parallel group:
+stage 1 the optimizer states, stage 2 the gradients too, stage 3 (FSDP) the weights too.
+
+Activations follow Korthikanti et al., *Reducing Activation Recomputation in Large
+Transformer Models* (2022): one transformer layer keeps ``s·b·h·(34 + 5·a·s/h)`` bytes for
+a micro-batch of ``b`` sequences of ``s`` tokens (16-bit activations, width ``h``, ``a``
+heads); ``34·s·b·h`` with selective recomputation (the attention scores recomputed);
+``2·s·b·h`` with full recomputation (only each layer's input kept). Tensor parallelism with
+sequence parallelism divides them by ``t``.
+
+>>> from perfmodel.transformer import Transformer
+>>> model = Transformer(width=4096, layers=32, heads=32, vocab=32000, mlp_width=11008,
+...                     gated=True, tied_embeddings=False)
+>>> plain = training_memory(model)                 # one GPU, no sharding
+>>> round(plain.model_states / 1e9)                # 16 bytes x 6.74e9 parameters
+108
+>>> round(training_memory(model, data_parallel=8, zero_stage=3).model_states / 1e9, 1)
+13.5
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from perfmodel._validate import choice, count, positive
+from perfmodel.transformer import Transformer
+
+__all__ = ["PRECISIONS", "RECOMPUTE", "TrainingMemory", "activation_bytes", "training_memory"]
+
+#: Bytes per parameter for (weights, gradients, optimizer states), by precision and optimizer.
+PRECISIONS: dict[str, dict[str, tuple[int, int, int]]] = {
+    # 16-bit weights and gradients; fp32 master weights plus the optimizer's fp32 states
+    "mixed": {"adam": (2, 2, 12), "sgd": (2, 2, 8)},
+    # everything in fp32: Adam's momentum and variance, SGD's momentum
+    "fp32": {"adam": (4, 4, 8), "sgd": (4, 4, 4)},
+}
+#: Activation recomputation choices.
+RECOMPUTE = ("none", "selective", "full")
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingMemory:
+    """Bytes one device holds while training, by kind."""
+
+    weights: float
+    gradients: float
+    optimizer: float
+    activations: float
+
+    @property
+    def model_states(self) -> float:
+        """Weights, gradients and optimizer states: what ZeRO shards."""
+        return self.weights + self.gradients + self.optimizer
+
+    @property
+    def total(self) -> float:
+        """Everything, activations included (no allowance for buffers or fragmentation)."""
+        return self.model_states + self.activations
+
+    def fits(self, device: Any, *, usable: float = 0.9) -> bool:
+        """True when :attr:`total` fits in ``usable`` of ``device``'s memory (a catalogue name
+        or :class:`~perfmodel.hardware.Device`; the rest is the framework's workspace)."""
+        from perfmodel.hardware import get
+
+        spec = get(device, argument="device")
+        if spec.memory_capacity is None:
+            raise ValueError(f"`device` {spec.name!r} has no memory capacity in the catalogue.")
+        usable = positive("usable", usable)
+        return self.total <= usable * spec.memory_capacity
+
+
+def activation_bytes(
+    model: Transformer,
+    *,
+    micro_batch: int,
+    seq_len: int,
+    recompute: str = "none",
+    tensor_parallel: int = 1,
+    layers: int | None = None,
+) -> float:
+    """Activation bytes kept for the backward pass by ``layers`` transformer layers (all of
+    them by default), after Korthikanti et al. (2022); see the module's docstring."""
+    if not isinstance(model, Transformer):
+        raise TypeError(f"`model` must be a Transformer (got {type(model).__name__}).")
+    b, s = count("micro_batch", micro_batch), count("seq_len", seq_len)
+    recompute = choice("recompute", recompute, RECOMPUTE)
+    t = count("tensor_parallel", tensor_parallel)
+    layers = model.layers if layers is None else count("layers", layers, minimum=0)
+    sbh = s * b * model.width
+    if recompute == "full":
+        per_layer = 2.0 * sbh  # the layer's input only; the rest is recomputed
+    elif recompute == "selective":
+        per_layer = 34.0 * sbh / t
+    else:
+        per_layer = sbh * (34 + 5 * model.heads * s / model.width) / t
+    return layers * per_layer
+
+
+def training_memory(
+    model: Transformer | int,
+    *,
+    precision: str = "mixed",
+    optimizer: str = "adam",
+    data_parallel: int = 1,
+    zero_stage: int = 0,
+    tensor_parallel: int = 1,
+    pipeline_parallel: int = 1,
+    micro_batch: int = 1,
+    seq_len: int | None = None,
+    recompute: str = "none",
+) -> TrainingMemory:
+    """Bytes per device to train ``model`` (a :class:`Transformer`, or a parameter count).
+
+    Parameters
+    ----------
+    model : Transformer or int
+        The model; a bare parameter count gives model states only.
+    precision, optimizer : str
+        ``"mixed"`` or ``"fp32"``; ``"adam"`` or ``"sgd"`` (with momentum).
+    data_parallel, zero_stage : int
+        The data-parallel group size, and how much ZeRO shards over it (0 to 3; 3 is FSDP).
+    tensor_parallel, pipeline_parallel : int
+        Ways the weights are split within a layer and across layers (evenly, by assumption).
+    micro_batch, seq_len, recompute
+        Sequences per micro-batch and tokens per sequence, for activations (a Transformer
+        only; none are counted without ``seq_len``). One micro-batch in flight per stage.
+    """
+    precision = choice("precision", precision, tuple(PRECISIONS))
+    optimizer = choice("optimizer", optimizer, tuple(PRECISIONS[precision]))
+    dp = count("data_parallel", data_parallel)
+    stage = count("zero_stage", zero_stage, minimum=0, maximum=3)
+    tp, pp = (
+        count("tensor_parallel", tensor_parallel),
+        count("pipeline_parallel", pipeline_parallel),
+    )
+    parameters = model.parameters if isinstance(model, Transformer) else count("model", model)
+    local = parameters / (tp * pp)
+    w, g, o = (local * b for b in PRECISIONS[precision][optimizer])
+    o = o / dp if stage >= 1 else o
+    g = g / dp if stage >= 2 else g
+    w = w / dp if stage >= 3 else w
+    activations = 0.0
+    if seq_len is not None:
+        if not isinstance(model, Transformer):
+            raise TypeError(
+                f"`model` must be a Transformer to count activations (got {type(model).__name__})."
+            )
+        layers = -(-model.layers // pp)  # the first stage's share, rounded up
+        activations = activation_bytes(
+            model, micro_batch=micro_batch, seq_len=seq_len, recompute=recompute,
+            tensor_parallel=tp, layers=layers,
+        )  # fmt: skip
+    return TrainingMemory(w, g, o, activations)

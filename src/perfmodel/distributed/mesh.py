@@ -1,0 +1,211 @@
+"""Sharded matmuls on a device mesh, in the JAX scaling book's notation.
+
+A mesh names its axes (``Mesh({"X": 4, "Y": 4})``: 16 devices, 4 × 4). A sharding says
+which mesh axes split each dimension of an array: ``"B_X, D_Y"`` is a ``B × D`` array with
+``B`` split over X and ``D`` over Y, so each device holds a ``B/4 × D/4`` block; a
+dimension with no subscript is whole on every device; ``D_XY`` splits over both axes.
+This is the notation of Austin et al., *How to Scale Your Model*, ``A[B_X, D_Y]``.
+
+:func:`sharded_matmul` multiplies two sharded arrays that share one contracting dimension
+and says what each device does and which collective the sharding needs, following the
+book's cases:
+
+1. the contracting dimension is whole on both sides: multiply locally, no communication
+   (unless both outputs would be split over the same axis: then all-gather the right);
+2. it is split on one side only: all-gather that side over those axes first;
+3. it is split the same way on both sides: multiply locally into partial sums, then
+   all-reduce them over those axes (or reduce-scatter, to leave the output sharded).
+
+>>> mesh = Mesh({"X": 4, "Y": 4}, links={"X": "NVLink 4", "Y": "NVLink 4"})
+>>> mm = sharded_matmul(mesh, "B_X, D_Y", "D_Y, F", {"B": 4096, "D": 8192, "F": 8192})
+>>> mm.local_shapes
+{'lhs': (1024, 2048), 'rhs': (2048, 8192), 'out': (1024, 8192)}
+>>> [(c.kind, c.axes) for c in mm.collectives], mm.output
+([('allreduce', 'Y')], 'B_X, F')
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from perfmodel._validate import count, text
+
+__all__ = ["Collective", "Mesh", "ShardedMatmul", "parse_sharding", "sharded_matmul"]
+
+_DIM = re.compile(r"^([A-Za-z][A-Za-z0-9]*?)(?:_([A-Z]+))?$")
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class Mesh:
+    """Named mesh axes (single capital letters) with their sizes, and optionally the link
+    along each (anything :func:`perfmodel.comms.as_link` takes)."""
+
+    axes: Mapping[str, int]
+    links: Mapping[str, Any]
+
+    def __init__(self, axes: Mapping[str, int], *, links: Mapping[str, Any] | None = None):
+        from perfmodel.comms import as_link
+
+        if not isinstance(axes, Mapping) or not axes:
+            raise TypeError(f"`axes` must be a mapping of axis names to sizes (got {axes!r}).")
+        checked = {}
+        for name, size in axes.items():
+            if not (isinstance(name, str) and re.fullmatch(r"[A-Z]", name)):
+                raise ValueError(f"`axes` names must be single capital letters (got {name!r}).")
+            checked[name] = count(f"axes[{name!r}]", size)
+        links = dict(links or {})
+        unknown = sorted(set(links) - set(checked))
+        if unknown:
+            raise ValueError(f"`links` names axes the mesh does not have: {', '.join(unknown)}.")
+        object.__setattr__(self, "axes", checked)
+        object.__setattr__(self, "links", {a: as_link(v, argument=f"links[{a!r}]")
+                                           for a, v in links.items()})  # fmt: skip
+
+    @property
+    def devices(self) -> int:
+        """Devices in the mesh: the product of the axis sizes."""
+        return math.prod(self.axes.values())
+
+    def size(self, axes: str) -> int:
+        """Devices along a group of axes (``"XY"``)."""
+        return math.prod(self.axes[a] for a in axes)
+
+
+def parse_sharding(spec: str, mesh: Mesh | None = None) -> tuple[tuple[str, str], ...]:
+    """``"B_X, D_Y"`` as ``(("B", "X"), ("D", "Y"))``; a whole dimension has axes ``""``.
+
+    >>> parse_sharding("B_XY, D")
+    (('B', 'XY'), ('D', ''))
+    """
+    spec = text("spec", spec)
+    dims = []
+    for part in spec.split(","):
+        match = _DIM.match(part.strip())
+        if match is None:
+            raise ValueError(
+                f"`spec` must be dimensions like 'B_X, D' (got {spec!r}: {part.strip()!r})."
+            )
+        dims.append((match.group(1), match.group(2) or ""))
+    names = [d for d, _ in dims]
+    if len(set(names)) != len(names):
+        raise ValueError(f"`spec` names a dimension twice (got {spec!r}).")
+    used = "".join(axes for _, axes in dims)
+    if len(set(used)) != len(used):
+        raise ValueError(f"`spec` shards two dimensions over the same mesh axis (got {spec!r}).")
+    if mesh is not None:
+        missing = sorted(set(used) - set(mesh.axes))
+        if missing:
+            raise ValueError(f"`spec` {spec!r} uses axes the mesh lacks: {', '.join(missing)}.")
+    return tuple(dims)
+
+
+@dataclass(frozen=True, slots=True)
+class Collective:
+    """A collective a sharding needs: its kind, over which axes, the per-device buffer it
+    moves, and its time (None when the mesh has no link for those axes)."""
+
+    kind: str
+    operand: str
+    axes: str
+    nbytes: float
+    time_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class ShardedMatmul:
+    """What each device does in one sharded matmul, and what the sharding costs."""
+
+    output: str
+    local_shapes: dict[str, tuple[int, ...]]
+    flops_per_device: float
+    bytes_per_device: float
+    replication: int
+    collectives: tuple[Collective, ...]
+
+    @property
+    def communication_s(self) -> float | None:
+        """All the collectives' time, one after another (None if any is unpriced)."""
+        times = [c.time_s for c in self.collectives]
+        return None if None in times else sum(times)  # type: ignore[arg-type]
+
+
+def _format(dims: list[tuple[str, str]]) -> str:
+    return ", ".join(f"{d}_{a}" if a else d for d, a in dims)
+
+
+def sharded_matmul(
+    mesh: Mesh, lhs: str, rhs: str, sizes: Mapping[str, int], *, dtype_bytes: int = 2
+) -> ShardedMatmul:
+    """Multiply ``lhs`` by ``rhs`` (sharding specs sharing exactly one dimension) on ``mesh``.
+
+    ``sizes`` gives every dimension's full length. Returns the output's sharding, each
+    device's shapes, FLOPs and bytes touched, the output's replication factor, and the
+    collectives the sharding needs (see the module's docstring for the cases).
+    """
+    from perfmodel.comms import collective_time
+
+    if not isinstance(mesh, Mesh):
+        raise TypeError(f"`mesh` must be a Mesh (got {type(mesh).__name__}).")
+    left, right = list(parse_sharding(lhs, mesh)), list(parse_sharding(rhs, mesh))
+    shared = sorted({d for d, _ in left} & {d for d, _ in right})
+    if len(shared) != 1:
+        raise ValueError(
+            f"`lhs` and `rhs` must share exactly one (contracting) dimension (got {shared})."
+        )
+    if not isinstance(sizes, Mapping):
+        raise TypeError(f"`sizes` must be a mapping of dimension names to lengths (got {sizes!r}).")
+    full = {d: count(f"sizes[{d!r}]", sizes.get(d, 0)) for d, _ in left + right}
+    for d, axes in left + right:
+        if axes and full[d] % mesh.size(axes):
+            raise ValueError(
+                f"`sizes[{d!r}]` = {full[d]} must divide evenly over mesh axes {axes} "
+                f"({mesh.size(axes)} devices)."
+            )
+    (c,) = shared
+    byte = count("dtype_bytes", dtype_bytes)
+    collectives: list[Collective] = []
+
+    def local(dims: list[tuple[str, str]]) -> tuple[int, ...]:
+        return tuple(full[d] // mesh.size(a) for d, a in dims)
+
+    def gather(name: str, dims: list[tuple[str, str]], axes: str) -> list[tuple[str, str]]:
+        gathered = [(d, "".join(x for x in a if x not in axes)) for d, a in dims]
+        nbytes = math.prod(local(gathered)) * byte
+        collectives.append(Collective("allgather", name, axes, nbytes, _time(axes, nbytes)))
+        return gathered
+
+    def _time(axes: str, nbytes: float, kind: str = "allgather") -> float | None:
+        if any(a not in mesh.links for a in axes):
+            return None
+        slowest = min((mesh.links[a] for a in axes), key=lambda link: link.bandwidth)
+        return collective_time(kind, nbytes, mesh.size(axes), slowest)
+
+    left_c, right_c = dict(left)[c], dict(right)[c]
+    if left_c and left_c != right_c:
+        left = gather("lhs", left, left_c)
+    if right_c and right_c != left_c:
+        right = gather("rhs", right, right_c)
+    partial = dict(left)[c]  # split the same way on both sides: partial sums
+    out = [(d, a) for d, a in left if d != c] + [(d, a) for d, a in right if d != c]
+    clash = set("".join(a for d, a in out if d in dict(left))) & set(
+        "".join(a for d, a in out if d not in dict(left))
+    )
+    if clash:
+        right = gather("rhs", right, "".join(sorted(clash)))
+        out = [(d, a) for d, a in left if d != c] + [(d, a) for d, a in right if d != c]
+    shapes = {"lhs": local(left), "rhs": local(right), "out": local(out)}
+    contracted = full[c] // mesh.size(partial) if partial else full[c]
+    flops = 2.0 * math.prod(shapes["out"]) * contracted
+    if partial:
+        nbytes = math.prod(shapes["out"]) * byte
+        collectives.append(
+            Collective("allreduce", "out", partial, nbytes, _time(partial, nbytes, "allreduce"))
+        )
+    touched = sum(math.prod(s) for s in shapes.values()) * byte
+    used = "".join(a for _, a in out)
+    return ShardedMatmul(_format(out), shapes, flops, float(touched),
+                         mesh.devices // mesh.size(used), tuple(collectives))  # fmt: skip
