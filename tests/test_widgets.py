@@ -11,6 +11,7 @@ import pytest  # noqa: E402
 
 from perfmodel.widgets import controls  # noqa: E402
 from perfmodel.widgets.devices import device_explorer  # noqa: E402
+from perfmodel.widgets.distributed import data_parallel_explorer  # noqa: E402
 from perfmodel.widgets.measure import cache_sweep_explorer  # noqa: E402
 from perfmodel.widgets.minibatch import batch_size_explorer  # noqa: E402
 from perfmodel.widgets.op_cost import op_explorer  # noqa: E402
@@ -27,7 +28,7 @@ from perfmodel.widgets.transfer import transfer_time_explorer  # noqa: E402
     [
         transfer_time_explorer, run_time_explorer, device_explorer, op_explorer,
         roofline_explorer, batch_size_explorer, cache_sweep_explorer, schedule_explorer,
-        scaling_explorer, partition_explorer,
+        scaling_explorer, partition_explorer, data_parallel_explorer,
     ],
 )  # fmt: skip
 def test_every_explorer_builds(explorer):

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from perfmodel._validate import count, flag, non_negative
 
-__all__ = ["Transformer"]
+__all__ = ["PRESETS", "Transformer", "preset"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -150,3 +150,29 @@ class Transformer:
         if seq_len is None:
             return 6.0 * self.parameters * tokens
         return 3.0 * self.forward_flops_per_token(seq_len, causal=True) * tokens
+
+
+#: Published shapes, by the name the course uses. Counts leave out biases and learned
+#: positions, so GPT-2 and GPT-3 come out a little under their published sizes.
+PRESETS: dict[str, Transformer] = {
+    # Radford et al., Language Models are Unsupervised Multitask Learners (2019)
+    "GPT-2 XL (1.5B)": Transformer(width=1600, layers=48, heads=25, vocab=50257),
+    # Touvron et al., Llama 2: Open Foundation and Fine-Tuned Chat Models (2023)
+    "Llama 2 7B": Transformer(width=4096, layers=32, heads=32, vocab=32000, mlp_width=11008,
+                              gated=True, tied_embeddings=False),
+    "Llama 2 70B": Transformer(width=8192, layers=80, heads=64, kv_heads=8, vocab=32000,
+                               mlp_width=28672, gated=True, tied_embeddings=False),
+    # Brown et al., Language Models are Few-Shot Learners (2020)
+    "GPT-3 175B": Transformer(width=12288, layers=96, heads=96, vocab=50257),
+}  # fmt: skip
+
+
+def preset(name: str) -> Transformer:
+    """One of :data:`PRESETS` by name.
+
+    >>> round(preset("Llama 2 70B").parameters / 1e9, 2)
+    68.98
+    """
+    from perfmodel._validate import choice
+
+    return PRESETS[choice("name", name, tuple(PRESETS))]

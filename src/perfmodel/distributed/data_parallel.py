@@ -73,7 +73,11 @@ def compute_time(
 
 @dataclass(frozen=True, slots=True)
 class DataParallelStep:
-    """The parts of one data-parallel step on one device, in seconds."""
+    """The parts of one data-parallel step on one device, in seconds.
+
+    ``gradient_bytes`` is what the all-reduce model moves: the bf16 gradients, or under
+    ZeRO-3 1.5 times that (weights gathered twice, gradients reduce-scattered).
+    """
 
     devices: int
     forward_s: float
@@ -118,6 +122,8 @@ def data_parallel_step(
     buckets: int = 1,
     gpus_per_node: int = 1,
     intra_link: Any = None,
+    zero_stage: int = 0,
+    recompute: str = "none",
     dtype: str = "bf16",
     ceiling: Any = "nameplate",
 ) -> DataParallelStep:
@@ -142,6 +148,12 @@ def data_parallel_step(
     gpus_per_node, intra_link
         With several GPUs per node, a hierarchical all-reduce: NVLink (``intra_link``)
         inside the node, ``link`` between nodes, one port per GPU.
+    zero_stage : int
+        ZeRO sharding (0 to 3) for the memory; stage 3 (FSDP) also sends 1.5 times the
+        bytes (the weights gathered twice, the gradients reduce-scattered).
+    recompute : {"none", "selective", "full"}
+        Activation recomputation for the memory; ``"full"`` also runs the forward pass
+        again inside the backward one.
     """
     from perfmodel import comms
 
@@ -155,8 +167,13 @@ def data_parallel_step(
         raise ValueError(f"`devices` must be a multiple of `gpus_per_node` = {g} (got {p}).")
     if g > 1 and intra_link is None:
         raise ValueError("`intra_link` must be given with `gpus_per_node` > 1 (got None).")
+    stage = count("zero_stage", zero_stage, minimum=0, maximum=3)
+    memory = training_memory(model, data_parallel=p, zero_stage=stage, micro_batch=b,
+                             seq_len=s, recompute=recompute)  # fmt: skip
     forward, backward = compute_time(model, b * s, device, dtype=dtype, ceiling=ceiling)
-    gradient_bytes = GRADIENT_BYTES * model.parameters
+    if recompute == "full":
+        backward += forward
+    gradient_bytes = GRADIENT_BYTES * model.parameters * (1.5 if stage == 3 else 1.0)
     piece = gradient_bytes / k
     if g > 1:
         one = comms.hierarchical_allreduce_time(piece, g, p // g, intra_link, link)
@@ -170,5 +187,4 @@ def data_parallel_step(
         step = max(forward + backward, finished)
     else:
         step = forward + backward + k * one
-    memory = training_memory(model, data_parallel=p, micro_batch=b, seq_len=s)
     return DataParallelStep(p, forward, backward, k * one, step, k, overlap, gradient_bytes, memory)

@@ -1,0 +1,113 @@
+"""Lecture 09's pictures: a measured link against its alpha-beta fit, and a data-parallel step.
+
+* :func:`alpha_beta_plot`: measured collective times on log-log axes, the fitted
+  ``α + n/B`` line through them, and the held-out size's prediction and measurement;
+* :func:`step_plot`: a data-parallel step at several device counts, compute and exposed
+  communication stacked, with the scaling efficiency written on each bar;
+* :func:`memory_plot`: one device's training memory by kind against its capacity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from perfmodel.plotting import COLOURS, new_axes, si_formatter, style
+
+__all__ = ["alpha_beta_plot", "memory_plot", "step_plot"]
+
+
+def alpha_beta_plot(result: Any, collective: str = "allreduce", *, ax: Any = None) -> Any:
+    """Measured times of ``collective`` from a :class:`perfmodel.comms.bench.BenchResult`, the
+    fit, and the held-out size: predicted (open) and measured (filled).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    fit = result.fits[collective]
+    table = result.raw["results"][collective]
+    held = result.held_out[collective]
+    with style():
+        ax = new_axes(ax, (11, 6.5))
+        for size, samples in zip(table["sizes"], table["times"], strict=True):
+            ax.plot([size] * len(samples), samples, ".", color="grey", alpha=0.6)
+        fitted = set(fit.sizes)
+        sizes = [n for n in table["sizes"] if n in fitted]
+        medians = [t for n, t in zip(fit.sizes, fit.times, strict=True) if n in fitted]
+        ax.plot(sizes, medians, "o", color=COLOURS[0], label="measured (median), fitted")
+        others = [(n, float(np.median(s))) for n, s in zip(table["sizes"], table["times"],
+                                                           strict=True) if n not in fitted]  # fmt: skip
+        if others:
+            ax.plot(*zip(*others, strict=True), "o", mfc="none", color=COLOURS[0],
+                    label="measured, left out of the fit")  # fmt: skip
+        span = np.geomspace(min(table["sizes"]), held.size, 200)
+        ax.plot(span, [fit.predict(n) for n in span], color=COLOURS[1],
+                label=f"fit: α = {fit.latency * 1e6:.3g} µs, B = {fit.bandwidth / 1e9:.3g} GB/s")  # fmt: skip
+        ax.plot([held.size], [held.predicted_s], "s", mfc="none", mew=2.5, markersize=13,
+                color=COLOURS[2], label="held-out size: predicted")  # fmt: skip
+        ax.plot([held.size], [held.measured_s], "s", color=COLOURS[2], markersize=11,
+                label=f"held-out size: measured ({held.error:+.0%})")  # fmt: skip
+        ax.set(xscale="log", yscale="log", xlabel="message size", ylabel="time per call",
+               title=f"{collective} on {result.ranks} ranks: the alpha-beta model")  # fmt: skip
+        ax.xaxis.set_major_formatter(si_formatter("B"))
+        ax.yaxis.set_major_formatter(si_formatter("s"))
+        ax.legend(loc="upper left", fontsize=11)
+    return ax
+
+
+def step_plot(steps: Sequence[Any], *, ax: Any = None) -> Any:
+    """Data-parallel steps (:class:`perfmodel.distributed.DataParallelStep`) side by side:
+    forward, backward and exposed communication stacked per device count.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    with style():
+        ax = new_axes(ax, (11, 6))
+        x = np.arange(len(steps))
+        forward = np.array([s.forward_s for s in steps]) * 1e3
+        backward = np.array([s.backward_s for s in steps]) * 1e3
+        exposed = np.array([s.exposed_communication_s for s in steps]) * 1e3
+        ax.bar(x, forward, color=COLOURS[0], label="forward")
+        ax.bar(x, backward, bottom=forward, color=COLOURS[5], label="backward")
+        ax.bar(x, exposed, bottom=forward + backward, color=COLOURS[1],
+               label="communication not hidden")  # fmt: skip
+        for i, s in enumerate(steps):
+            ax.annotate(f"{s.efficiency:.0%}", (i, s.step_s * 1e3), xytext=(0, 4),
+                        textcoords="offset points", ha="center", fontsize=13)  # fmt: skip
+        ax.set_xticks(x, [str(s.devices) for s in steps])
+        ax.set(xlabel="devices (efficiency on top)", ylabel="step time (ms)",
+               ylim=(0, max(s.step_s for s in steps) * 1e3 * 1.12),
+               title="One data-parallel step: what the network adds")  # fmt: skip
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=3, fontsize=12)
+    return ax
+
+
+def memory_plot(memory: Any, capacity: float | None, *, ax: Any = None) -> Any:
+    """One device's :class:`perfmodel.distributed.TrainingMemory`, stacked, against
+    ``capacity`` bytes (a dashed line; none drawn when None).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    parts = [("weights", memory.weights), ("gradients", memory.gradients),
+             ("optimizer states", memory.optimizer), ("activations", memory.activations)]  # fmt: skip
+    with style():
+        ax = new_axes(ax, (5, 6))
+        bottom = 0.0
+        for (name, value), colour in zip(parts, COLOURS, strict=False):
+            ax.bar([0], [value / 1e9], bottom=bottom / 1e9, color=colour, label=name, width=0.6)
+            bottom += value
+        if capacity is not None:
+            ax.axhline(capacity / 1e9, color="black", linestyle="--",
+                       label=f"device memory {capacity / 1e9:.0f} GB")  # fmt: skip
+        top = max(bottom, capacity or 0) / 1e9
+        ax.set(xticks=[], ylabel="GB per device", ylim=(0, top * 1.25),
+               title="Memory per device")  # fmt: skip
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.02), fontsize=11)
+    return ax
