@@ -35,17 +35,15 @@ def alpha_beta_plot(result: Any, collective: str = "allreduce", *, ax: Any = Non
         for size, samples in zip(table["sizes"], table["times"], strict=True):
             ax.plot([size] * len(samples), samples, ".", color="grey", alpha=0.6)
         fitted = set(fit.sizes)
-        sizes = [n for n in table["sizes"] if n in fitted]
-        medians = [t for n, t in zip(fit.sizes, fit.times, strict=True) if n in fitted]
-        ax.plot(sizes, medians, "o", color=COLOURS[0], label="measured (median), fitted")
-        others = [(n, float(np.median(s))) for n, s in zip(table["sizes"], table["times"],
-                                                           strict=True) if n not in fitted]  # fmt: skip
+        ax.plot(fit.sizes, fit.times, "o", color=COLOURS[0], label="measured (median), fitted")
+        measured = zip(table["sizes"], table["times"], strict=True)
+        others = [(n, float(np.median(s))) for n, s in measured if n not in fitted]
         if others:
             ax.plot(*zip(*others, strict=True), "o", mfc="none", color=COLOURS[0],
                     label="measured, left out of the fit")  # fmt: skip
         span = np.geomspace(min(table["sizes"]), held.size, 200)
-        ax.plot(span, [fit.predict(n) for n in span], color=COLOURS[1],
-                label=f"fit: α = {fit.latency * 1e6:.3g} µs, B = {fit.bandwidth / 1e9:.3g} GB/s")  # fmt: skip
+        line = f"fit: α = {fit.latency * 1e6:.3g} µs, B = {fit.bandwidth / 1e9:.3g} GB/s"
+        ax.plot(span, [fit.predict(n) for n in span], color=COLOURS[1], label=line)
         ax.plot([held.size], [held.predicted_s], "s", mfc="none", mew=2.5, markersize=13,
                 color=COLOURS[2], label="held-out size: predicted")  # fmt: skip
         ax.plot([held.size], [held.measured_s], "s", color=COLOURS[2], markersize=11,
@@ -95,8 +93,12 @@ def memory_plot(memory: Any, capacity: float | None, *, ax: Any = None) -> Any:
     -------
     matplotlib.axes.Axes
     """
-    parts = [("weights", memory.weights), ("gradients", memory.gradients),
-             ("optimizer states", memory.optimizer), ("activations", memory.activations)]  # fmt: skip
+    parts = [
+        ("weights", memory.weights),
+        ("gradients", memory.gradients),
+        ("optimizer states", memory.optimizer),
+        ("activations", memory.activations),
+    ]
     with style():
         ax = new_axes(ax, (5, 6))
         bottom = 0.0
