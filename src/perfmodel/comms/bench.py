@@ -50,10 +50,10 @@ __all__ = [
 
 #: The MPI collectives measured, by the names :mod:`perfmodel.comms.collectives` uses.
 BENCH_COLLECTIVES = ("allreduce", "allgather", "broadcast")
-#: Sizes measured in a full run: 8 B to 512 KiB by factors of 4, then 1 to 64 MiB by factors
-#: of 2 (where caches stop helping); 128 MiB is held out of every fit.
-FULL_SIZES = (*(8 * 4**k for k in range(9)), *(2**k for k in range(20, 27)))
-FULL_HELD_OUT = 128 * 2**20
+#: Sizes measured in a full run: 8 B to 512 KiB by factors of 4, then 1 to 128 MiB by factors
+#: of 2 (well past a last-level cache); 256 MiB is held out of every fit.
+FULL_SIZES = (*(8 * 4**k for k in range(9)), *(2**k for k in range(20, 28)))
+FULL_HELD_OUT = 256 * 2**20
 #: The quick run CI uses: five sizes, 16 MiB held out.
 QUICK_SIZES = (8, 1024, 64 * 2**10, 2**20, 4 * 2**20)
 QUICK_HELD_OUT = 16 * 2**20

@@ -41,7 +41,7 @@ def alpha_beta_plot(result: Any, collective: str = "allreduce", *, ax: Any = Non
         if others:
             ax.plot(*zip(*others, strict=True), "o", mfc="none", color=COLOURS[0],
                     label="measured, left out of the fit")  # fmt: skip
-        span = np.geomspace(min(table["sizes"]), held.size, 200)
+        span = np.geomspace(min(fit.sizes), held.size, 200)  # the fit holds where it was made
         line = f"fit: α = {fit.latency * 1e6:.3g} µs, B = {fit.bandwidth / 1e9:.3g} GB/s"
         ax.plot(span, [fit.predict(n) for n in span], color=COLOURS[1], label=line)
         ax.plot([held.size], [held.predicted_s], "s", mfc="none", mew=2.5, markersize=13,
