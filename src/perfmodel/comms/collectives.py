@@ -6,18 +6,17 @@ Thakur, Rabenseifner and Gropp, *Optimization of Collective Communication Operat
 MPICH* (2005), and NCCL's ring algorithms; ``nbytes`` is always the size of one rank's
 buffer (the whole vector for an all-reduce, the whole output for an all-gather).
 
-=====================  ===========================  ==========================
-collective (algorithm)  latencies                    bytes / B
-=====================  ===========================  ==========================
-all-reduce (ring)       2(p-1)                       2(p-1)/p · n
-all-reduce (tree)       2⌈log2 p⌉                    2⌈log2 p⌉ · n
-reduce-scatter (ring)   p-1                          (p-1)/p · n
-all-gather (ring)       p-1                          (p-1)/p · n
-broadcast (tree)        ⌈log2 p⌉                     ⌈log2 p⌉ · n
-broadcast (scatter +    ⌈log2 p⌉ + p-1               2(p-1)/p · n
-all-gather)
-all-to-all (pairwise)   p-1                          (p-1)/p · n
-=====================  ===========================  ==========================
+=============================  ====================  ====================
+collective (algorithm)         latencies             bytes / B
+=============================  ====================  ====================
+all-reduce (ring)              2(p-1)                2(p-1)/p · n
+all-reduce (tree)              2⌈log2 p⌉             2⌈log2 p⌉ · n
+reduce-scatter (ring)          p-1                   (p-1)/p · n
+all-gather (ring)              p-1                   (p-1)/p · n
+broadcast (tree)               ⌈log2 p⌉              ⌈log2 p⌉ · n
+broadcast (scatter+allgather)  ⌈log2 p⌉ + p-1        2(p-1)/p · n
+all-to-all (pairwise)          p-1                   (p-1)/p · n
+=============================  ====================  ====================
 
 A link is a catalogue name, a :class:`perfmodel.hardware.Link`, or any object with
 ``bandwidth`` (bytes/s, one direction) and ``latency`` (s): a link you measured yourself
