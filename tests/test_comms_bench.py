@@ -69,3 +69,10 @@ def test_bad_arguments_are_clear_errors():
         bench.run(1)
     with pytest.raises(TypeError, match="`ranks`"):
         bench.run(2.0)
+    with pytest.raises(ValueError, match="`repeats`"):
+        bench.run(2, repeats=0)
+
+
+def test_repeats_sets_the_samples_per_size():
+    one = bench.run(2, quick=True, repeats=1)
+    assert all(len(samples) == 1 for samples in one.raw["results"]["allreduce"]["times"])

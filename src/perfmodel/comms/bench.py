@@ -252,10 +252,16 @@ def mpiexec() -> str:
 
 
 def run(
-    ranks: int = 2, *, quick: bool = True, fit_from: float = 0, timeout_s: float = 300
+    ranks: int = 2,
+    *,
+    quick: bool = True,
+    repeats: int | None = None,
+    fit_from: float = 0,
+    timeout_s: float = 300,
 ) -> BenchResult:
     """Run the benchmark under ``mpiexec -n ranks`` on this machine and fit its results
-    (``fit_from`` as :func:`read_results` takes it).
+    (``repeats`` per size, 3 quick or 5 full by default; ``fit_from`` as :func:`read_results`
+    takes it).
 
     Raises
     ------
@@ -263,10 +269,11 @@ def run(
         When no MPI is installed, or the run fails (its error output is in the message).
     """
     ranks = count("ranks", ranks, minimum=2)
+    extra = [] if repeats is None else ["--repeats", str(count("repeats", repeats))]
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(scratch) / "bench.json"
         command = [mpiexec(), "-n", str(ranks), sys.executable, "-m", "perfmodel.comms.bench",
-                   "--json", str(out), *(["--quick"] if quick else [])]  # fmt: skip
+                   "--json", str(out), *(["--quick"] if quick else []), *extra]  # fmt: skip
         env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=env)
         if done.returncode != 0 or not out.is_file():
