@@ -24,6 +24,7 @@ MODELS = [
     *sorted((PACKAGE / "pipeline").glob("*.py")),
     *sorted((PACKAGE / "comms").glob("*.py")),
     *sorted((PACKAGE / "distributed").glob("*.py")),
+    *sorted((PACKAGE / "serving").glob("*.py")),
 ]  # fmt: skip
 DRAWING = ("matplotlib", "ipywidgets", "IPython", "perfmodel.plotting", "perfmodel.widgets")
 

@@ -1,0 +1,47 @@
+"""Serving many requests: a simulator of an inference service, and the theory it must match.
+
+This package's top level is its public face, what lecture 11 and a learner need:
+
+* :func:`simulate`: arrivals (Poisson, a spike, a trace), servers behind a load balancer
+  (round robin, random, least loaded, power of two choices), a pool of workers per server,
+  dynamic batching (``max_batch``, ``max_wait_s``), any batch cost (``linear_batch_time``,
+  or a roofline time); returns a :class:`SimulationResult` (latency percentiles,
+  throughput, utilization, Little's L) or, with ``replications``, a :class:`Replicated`
+  with confidence intervals;
+* queueing theory: :func:`mmc_wait` (Erlang C), :func:`erlang_c`, :func:`mg1_wait`
+  (Pollaczek-Khinchine), :func:`md1_wait`, :func:`utilization`.
+
+>>> from perfmodel import serving
+>>> run = serving.simulate(0.8, 1.0, 1, requests=20_000, seed=3, replications=5)
+>>> low, high = run.interval("mean_wait_s")
+>>> bool(low < serving.mmc_wait(0.8, 1.0, 1) < high)       # M/M/1 at ρ = 0.8: 4 s
+True
+"""
+
+from __future__ import annotations
+
+from perfmodel.serving.simulator import (
+    ARRIVALS,
+    DISTRIBUTIONS,
+    POLICIES,
+    Replicated,
+    SimulationResult,
+    linear_batch_time,
+    simulate,
+)
+from perfmodel.serving.theory import erlang_c, md1_wait, mg1_wait, mmc_wait, utilization
+
+__all__ = [
+    "ARRIVALS",
+    "DISTRIBUTIONS",
+    "POLICIES",
+    "Replicated",
+    "SimulationResult",
+    "erlang_c",
+    "linear_batch_time",
+    "md1_wait",
+    "mg1_wait",
+    "mmc_wait",
+    "simulate",
+    "utilization",
+]
