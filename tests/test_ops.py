@@ -123,3 +123,45 @@ def test_matmul_intensity_never_exceeds_the_smallest_dimension_bound(m, k, n):
     # Each operand is read once, so intensity <= 2mkn / (4 * (mk + kn + mn)) <= min(m, k, n) / 2.
     cost = ops.matmul(m, k, n)
     assert cost.intensity <= min(m, k, n) / 2 + 1e-9
+
+
+# ------------------------------------------------------------------- serving shapes
+
+
+@given(
+    q=st.integers(1, 40),
+    extra=st.integers(0, 40),
+    d=st.sampled_from([8, 64]),
+    heads=st.sampled_from([1, 4, 8]),
+    group=st.sampled_from([1, 2, 4]),
+)
+def test_causal_attention_counts_the_pairs_a_mask_keeps(q, extra, d, heads, group):
+    k = q + extra
+    kv_heads = max(1, heads // group)
+    cost = ops.attention(2, heads, q, d, kv_len=k, kv_heads=kv_heads, causal=True, fused=True)
+    # brute force: query i (the (k - q + i)-th position) sees keys 0..k-q+i
+    pairs = sum(k - q + i + 1 for i in range(q))
+    assert cost.flops == 2 * heads * pairs * (4 * d + 5)
+    # K and V are read once per KV head, not once per query head
+    assert cost.bytes_read == 2 * (2 * heads * q * d + 2 * 2 * kv_heads * k * d)
+    full = ops.attention(2, heads, q, d, kv_len=k, kv_heads=kv_heads, fused=True)
+    assert full.flops == 2 * heads * q * k * (4 * d + 5) >= cost.flops
+
+
+def test_defaults_are_the_training_shapes_and_decode_is_bandwidth_bound():
+    assert ops.attention(2, 8, 128, 64) == ops.attention(2, 8, 128, 64, kv_len=128, kv_heads=8)
+    decode = ops.attention(1, 32, 1, 128, kv_len=8192, kv_heads=8, causal=True, fused=True)
+    mha = ops.attention(1, 32, 1, 128, kv_len=8192, causal=True, fused=True)
+    assert decode.intensity == pytest.approx(4 * mha.intensity, rel=0.01)  # GQA-8: 4x less KV
+    with pytest.raises(ValueError, match="`kv_heads`"):
+        ops.attention(1, 32, 1, 128, kv_heads=5)
+    with pytest.raises(ValueError, match="`seq_len`"):
+        ops.attention(1, 8, 16, 64, kv_len=8, causal=True)
+
+
+def test_quantised_weights_are_counted_at_their_own_width():
+    bf16 = ops.matmul(4, 4096, 4096, dtype="bf16")
+    int8 = ops.matmul(4, 4096, 4096, dtype="bf16", weight_dtype="int8")
+    assert bf16.bytes_read - int8.bytes_read == 4096 * 4096  # one byte saved per weight
+    assert int8.flops == bf16.flops and int8.dtype == "bf16"
+    assert int8.bytes_written == bf16.bytes_written

@@ -143,29 +143,45 @@ def matvec(m: int, n: int, *, dtype: str | int = "fp32") -> Cost:
     )
 
 
-def matmul(m: int, k: int, n: int, *, dtype: str | int = "fp32", accumulate: bool = False) -> Cost:
+def matmul(
+    m: int,
+    k: int,
+    n: int,
+    *,
+    dtype: str | int = "fp32",
+    accumulate: bool = False,
+    weight_dtype: str | int | None = None,
+) -> Cost:
     """C = A·B (or C = C + A·B when ``accumulate``), A of shape (m, k), B of shape (k, n).
+
+    ``weight_dtype`` stores B (the weights) at its own width, as quantised serving does
+    (int8 or fp8 weights, bf16 activations); the arithmetic, and so the roofline's peak,
+    stays in ``dtype``.
 
     Notes
     -----
-    FLOPs ``2·m·k·n``. Bytes ``w·(m·k + k·n + m·n)``, plus another ``w·m·n`` to read C
+    FLOPs ``2·m·k·n``. Bytes ``w·(m·k + m·n) + w_B·k·n``, plus another ``w·m·n`` to read C
     when accumulating, which is Coates's ``4·(MK + KN + 2MN)`` for fp32.
 
     Examples
     --------
     >>> matmul(2, 3, 4).flops
     48
+    >>> matmul(1, 4096, 4096, dtype="bf16", weight_dtype="int8").bytes_read  # half the weights
+    16785408
     """
     m, k, n = count("m", m), count("k", k), count("n", n)
     accumulate = flag("accumulate", accumulate)
     width, name = _dtype(dtype)
-    read = m * k + k * n + (m * n if accumulate else 0)
+    weight_width = width if weight_dtype is None else dtype_bytes(weight_dtype)
+    read = width * (m * k + (m * n if accumulate else 0)) + weight_width * k * n
+    quantised = "" if weight_dtype is None else f", {weight_dtype} weights"
     return Cost(
         flops=2 * m * k * n,
-        bytes_read=width * read,
+        bytes_read=read,
         bytes_written=width * m * n,
         dtype=name,
-        label=f"matmul {m}x{k}x{n}" + (", C += A·B" if accumulate else ""),
+        label=f"matmul {m}x{k}x{n}" + (", C += A·B" if accumulate else "") + quantised,
     )
 
 
@@ -301,38 +317,78 @@ def attention(
     *,
     fused: bool = False,
     dtype: str | int = "bf16",
+    kv_len: int | None = None,
+    kv_heads: int | None = None,
+    causal: bool = False,
 ) -> Cost:
-    """Scaled dot-product attention, softmax(Q·Kᵀ)·V, per the given shapes.
+    """Scaled dot-product attention, softmax(Q·Kᵀ)·V, in its training and serving shapes.
+
+    Parameters
+    ----------
+    batch, heads, head_dim : int
+        Sequences, query heads, and the width of one head.
+    seq_len : int
+        Query positions (1 for one decode step).
+    kv_len : int, optional
+        Key/value positions; ``seq_len`` by default (self-attention over the same tokens).
+        Decoding with a KV cache is ``seq_len=1, kv_len=context``.
+    kv_heads : int, optional
+        Key/value heads; ``heads`` by default. Fewer is grouped-query attention, 1 is
+        multi-query: the same FLOPs, fewer K and V bytes.
+    causal : bool
+        Each query sees only the keys up to its own position (the queries are the last
+        ``seq_len`` of the ``kv_len`` positions): ``q·k - q(q-1)/2`` query-key pairs, not ``q·k``.
+    fused, dtype
+        As before: fused kernels keep the score matrix on chip.
 
     Notes
     -----
-    FLOPs: ``4·b·h·s²·d`` for the two matmuls plus ``5·b·h·s²`` for the softmax, fused or
-    not. Unfused, the ``s × s`` score matrix is written, read by the softmax, written again
-    and read by the second matmul: bytes ``w·(4·b·h·s·d + 4·b·h·s²)``. Fused (as in
-    FlashAttention) the scores never leave the chip: bytes ``w·4·b·h·s·d`` (read Q, K, V,
-    write the output).
+    With ``P`` query-key pairs per head: FLOPs ``4·b·h·P·d`` for the two matmuls plus
+    ``5·b·h·P`` for the softmax. Bytes: read Q (``b·h·q·d``), K and V (``b·h_kv·k·d`` each),
+    write the output (``b·h·q·d``); unfused, the scores are also written, read by the
+    softmax, written again and read by the second matmul (``4·b·h·P``).
+
+    Examples
+    --------
+    >>> full = attention(1, 32, 4096, 128)
+    >>> step = attention(1, 32, 1, 128, kv_len=4096, kv_heads=8, causal=True, fused=True)
+    >>> round(full.intensity), round(step.intensity, 2)   # decode is bandwidth-bound
+    (63, 4.04)
 
     References
     ----------
-    Dao et al., "FlashAttention", NeurIPS 2022.
+    Dao et al., "FlashAttention", NeurIPS 2022; Ainslie et al., "GQA", 2023.
     """
     b, h = count("batch", batch), count("heads", heads)
-    s, d = count("seq_len", seq_len), count("head_dim", head_dim)
-    fused = flag("fused", fused)
+    q, d = count("seq_len", seq_len), count("head_dim", head_dim)
+    k = q if kv_len is None else count("kv_len", kv_len)
+    h_kv = h if kv_heads is None else count("kv_heads", kv_heads)
+    if h % h_kv:
+        raise ValueError(f"`kv_heads` must divide `heads` = {h} (got {h_kv}).")
+    fused, causal = flag("fused", fused), flag("causal", causal)
+    if causal and q > k:
+        raise ValueError(f"`seq_len` must be at most `kv_len` = {k} when causal (got {q}).")
     width, name = _dtype(dtype)
-    qkv_o = b * h * s * d
-    scores = b * h * s * s
-    flops = 4 * b * h * s * s * d + 5 * scores
-    if fused:
-        read, written = 3 * qkv_o, qkv_o
-    else:
-        read, written = 3 * qkv_o + 2 * scores, qkv_o + 2 * scores
+    pairs = q * k - q * (q - 1) // 2 if causal else q * k
+    queries, keys = b * h * q * d, b * h_kv * k * d
+    scores = b * h * pairs
+    flops = 4 * scores * d + 5 * scores
+    read, written = queries + 2 * keys, queries
+    if not fused:
+        read, written = read + 2 * scores, written + 2 * scores
+    shape = (
+        ""
+        if (k == q and h_kv == h)
+        else f", q {q} kv {k}" + (f" ({h_kv} kv heads)" if h_kv != h else "")
+    )
     return Cost(
         flops=flops,
         bytes_read=width * read,
         bytes_written=width * written,
         dtype=name,
-        label="attention (fused)" if fused else "attention",
+        label=("attention (fused)" if fused else "attention")
+        + shape
+        + (", causal" if causal else ""),
     )
 
 
