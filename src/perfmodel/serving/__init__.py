@@ -9,7 +9,10 @@ This package's top level is its public face, what lecture 11 and a learner need:
   throughput, utilization, Little's L) or, with ``replications``, a :class:`Replicated`
   with confidence intervals;
 * queueing theory: :func:`mmc_wait` (Erlang C), :func:`erlang_c`, :func:`mg1_wait`
-  (Pollaczek-Khinchine), :func:`md1_wait`, :func:`utilization`.
+  (Pollaczek-Khinchine), :func:`md1_wait`, :func:`utilization`;
+* :mod:`perfmodel.serving.llm`: prefill and decode on the roofline, time to first token and
+  per output token, the KV cache and how many sequences fit, the decode frontier, static vs
+  continuous batching.
 
 >>> from perfmodel import serving
 >>> run = serving.simulate(0.8, 1.0, 1, requests=20_000, seed=3, replications=5)
@@ -20,6 +23,7 @@ True
 
 from __future__ import annotations
 
+from perfmodel.serving import llm
 from perfmodel.serving.simulator import (
     ARRIVALS,
     DISTRIBUTIONS,
@@ -39,6 +43,7 @@ __all__ = [
     "SimulationResult",
     "erlang_c",
     "linear_batch_time",
+    "llm",
     "md1_wait",
     "mg1_wait",
     "mmc_wait",

@@ -1,0 +1,251 @@
+"""Serving a language model: prefill and decode on the roofline, the KV cache, batching.
+
+A request is a prompt of ``prompt`` tokens and an answer of ``output`` tokens. Serving it
+has two phases with opposite shapes:
+
+* **prefill** runs the whole prompt at once: every weight matmul has ``batch · prompt``
+  rows, so it is compute-bound; its time is the **time to first token** (TTFT);
+* **decode** makes one token per sequence per step: every weight matmul has ``batch``
+  rows, so each step reads all the weights (and every sequence's KV cache) to do a little
+  arithmetic; it is bandwidth-bound, and its time is the **time per output token** (TPOT).
+
+Batching more sequences into a decode step shares the weight reads, so throughput grows
+almost linearly with the batch until the step turns compute-bound, while each sequence's
+TPOT grows slowly: the throughput/latency frontier. The KV cache, ``2 · layers · kv_heads ·
+head_dim`` values per token, is what limits the batch: it must fit beside the weights.
+
+Costs come from :mod:`perfmodel.ops` and times from :func:`perfmodel.roofline.estimate`;
+weights may be stored narrower than the activations (``weight_dtype="int8"`` or ``"fp8"``).
+
+>>> from perfmodel.transformer import preset
+>>> llama = preset("Llama 2 7B")
+>>> kv_bytes_per_token(llama) / 2**20          # 2 x 32 layers x 4096 x 2 bytes
+0.5
+>>> max_batch(llama, "H100 SXM", context=4096)
+27
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, cast
+
+from perfmodel._validate import count, positive
+from perfmodel.transformer import Transformer
+
+__all__ = [
+    "DecodePoint",
+    "compute_bound_batch",
+    "decode_cost",
+    "frontier",
+    "kv_bytes_per_token",
+    "max_batch",
+    "prefill_cost",
+    "static_vs_continuous",
+    "time_per_output_token",
+    "time_to_first_token",
+    "weight_bytes",
+]
+
+
+def _model(model: Any) -> Transformer:
+    if not isinstance(model, Transformer):
+        raise TypeError(f"`model` must be a Transformer (got {type(model).__name__}).")
+    return model
+
+
+def kv_bytes_per_token(model: Transformer, *, kv_dtype: str = "bf16") -> int:
+    """Bytes of KV cache one token keeps: a key and a value per layer and KV head."""
+    from perfmodel.hardware import dtype_bytes
+
+    m = _model(model)
+    return 2 * m.layers * m.kv_heads * m.head_dim * dtype_bytes(kv_dtype)  # type: ignore[operator]
+
+
+def weight_bytes(model: Transformer, *, weight_dtype: str = "bf16") -> float:
+    """Bytes of weights at ``weight_dtype``."""
+    from perfmodel.hardware import dtype_bytes
+
+    return _model(model).parameters * dtype_bytes(weight_dtype)
+
+
+def max_batch(
+    model: Transformer,
+    device: Any,
+    *,
+    context: int,
+    weight_dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+    usable: float = 0.9,
+) -> int:
+    """How many sequences of ``context`` tokens fit their KV cache beside the weights in
+    ``usable`` of the device's memory (0 when the weights alone do not fit)."""
+    from perfmodel.hardware import get
+
+    spec = get(device, argument="device")
+    if spec.memory_capacity is None:
+        raise ValueError(f"`device` {spec.name!r} has no memory capacity in the catalogue.")
+    room = positive("usable", usable) * spec.memory_capacity - weight_bytes(
+        model, weight_dtype=weight_dtype
+    )
+    per_sequence = count("context", context) * kv_bytes_per_token(model, kv_dtype=kv_dtype)
+    return max(0, int(room // per_sequence))
+
+
+def _layer_costs(model: Transformer, rows: int, dtype: str, weight_dtype: str | None) -> Any:
+    from perfmodel import ops
+    from perfmodel.distributed.data_parallel import weight_shapes
+
+    shapes = weight_shapes(model)[:-1]  # the blocks' matrices; the output projection apart
+    total = None
+    for k, n in shapes:
+        cost = ops.matmul(rows, k, n, dtype=dtype, weight_dtype=weight_dtype)
+        total = cost if total is None else total + cost
+    return total
+
+
+def prefill_cost(
+    model: Transformer,
+    *,
+    batch: int,
+    prompt: int,
+    dtype: str = "bf16",
+    weight_dtype: str | None = None,
+) -> Any:
+    """The :class:`perfmodel.ops.Cost` of prefilling ``batch`` prompts of ``prompt`` tokens:
+    every block's matmuls over all the tokens, causal attention over the prompt, and the
+    output projection for the last token of each (the first generated token)."""
+    from perfmodel import ops
+
+    m = _model(model)
+    b, p = count("batch", batch), count("prompt", prompt)
+    cost = _layer_costs(m, b * p, dtype, weight_dtype)
+    head_dim = cast(int, m.head_dim)
+    attention = ops.attention(b, m.heads, p, head_dim, kv_heads=m.kv_heads, causal=True,
+                              fused=True, dtype=dtype)  # fmt: skip
+    cost = cost + m.layers * attention
+    return cost + ops.matmul(b, m.width, m.vocab, dtype=dtype, weight_dtype=weight_dtype)
+
+
+def decode_cost(
+    model: Transformer,
+    *,
+    batch: int,
+    context: int,
+    dtype: str = "bf16",
+    weight_dtype: str | None = None,
+) -> Any:
+    """The cost of one decode step for ``batch`` sequences, each with ``context`` tokens in
+    its KV cache: one token's matmuls per sequence, attention of one query over the cache."""
+    from perfmodel import ops
+
+    m = _model(model)
+    b, k = count("batch", batch), count("context", context)
+    cost = _layer_costs(m, b, dtype, weight_dtype)
+    head_dim = cast(int, m.head_dim)
+    attention = ops.attention(b, m.heads, 1, head_dim, kv_len=k, kv_heads=m.kv_heads,
+                              causal=True, fused=True, dtype=dtype)  # fmt: skip
+    cost = cost + m.layers * attention
+    return cost + ops.matmul(b, m.width, m.vocab, dtype=dtype, weight_dtype=weight_dtype)
+
+
+def time_to_first_token(model: Transformer, device: Any, *, batch: int, prompt: int,
+                        weight_dtype: str | None = None) -> float:  # fmt: skip
+    """Seconds to prefill the batch: the roofline time of :func:`prefill_cost`."""
+    from perfmodel.roofline import estimate
+
+    cost = prefill_cost(model, batch=batch, prompt=prompt, weight_dtype=weight_dtype)
+    return estimate(cost, device).time_s
+
+
+def time_per_output_token(model: Transformer, device: Any, *, batch: int, context: int,
+                          weight_dtype: str | None = None) -> float:  # fmt: skip
+    """Seconds per decode step (each sequence's time per output token)."""
+    from perfmodel.roofline import estimate
+
+    cost = decode_cost(model, batch=batch, context=context, weight_dtype=weight_dtype)
+    return estimate(cost, device).time_s
+
+
+@dataclass(frozen=True, slots=True)
+class DecodePoint:
+    """One batch size on the decode frontier."""
+
+    batch: int
+    step_s: float
+    bound: str
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Tokens generated per second across the batch."""
+        return self.batch / self.step_s
+
+
+def frontier(
+    model: Transformer, device: Any, *, context: int, batches: tuple[int, ...] = (),
+    weight_dtype: str | None = None,
+) -> list[DecodePoint]:  # fmt: skip
+    """The throughput/latency frontier of decoding: for each batch (powers of two up to the
+    memory limit by default), the step time and which roof bounds it."""
+    from perfmodel.roofline import estimate
+
+    if not batches:
+        limit = max_batch(model, device, context=context,
+                          weight_dtype=weight_dtype or "bf16")  # fmt: skip
+        batches = tuple(2**i for i in range(20) if 2**i <= max(limit, 1))
+    points = []
+    for b in batches:
+        result = estimate(decode_cost(model, batch=b, context=context,
+                                      weight_dtype=weight_dtype), device)  # fmt: skip
+        points.append(DecodePoint(b, result.time_s, result.bound))
+    return points
+
+
+def compute_bound_batch(
+    model: Transformer, device: Any, *, context: int, weight_dtype: str | None = None
+) -> int | None:
+    """The smallest power-of-two batch (up to 65536) at which a decode step at ``context``
+    is compute-bound, ignoring whether it fits in memory; None when none is. Each sequence
+    reads its own KV cache, so a long context can keep decode bandwidth-bound at any batch.
+
+    >>> from perfmodel.transformer import preset
+    >>> compute_bound_batch(preset("Llama 2 70B"), "H100 SXM", context=512)
+    512
+    >>> compute_bound_batch(preset("Llama 2 7B"), "H100 SXM", context=4096) is None
+    True
+    """
+    from perfmodel.roofline import estimate
+
+    for power in range(17):
+        batch: int = 2**power
+        cost = decode_cost(model, batch=batch, context=context, weight_dtype=weight_dtype)
+        if estimate(cost, device).bound == "compute":
+            return batch
+    return None
+
+
+def static_vs_continuous(output_lengths: Any, *, slots: int, step_s: float) -> tuple[float, float]:
+    """Tokens per second of static and continuous batching over the same requests.
+
+    Static batching serves ``slots`` requests together until the longest finishes; the
+    finished ones' slots sit idle. Continuous batching refills a slot the step after its
+    request finishes (Yu et al., *Orca*, OSDI 2022). Every decode step takes ``step_s``.
+
+    >>> static, continuous = static_vs_continuous([10, 100, 10, 100], slots=2, step_s=0.01)
+    >>> round(static), round(continuous)     # 220 tokens in 200 steps, or in 120
+    (110, 183)
+    """
+    import heapq
+
+    lengths = [count(f"output_lengths[{i}]", n) for i, n in enumerate(output_lengths)]
+    slots, step = count("slots", slots), positive("step_s", step_s)
+    if not lengths:
+        raise ValueError("`output_lengths` must hold at least one request (got none).")
+    static_steps = sum(max(lengths[i : i + slots]) for i in range(0, len(lengths), slots))
+    busy = [0] * min(slots, len(lengths))  # steps at which each slot frees up
+    heapq.heapify(busy)
+    for n in lengths:
+        heapq.heappush(busy, heapq.heappop(busy) + n)
+    continuous_steps = max(busy)
+    tokens = sum(lengths)
+    return tokens / (static_steps * step), tokens / (continuous_steps * step)
