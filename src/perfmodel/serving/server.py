@@ -1,0 +1,275 @@
+"""A real inference server on this machine, to measure next to the simulator's prediction.
+
+:class:`Server` serves a numpy MLP with a pool of worker threads behind a dynamic batcher:
+the batcher waits for a free worker, takes the oldest request, and gathers more until
+``max_batch`` are in hand or the oldest has waited ``max_wait_s`` — the rule
+:func:`perfmodel.serving.simulate` follows. numpy releases the GIL inside its matmuls, so
+the workers run in parallel (each limited to one BLAS thread).
+
+:func:`load_test` drives it with Poisson arrivals from a generator thread in the same
+process, bounded both in requests and in seconds, and returns what it measured.
+:func:`measure_batch_times` times one forward pass per batch size with
+:func:`perfmodel.timing.measure`, which is what the simulator needs to predict the same
+service: predict, then measure. Everything stays in this process; nothing is sent over a
+network.
+
+>>> model = MLP(width=64, layers=2)
+>>> model(np.ones((3, 64))).shape
+(3, 64)
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from perfmodel._validate import count, non_negative, positive
+
+__all__ = ["MLP", "LoadTest", "Server", "load_test", "measure_batch_times", "predict"]
+
+
+class MLP:
+    """A small numpy MLP: ``layers`` square float32 layers of ``width`` with ReLU between."""
+
+    def __init__(self, width: int = 512, layers: int = 4, seed: int = 0) -> None:
+        self.width, self.layers = count("width", width), count("layers", layers)
+        rng = np.random.default_rng(count("seed", seed, minimum=0))
+        scale = 1.0 / np.sqrt(self.width)
+        self.weights = [rng.standard_normal((self.width, self.width)).astype(np.float32) * scale
+                        for _ in range(self.layers)]  # fmt: skip
+
+    def __call__(self, batch: Any) -> Any:
+        out = np.asarray(batch, dtype=np.float32)
+        for i, weight in enumerate(self.weights):
+            out = out @ weight
+            if i < self.layers - 1:
+                np.maximum(out, 0, out=out)
+        return out
+
+
+@dataclass
+class _Request:
+    arrival: float
+    payload: Any
+    start: float = 0.0
+    done: float = 0.0
+
+
+class Server:
+    """Worker threads behind a dynamic batcher; :meth:`submit` is thread-safe.
+
+    Use it as a context manager: ``with Server(model, workers=2, max_batch=8) as s: ...``.
+    """
+
+    def __init__(self, model: Any, *, workers: int = 1, max_batch: int = 1,
+                 max_wait_s: float = 0.0) -> None:  # fmt: skip
+        if not callable(model):
+            raise TypeError(f"`model` must be callable on a batch (got {type(model).__name__}).")
+        self.model = model
+        self.workers = count("workers", workers)
+        self.max_batch = count("max_batch", max_batch)
+        self.max_wait_s = non_negative("max_wait_s", max_wait_s)
+        self._queue: queue.Queue[_Request | None] = queue.Queue()
+        self._free = threading.Semaphore(self.workers)
+        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="perfmodel-worker")
+        self._batcher = threading.Thread(target=self._batch_loop, daemon=True)
+        self.completed: list[_Request] = []
+        self.batch_sizes: list[int] = []
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> Server:
+        from threadpoolctl import threadpool_limits
+
+        self._limits = threadpool_limits(limits=1)  # one BLAS thread per worker
+        self._batcher.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._queue.put(None)
+        self._batcher.join()
+        self._pool.shutdown(wait=True)
+        self._limits.unregister()
+
+    def submit(self, payload: Any) -> None:
+        """Queue one request now."""
+        self._queue.put(_Request(time.perf_counter(), payload))
+
+    def _batch_loop(self) -> None:
+        while True:
+            self._free.acquire()
+            first = self._queue.get()
+            if first is None:
+                return
+            batch = [first]
+            deadline = first.arrival + self.max_wait_s
+            while len(batch) < self.max_batch:
+                left = deadline - time.perf_counter()
+                try:
+                    item = self._queue.get(timeout=left) if left > 0 else self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    self._queue.put(None)  # finish this batch, then stop
+                    break
+                batch.append(item)
+            self._pool.submit(self._serve, batch)
+
+    def _serve(self, batch: list[_Request]) -> None:
+        start = time.perf_counter()
+        self.model(np.stack([r.payload for r in batch]))
+        done = time.perf_counter()
+        for r in batch:
+            r.start, r.done = start, done
+        with self._lock:
+            self.completed.extend(batch)
+            self.batch_sizes.append(len(batch))
+        self._free.release()
+
+
+@dataclass(frozen=True, slots=True)
+class LoadTest:
+    """What one load test measured: every request's arrival and completion, and the batches.
+
+    Statistics skip the first 10% of requests (warm-up), as the simulator's do.
+    """
+
+    arrivals: Any
+    starts: Any
+    completions: Any
+    batch_sizes: tuple[int, ...]
+    offered_rate: float
+
+    @property
+    def service_times_s(self) -> Any:
+        """Each request's batch time inside the server (start to finish of its batch)."""
+        return self.completions - self.starts
+
+    @property
+    def latencies_s(self) -> Any:
+        latencies = self.completions - self.arrivals
+        return latencies[len(latencies) // 10 :]
+
+    @property
+    def span_s(self) -> float:
+        return float(self.completions.max() - self.arrivals[0])
+
+    @property
+    def arrival_rate(self) -> float:
+        """The rate the generator actually achieved (it can fall behind on a busy machine)."""
+        return (len(self.arrivals) - 1) / float(self.arrivals[-1] - self.arrivals[0])
+
+    @property
+    def throughput(self) -> float:
+        return len(self.arrivals) / self.span_s
+
+    def percentile(self, q: float) -> float:
+        return float(np.percentile(self.latencies_s, q))
+
+    @property
+    def p50_latency_s(self) -> float:
+        return self.percentile(50)
+
+    @property
+    def p99_latency_s(self) -> float:
+        return self.percentile(99)
+
+    @property
+    def mean_batch(self) -> float:
+        return len(self.latencies_s) / len(self.batch_sizes)
+
+
+def load_test(
+    model: Any,
+    *,
+    arrival_rate: float,
+    requests: int = 1000,
+    workers: int = 1,
+    max_batch: int = 1,
+    max_wait_s: float = 0.0,
+    seed: int = 0,
+    time_limit_s: float = 30.0,
+) -> LoadTest:
+    """Send Poisson traffic at ``arrival_rate`` to a :class:`Server` and measure it.
+
+    The generator stops after ``requests`` requests or ``time_limit_s`` seconds, whichever
+    comes first; the first 10% of requests are left out of the latencies (warm-up).
+    """
+    rate = positive("arrival_rate", arrival_rate)
+    n = count("requests", requests, minimum=10)
+    limit = positive("time_limit_s", time_limit_s)
+    rng = np.random.default_rng(count("seed", seed, minimum=0))
+    gaps = rng.exponential(1.0 / rate, n)
+    width = getattr(model, "width", None)
+    if width is None:
+        raise TypeError("`model` must have a `width` (the size of one request's input).")
+    payload = np.ones(width, dtype=np.float32)
+    with Server(model, workers=workers, max_batch=max_batch, max_wait_s=max_wait_s) as server:
+        begin = time.perf_counter()
+        due = begin
+        for gap in gaps:
+            due += gap
+            pause = due - time.perf_counter()
+            if pause > 0:
+                time.sleep(pause)
+            if time.perf_counter() - begin > limit:
+                break
+            server.submit(payload)
+    done = sorted(server.completed, key=lambda r: r.arrival)
+    arrivals = np.array([r.arrival for r in done])
+    starts = np.array([r.start for r in done])
+    completions = np.array([r.done for r in done])
+    origin = arrivals[0]
+    return LoadTest(arrivals - origin, starts - origin, completions - origin,
+                    tuple(server.batch_sizes), rate)  # fmt: skip
+
+
+def measure_batch_times(model: Any, batches: Sequence[int]) -> dict[int, float]:
+    """Median seconds of one forward pass per batch size (one BLAS thread), the service
+    times the simulator needs."""
+    from perfmodel.timing import measure, thread_limit
+
+    width = getattr(model, "width", None)
+    if width is None:
+        raise TypeError("`model` must have a `width` (the size of one request's input).")
+    times = {}
+    with thread_limit(1):
+        for b in batches:
+            x = np.ones((count("batches[i]", b), width), dtype=np.float32)
+
+            def forward(x: Any = x) -> Any:
+                return model(x)
+
+            times[b] = measure(forward, repeats=7, min_time_s=0.05).median_s
+    return times
+
+
+def predict(
+    measured: LoadTest,
+    batch_times: dict[int, float],
+    *,
+    workers: int,
+    max_batch: int = 1,
+    max_wait_s: float = 0.0,
+) -> Any:
+    """What the simulator predicts for the same arrivals (the load test's own trace) and the
+    same server, from the measured time of each batch size (a batch size not measured costs
+    as much as the next larger one that was)."""
+    from perfmodel.serving.simulator import simulate
+
+    if not batch_times:
+        raise ValueError("`batch_times` must hold at least one measured batch size (got none).")
+    sizes = sorted(batch_times)
+
+    def batch_time(b: int) -> float:
+        return batch_times[next((s for s in sizes if s >= b), sizes[-1])]
+
+    return simulate(measured.arrival_rate, batch_times[sizes[0]], workers,
+                    distribution="deterministic", arrivals=measured.arrivals,
+                    max_batch=max_batch, max_wait_s=max_wait_s, batch_time=batch_time)  # fmt: skip
