@@ -1,0 +1,72 @@
+"""Lecture 11's pictures: the latency hockey stick, and one load's latency distribution.
+
+* :func:`load_curve_plot`: p50 and p99 latency against offered load, simulated, with
+  queueing theory's mean for comparison where one exists;
+* :func:`latency_plot`: the latencies of one run as a histogram with p50, p90 and p99.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from perfmodel.plotting import COLOURS, new_axes, si_formatter, style
+
+__all__ = ["latency_plot", "load_curve_plot"]
+
+
+def load_curve_plot(
+    rates: Sequence[float],
+    runs: Sequence[Any],
+    *,
+    capacity: float,
+    theory: Sequence[float] | None = None,
+    marker: float | None = None,
+    ax: Any = None,
+) -> Any:
+    """p50 and p99 latency of simulated ``runs`` at each arrival rate in ``rates``, against
+    the load (rate over ``capacity``); ``theory`` adds a mean-latency curve, ``marker`` a
+    vertical line at one rate.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    load = np.asarray(rates) / capacity
+    with style():
+        ax = new_axes(ax, (10, 6))
+        ax.plot(load, [r.p99_latency_s for r in runs], "o-", color=COLOURS[1], label="p99")
+        ax.plot(load, [r.p50_latency_s for r in runs], "o-", color=COLOURS[0], label="p50")
+        if theory is not None:
+            ax.plot(load, theory, "--", color="grey", label="mean, queueing theory")
+        if marker is not None:
+            ax.axvline(marker / capacity, color=COLOURS[2], linewidth=2, label="chosen load")
+        ax.set(xlabel="load (arrival rate / capacity)", ylabel="latency", xlim=(0, 1),
+               ylim=(0, None), title="Latency as load approaches capacity")  # fmt: skip
+        ax.yaxis.set_major_formatter(si_formatter("s"))
+        ax.xaxis.set_major_formatter(lambda x, _: f"{x:.0%}")
+        ax.legend(loc="upper left")
+    return ax
+
+
+def latency_plot(run: Any, *, ax: Any = None) -> Any:
+    """One run's latencies: a histogram, with its p50, p90 and p99 marked.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    latencies = np.asarray(run.latencies)
+    with style():
+        ax = new_axes(ax, (8, 6))
+        ax.hist(latencies, bins=60, color=COLOURS[5], alpha=0.8)
+        for q, colour in ((50, COLOURS[0]), (90, COLOURS[3]), (99, COLOURS[1])):
+            value = run.percentile(q)
+            ax.axvline(value, color=colour, linewidth=2.5,
+                       label=f"p{q} = {value * 1e3:.3g} ms")  # fmt: skip
+        ax.set(xlabel="latency", ylabel="requests", title="Where the requests' latencies fall")
+        ax.xaxis.set_major_formatter(si_formatter("s"))
+        ax.legend(loc="upper right")
+    return ax

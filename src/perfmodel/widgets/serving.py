@@ -1,0 +1,97 @@
+"""Lecture 11: a serving explorer. Arrival rate, workers, batching and the balancer in; the
+hockey stick and the latency distribution out.
+
+The service is a model whose batch costs a fixed ``setup`` plus a share per request
+(:func:`perfmodel.serving.linear_batch_time`), so batching buys capacity; every point is a
+seeded simulation, so the same settings always draw the same picture.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from perfmodel.widgets.controls import int_slider, live_plot
+
+__all__ = ["serving_explorer", "serving_view"]
+
+SETUP_S, PER_REQUEST_S = 0.008, 0.002  # 10 ms for one request, 24 ms for eight
+
+
+def _capacity(workers: int, servers: int, max_batch: int) -> float:
+    return workers * servers * max_batch / (SETUP_S + PER_REQUEST_S * max_batch)
+
+
+def serving_view(
+    arrival_rate: float = 300.0,
+    workers: int = 2,
+    max_batch: int = 8,
+    max_wait_ms: float = 5.0,
+    servers: int = 2,
+    policy: str = "power_of_two",
+) -> Any:
+    """The static twin of :func:`serving_explorer`: the load curve with the chosen rate
+    marked, and the latency distribution at that rate.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    import matplotlib.pyplot as plt
+
+    from perfmodel.plotting import style
+    from perfmodel.plotting.serving import latency_plot, load_curve_plot
+    from perfmodel.serving import linear_batch_time, simulate
+
+    cost = linear_batch_time(SETUP_S, PER_REQUEST_S)
+    capacity = _capacity(workers, servers, max_batch)
+
+    def run(rate: float, requests: int) -> Any:
+        return simulate(rate, SETUP_S + PER_REQUEST_S, workers, servers=servers, policy=policy,
+                        max_batch=max_batch, max_wait_s=max_wait_ms / 1e3, batch_time=cost,
+                        requests=requests, seed=0)  # fmt: skip
+
+    rates = [share * capacity for share in (0.1, 0.3, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98)]
+    with style():
+        figure, (left, right) = plt.subplots(1, 2, figsize=(15, 6), layout="constrained",
+                                             width_ratios=(3, 2))  # fmt: skip
+    load_curve_plot(rates, [run(rate, 4000) for rate in rates], capacity=capacity,
+                    marker=arrival_rate, ax=left)  # fmt: skip
+    chosen = run(arrival_rate, 8000)
+    latency_plot(chosen, ax=right)
+    figure.suptitle(
+        f"{arrival_rate:.0f} requests/s on {servers} x {workers} workers ({policy}), batches up "
+        f"to {max_batch}: {chosen.throughput:.0f}/s served, utilization "
+        f"{chosen.utilization:.0%}, mean batch {chosen.mean_batch:.1f}",
+        fontsize=15,
+    )
+    return figure
+
+
+def serving_explorer(**defaults: Any) -> Any:
+    """Every knob of :func:`serving_view` as a control; the figures redraw live."""
+    import inspect
+
+    import ipywidgets as widgets
+
+    from perfmodel.serving import POLICIES
+
+    signature = inspect.signature(serving_view).parameters
+    view = {name: parameter.default for name, parameter in signature.items()}
+    unknown = sorted(set(defaults) - set(view))
+    if unknown:
+        raise TypeError(f"serving_explorer() got unknown settings: {', '.join(unknown)}.")
+    view.update(defaults)
+    wide = {"layout": widgets.Layout(width="38em"), "style": {"description_width": "8em"}}
+    controls = {
+        "arrival_rate": widgets.FloatSlider(value=view["arrival_rate"], min=10, max=2000,
+                                            step=10, description="requests/s", **wide),
+        "workers": int_slider(view["workers"], 1, 8, "workers"),
+        "max_batch": int_slider(view["max_batch"], 1, 32, "max batch"),
+        "max_wait_ms": widgets.FloatSlider(value=view["max_wait_ms"], min=0, max=50, step=0.5,
+                                           description="max wait (ms)", **wide),
+        "servers": int_slider(view["servers"], 1, 8, "servers"),
+        "policy": widgets.Dropdown(options=list(POLICIES), value=view["policy"],
+                                   description="balancer", **wide),
+    }  # fmt: skip
+    out = live_plot(serving_view, controls)
+    return widgets.VBox([*controls.values(), out])
