@@ -146,3 +146,20 @@ def test_theory_rejects_an_unstable_queue():
     with pytest.raises(ValueError, match="utilization below 1"):
         serving.mmc_wait(2.0, 1.0, 2)
     assert serving.erlang_c(1, 0.7) == pytest.approx(0.7)  # M/M/1: P(wait) = ρ
+
+
+def test_a_roofline_batch_cost_makes_a_memory_bound_model_batch_for_free():
+    from perfmodel import ops
+    from perfmodel.roofline import estimate
+
+    cost = serving.roofline_batch_time(lambda b: ops.matmul(b, 4096, 4096, dtype="bf16"),
+                                       "H100 SXM")  # fmt: skip
+    one = estimate(ops.matmul(1, 4096, 4096, dtype="bf16"), "H100 SXM").time_s
+    assert cost(1) == one and cost(8) < 1.01 * one  # the weights dominate the bytes
+    rate = 4 / one  # four times what one request at a time can serve
+    batched = serving.simulate(rate, one, 1, batch_time=cost, max_batch=8, requests=5000, seed=0)
+    alone = serving.simulate(rate, one, 1, batch_time=cost, requests=5000, seed=0)
+    assert batched.mean_batch > 2 and batched.p99_latency_s < 50 * one  # it keeps up
+    assert alone.p99_latency_s > 100 * batched.p99_latency_s  # four times overloaded alone
+    with pytest.raises(TypeError, match="`cost`"):
+        serving.roofline_batch_time(3.0, "H100 SXM")

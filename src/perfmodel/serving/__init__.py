@@ -5,9 +5,9 @@ This package's top level is its public face, what lecture 11 and a learner need:
 * :func:`simulate`: arrivals (Poisson, a spike, a trace), servers behind a load balancer
   (round robin, random, least loaded, power of two choices), a pool of workers per server,
   dynamic batching (``max_batch``, ``max_wait_s``), any batch cost (``linear_batch_time``,
-  or a roofline time); returns a :class:`SimulationResult` (latency percentiles,
-  throughput, utilization, Little's L) or, with ``replications``, a :class:`Replicated`
-  with confidence intervals;
+  or ``roofline_batch_time`` on a catalogue device); returns a :class:`SimulationResult`
+  (latency percentiles, throughput, utilization, Little's L) or, with ``replications``, a
+  :class:`Replicated` with confidence intervals;
 * queueing theory: :func:`mmc_wait` (Erlang C), :func:`erlang_c`, :func:`mg1_wait`
   (Pollaczek-Khinchine), :func:`md1_wait`, :func:`utilization`;
 * :mod:`perfmodel.serving.llm`: prefill and decode on the roofline, time to first token and
@@ -31,6 +31,7 @@ from perfmodel.serving.simulator import (
     Replicated,
     SimulationResult,
     linear_batch_time,
+    roofline_batch_time,
     simulate,
 )
 from perfmodel.serving.theory import erlang_c, md1_wait, mg1_wait, mmc_wait, utilization
@@ -47,6 +48,7 @@ __all__ = [
     "md1_wait",
     "mg1_wait",
     "mmc_wait",
+    "roofline_batch_time",
     "simulate",
     "utilization",
 ]

@@ -35,6 +35,7 @@ __all__ = [
     "Replicated",
     "SimulationResult",
     "linear_batch_time",
+    "roofline_batch_time",
     "simulate",
 ]
 
@@ -56,6 +57,25 @@ def linear_batch_time(setup_s: float, per_request_s: float) -> Callable[[int], f
     if setup + each <= 0:
         raise ValueError("`setup_s` and `per_request_s` must not both be 0 (got 0 and 0).")
     return lambda b: setup + each * b
+
+
+def roofline_batch_time(cost: Callable[[int], Any], device: Any) -> Callable[[int], float]:
+    """A batch cost from the roofline: ``cost(b)`` is the :class:`perfmodel.ops.Cost` of a
+    batch of b, priced on ``device`` by :func:`perfmodel.roofline.estimate`. A memory-bound
+    model reads its weights once per batch, so a batch of b costs far less than b singles.
+
+    >>> from perfmodel import ops
+    >>> layer = roofline_batch_time(lambda b: ops.matmul(b, 4096, 4096, dtype="bf16"), "H100 SXM")
+    >>> round(layer(8) / layer(1), 2)          # eight requests for the price of one
+    1.0
+    """
+    from perfmodel.hardware import get
+    from perfmodel.roofline import estimate
+
+    if not callable(cost):
+        raise TypeError(f"`cost` must be callable on a batch size (got {type(cost).__name__}).")
+    spec = get(device, argument="device")
+    return lambda b: estimate(cost(b), spec).time_s
 
 
 def _arrival_times(
