@@ -73,6 +73,8 @@ def test_bad_arguments_are_clear_errors():
         bench.run(2, repeats=0)
 
 
-def test_repeats_sets_the_samples_per_size():
-    one = bench.run(2, quick=True, repeats=1)
-    assert all(len(samples) == 1 for samples in one.raw["results"]["allreduce"]["times"])
+def test_repeats_and_largest_set_what_is_measured():
+    small = bench.run(2, quick=False, repeats=1, largest=2**20)
+    table = small.raw["results"]["allreduce"]
+    assert all(len(samples) == 1 for samples in table["times"])
+    assert max(table["sizes"]) == 2**20 and table["held_out"]["size"] == 2**21

@@ -210,6 +210,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      description=__doc__.split("\n\n")[0])  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="five sizes, 3 repeats (CI)")
     parser.add_argument("--repeats", type=int, default=None, help="repeats per size")
+    parser.add_argument(
+        "--largest",
+        type=int,
+        default=None,
+        metavar="BYTES",
+        help="the largest size fitted (a full run's sizes up to it); twice it is held out",
+    )
     parser.add_argument("--json", type=Path, help="write every measurement here")
     parser.add_argument("--toml", type=Path, help="write the all-reduce fit as a [[link]] here")
     parser.add_argument("--name", default="my network", help="the link's name in --toml")
@@ -222,6 +229,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     sizes, held_out = (QUICK_SIZES, QUICK_HELD_OUT) if args.quick else (FULL_SIZES, FULL_HELD_OUT)
+    if args.largest is not None:
+        sizes = tuple(n for n in FULL_SIZES if n <= args.largest)
+        if len(sizes) < 2:
+            parser.error(f"--largest must be at least {FULL_SIZES[1]} bytes (got {args.largest})")
+        held_out = 2 * sizes[-1]
     repeats = args.repeats or (3 if args.quick else 5)
     if repeats < 1:
         parser.error(f"--repeats must be a positive integer (got {repeats})")
@@ -256,12 +268,13 @@ def run(
     *,
     quick: bool = True,
     repeats: int | None = None,
+    largest: int | None = None,
     fit_from: float = 0,
     timeout_s: float = 300,
 ) -> BenchResult:
     """Run the benchmark under ``mpiexec -n ranks`` on this machine and fit its results
-    (``repeats`` per size, 3 quick or 5 full by default; ``fit_from`` as :func:`read_results`
-    takes it).
+    (``repeats`` per size, 3 quick or 5 full by default; ``largest``: the full run's sizes up to
+    that many bytes, twice it held out; ``fit_from`` as :func:`read_results` takes it).
 
     Raises
     ------
@@ -270,6 +283,8 @@ def run(
     """
     ranks = count("ranks", ranks, minimum=2)
     extra = [] if repeats is None else ["--repeats", str(count("repeats", repeats))]
+    if largest is not None:
+        extra += ["--largest", str(count("largest", largest))]
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(scratch) / "bench.json"
         command = [mpiexec(), "-n", str(ranks), sys.executable, "-m", "perfmodel.comms.bench",
