@@ -27,7 +27,7 @@ def test_a_load_test_serves_every_request_once_in_allowed_batches(model):
     assert len(run.arrivals) == 300 and sum(run.batch_sizes) == 300
     assert max(run.batch_sizes) <= 4
     assert np.all(run.starts >= run.arrivals) and np.all(run.completions > run.starts)
-    assert len(run.latencies_s) == 270  # the first 10% are warm-up
+    assert len(run.latencies) == 270  # the first 10% are warm-up
     assert run.p99_latency_s >= run.p50_latency_s > 0
 
 

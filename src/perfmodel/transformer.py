@@ -24,6 +24,7 @@ tokens.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from perfmodel._validate import count, flag, non_negative
 
@@ -121,6 +122,19 @@ class Transformer:
     def non_embedding_parameters(self) -> int:
         """Kaplan's N: the blocks' weights (what scaling laws count)."""
         return self.layers * self.block_parameters
+
+    def weight_shapes(self) -> list[tuple[int, int]]:
+        """``(in, out)`` of every weight matrix a token passes through, block by block (Q, K, V,
+        output, the MLP's matrices), the output projection last.
+
+        >>> shapes = Transformer(width=8, layers=2, heads=2, vocab=10).weight_shapes()
+        >>> len(shapes), shapes[-1], sum(k * n for k, n in shapes[:-1]) == 2 * 12 * 64
+        (13, (8, 10), True)
+        """
+        h, m, d = self.width, cast(int, self.mlp_width), cast(int, self.head_dim)
+        q, kv = self.heads * d, cast(int, self.kv_heads) * d
+        mlp = [*([(h, m)] * (2 if self.gated else 1)), (m, h)]
+        return [(h, q), (h, kv), (h, kv), (q, h), *mlp] * self.layers + [(h, self.vocab)]
 
     # ------------------------------------------------------------------------ FLOPs
 

@@ -23,6 +23,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -160,12 +161,6 @@ class BenchResult:
         return fit.link(name, kind="other", source=source, notes=notes)
 
 
-def _median(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-
-
 def read_results(data: dict[str, Any], *, fit_from: float = 0) -> BenchResult:
     """Fit every collective in a benchmark's JSON (the median of its repeats at each size).
 
@@ -177,7 +172,7 @@ def read_results(data: dict[str, Any], *, fit_from: float = 0) -> BenchResult:
     fits, held = {}, {}
     for collective, table in data["results"].items():
         measured = zip(table["sizes"], table["times"], strict=True)
-        rows = [(n, _median(samples)) for n, samples in measured if n >= fit_from]
+        rows = [(n, statistics.median(samples)) for n, samples in measured if n >= fit_from]
         if len({n for n, _ in rows}) < 2:
             raise ValueError(
                 f"`fit_from` must leave at least two measured sizes (got {fit_from:g} bytes; "
@@ -187,7 +182,9 @@ def read_results(data: dict[str, Any], *, fit_from: float = 0) -> BenchResult:
         fit = fit_alpha_beta(sizes, times, collective=collective, ranks=data["ranks"])
         fits[collective] = fit
         out = table["held_out"]
-        held[collective] = HeldOut(out["size"], fit.predict(out["size"]), _median(out["times"]))
+        held[collective] = HeldOut(
+            out["size"], fit.predict(out["size"]), statistics.median(out["times"])
+        )
     return BenchResult(data["ranks"], data["library"], data["host"], fits, held, data)
 
 

@@ -33,24 +33,16 @@ backward pass the gradients are summed across devices with an all-reduce. The st
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from perfmodel._validate import count, flag
 from perfmodel.distributed.memory import TrainingMemory, training_memory
 from perfmodel.transformer import Transformer
 
-__all__ = ["DataParallelStep", "compute_time", "data_parallel_step", "weight_shapes"]
+__all__ = ["DataParallelStep", "compute_time", "data_parallel_step"]
 
 #: Bytes per gradient element all-reduced (bf16 or fp16 gradients).
 GRADIENT_BYTES = 2
-
-
-def weight_shapes(model: Transformer) -> list[tuple[int, int]]:
-    """``(in, out)`` of every weight matrix a token passes through, output projection last."""
-    h, m, d = model.width, cast(int, model.mlp_width), cast(int, model.head_dim)
-    q, kv = model.heads * d, cast(int, model.kv_heads) * d
-    block = [(h, q), (h, kv), (h, kv), (q, h), *([(h, m)] * (2 if model.gated else 1)), (m, h)]
-    return block * model.layers + [(h, model.vocab)]
 
 
 def compute_time(
@@ -64,7 +56,7 @@ def compute_time(
 
     tokens = count("tokens", tokens)
     forward = backward = 0.0
-    for k, n in weight_shapes(model):
+    for k, n in model.weight_shapes():
         forward += estimate(ops.matmul(tokens, k, n, dtype=dtype), device, ceiling=ceiling).time_s
         backward += estimate(ops.matmul(tokens, n, k, dtype=dtype), device, ceiling=ceiling).time_s
         backward += estimate(ops.matmul(k, tokens, n, dtype=dtype), device, ceiling=ceiling).time_s

@@ -94,9 +94,8 @@ def max_batch(
 
 def _layer_costs(model: Transformer, rows: int, dtype: str, weight_dtype: str | None) -> Any:
     from perfmodel import ops
-    from perfmodel.distributed.data_parallel import weight_shapes
 
-    shapes = weight_shapes(model)[:-1]  # the blocks' matrices; the output projection apart
+    shapes = model.weight_shapes()[:-1]  # the blocks' matrices; the output projection apart
     total = None
     for k, n in shapes:
         cost = ops.matmul(rows, k, n, dtype=dtype, weight_dtype=weight_dtype)

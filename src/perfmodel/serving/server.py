@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from perfmodel._validate import count, non_negative, positive
+from perfmodel.serving.simulator import LatencySummary
 
 __all__ = ["MLP", "LoadTest", "Server", "load_test", "measure_batch_times", "predict"]
 
@@ -134,7 +135,7 @@ class Server:
 
 
 @dataclass(frozen=True, slots=True)
-class LoadTest:
+class LoadTest(LatencySummary):
     """What one load test measured: every request's arrival and completion, and the batches.
 
     Statistics skip the first 10% of requests (warm-up), as the simulator's do.
@@ -152,7 +153,8 @@ class LoadTest:
         return self.completions - self.starts
 
     @property
-    def latencies_s(self) -> Any:
+    def latencies(self) -> Any:
+        """Seconds from arrival to completion, per kept request."""
         latencies = self.completions - self.arrivals
         return latencies[len(latencies) // 10 :]
 
@@ -169,20 +171,9 @@ class LoadTest:
     def throughput(self) -> float:
         return len(self.arrivals) / self.span_s
 
-    def percentile(self, q: float) -> float:
-        return float(np.percentile(self.latencies_s, q))
-
-    @property
-    def p50_latency_s(self) -> float:
-        return self.percentile(50)
-
-    @property
-    def p99_latency_s(self) -> float:
-        return self.percentile(99)
-
     @property
     def mean_batch(self) -> float:
-        return len(self.latencies_s) / len(self.batch_sizes)
+        return len(self.arrivals) / len(self.batch_sizes)
 
 
 def load_test(

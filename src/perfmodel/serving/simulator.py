@@ -32,6 +32,7 @@ __all__ = [
     "ARRIVALS",
     "DISTRIBUTIONS",
     "POLICIES",
+    "LatencySummary",
     "Replicated",
     "SimulationResult",
     "linear_batch_time",
@@ -103,8 +104,36 @@ def _arrival_times(
                     np.where(after, base - (factor - 1) * length, base))  # fmt: skip
 
 
+class LatencySummary:
+    """Percentiles of a run's ``latencies`` (seconds): what a simulated and a measured run share."""
+
+    __slots__ = ()
+    latencies: Any
+
+    def percentile(self, q: float) -> float:
+        """The ``q``-th percentile of latency (``q`` in [0, 100]), seconds."""
+        import numpy as np
+
+        q = non_negative("q", q)
+        if q > 100:
+            raise ValueError(f"`q` must be a percentile in [0, 100] (got {q:g}).")
+        return float(np.percentile(self.latencies, q))
+
+    @property
+    def p50_latency_s(self) -> float:
+        return self.percentile(50)
+
+    @property
+    def p90_latency_s(self) -> float:
+        return self.percentile(90)
+
+    @property
+    def p99_latency_s(self) -> float:
+        return self.percentile(99)
+
+
 @dataclass(frozen=True, slots=True)
-class SimulationResult:
+class SimulationResult(LatencySummary):
     """One simulated run: every request's times, and the figures that summarise them.
 
     Statistics skip the first ``warmup`` share of requests (the empty system at the start
@@ -141,27 +170,6 @@ class SimulationResult:
     @property
     def mean_wait_s(self) -> float:
         return float(self.waits.mean())
-
-    def percentile(self, q: float) -> float:
-        """The ``q``-th percentile of latency (``q`` in [0, 100]), seconds."""
-        import numpy as np
-
-        q = non_negative("q", q)
-        if q > 100:
-            raise ValueError(f"`q` must be a percentile in [0, 100] (got {q:g}).")
-        return float(np.percentile(self.latencies, q))
-
-    @property
-    def p50_latency_s(self) -> float:
-        return self.percentile(50)
-
-    @property
-    def p90_latency_s(self) -> float:
-        return self.percentile(90)
-
-    @property
-    def p99_latency_s(self) -> float:
-        return self.percentile(99)
 
     @property
     def throughput(self) -> float:

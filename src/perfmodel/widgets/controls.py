@@ -10,7 +10,15 @@ from typing import Any
 from perfmodel._validate import positive
 from perfmodel.units import format_quantity
 
-__all__ = ["LOG_STEP", "int_slider", "live_plot", "live_text", "log_slider", "snap_to_log_grid"]
+__all__ = [
+    "LOG_STEP",
+    "int_slider",
+    "live_plot",
+    "live_text",
+    "log_slider",
+    "snap_to_log_grid",
+    "view_settings",
+]
 
 #: Log sliders move in tenths of a decade.
 LOG_STEP = 0.1
@@ -119,3 +127,23 @@ def live_plot(view: Callable[..., Any], controls: Mapping[str, Any]) -> Any:
         plt.show()
 
     return widgets.interactive_output(draw, dict(controls))
+
+
+def view_settings(view: Callable[..., Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """``view``'s keyword defaults with ``overrides`` applied: what an explorer starts from.
+
+    An override ``view`` does not take is a TypeError naming it and listing what it takes.
+
+    >>> def view(rate: float = 1.0, workers: int = 2) -> None: ...
+    >>> view_settings(view, {"workers": 4})
+    {'rate': 1.0, 'workers': 4}
+    """
+    import inspect
+
+    settings = {name: p.default for name, p in inspect.signature(view).parameters.items()}
+    unknown = sorted(set(overrides) - set(settings))
+    if unknown:
+        raise TypeError(
+            f"unknown settings: {', '.join(unknown)} ({view.__name__} takes {', '.join(settings)})."
+        )
+    return {**settings, **overrides}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfmodel.widgets.controls import int_slider, live_plot
+from perfmodel.widgets.controls import int_slider, live_plot, view_settings
 
 __all__ = ["data_parallel_explorer", "data_parallel_view"]
 
@@ -83,19 +83,12 @@ def data_parallel_view(
 
 def data_parallel_explorer(**defaults: Any) -> Any:
     """Every knob of :func:`data_parallel_view` as a control; the figure redraws live."""
-    import inspect
-
     import ipywidgets as widgets
 
     from perfmodel.transformer import PRESETS
 
     wide = {"layout": widgets.Layout(width="38em"), "style": {"description_width": "8em"}}
-    signature = inspect.signature(data_parallel_view).parameters
-    view = {name: parameter.default for name, parameter in signature.items()}
-    unknown = sorted(set(defaults) - set(view))
-    if unknown:
-        raise TypeError(f"data_parallel_explorer() got unknown settings: {', '.join(unknown)}.")
-    view.update(defaults)
+    view = view_settings(data_parallel_view, defaults)
     controls = {
         "model": widgets.Dropdown(options=list(PRESETS), value=view["model"],
                                   description="model", **wide),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfmodel.widgets.controls import int_slider, live_plot
+from perfmodel.widgets.controls import int_slider, live_plot, view_settings
 
 __all__ = ["serving_explorer", "serving_view"]
 
@@ -69,18 +69,11 @@ def serving_view(
 
 def serving_explorer(**defaults: Any) -> Any:
     """Every knob of :func:`serving_view` as a control; the figures redraw live."""
-    import inspect
-
     import ipywidgets as widgets
 
     from perfmodel.serving import POLICIES
 
-    signature = inspect.signature(serving_view).parameters
-    view = {name: parameter.default for name, parameter in signature.items()}
-    unknown = sorted(set(defaults) - set(view))
-    if unknown:
-        raise TypeError(f"serving_explorer() got unknown settings: {', '.join(unknown)}.")
-    view.update(defaults)
+    view = view_settings(serving_view, defaults)
     wide = {"layout": widgets.Layout(width="38em"), "style": {"description_width": "8em"}}
     controls = {
         "arrival_rate": widgets.FloatSlider(value=view["arrival_rate"], min=10, max=2000,
