@@ -67,8 +67,32 @@ def test_conv2d_counts():
     cost = ops.conv2d(2, 3, 8, 32, 32, 3, padding=1)
     assert cost.flops == 2 * 2 * 8 * 32 * 32 * 3 * 9  # same-size output
     assert cost.bytes_written == 4 * 2 * 8 * 32 * 32
-    with pytest.raises(ValueError, match="`kernel` \\(9\\) is larger than the padded input"):
+    with pytest.raises(ValueError, match="`kernel` \\(9x9, dilated to 9x9\\) is larger than"):
         ops.conv2d(1, 1, 1, 4, 4, 9)
+
+
+def test_grouped_conv_is_that_many_independent_convs():
+    grouped = ops.conv2d(2, 32, 64, 16, 16, 3, padding=1, groups=4)
+    one = ops.conv2d(2, 8, 16, 16, 16, 3, padding=1)
+    assert grouped.flops == 4 * one.flops
+    assert grouped.bytes == 4 * one.bytes
+    with pytest.raises(ValueError, match="`groups` \\(3\\) must divide"):
+        ops.conv2d(1, 32, 64, 8, 8, 3, groups=3)
+
+
+def test_dilated_and_rectangular_conv_output_sizes_match_a_direct_count():
+    """The output size against counting the window positions that fit, one by one."""
+    for size, kernel, stride, padding, dilation in [(17, 3, 2, 1, 2), (9, (1, 5), 1, (0, 2), 1)]:
+        cost = ops.conv2d(1, 1, 1, size, size, kernel, stride=stride, padding=padding,
+                          dilation=dilation)
+        k_h, k_w = kernel if isinstance(kernel, tuple) else (kernel, kernel)
+        p_h, p_w = padding if isinstance(padding, tuple) else (padding, padding)
+        fits = [
+            sum(1 for start in range(0, size + 2 * p - dilation * (k - 1), stride))
+            for k, p in ((k_h, p_h), (k_w, p_w))
+        ]
+        assert cost.bytes_written == 4 * fits[0] * fits[1]
+        assert cost.flops == 2 * fits[0] * fits[1] * k_h * k_w
 
 
 def test_fused_attention_moves_far_fewer_bytes_for_long_sequences():

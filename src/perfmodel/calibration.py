@@ -256,13 +256,15 @@ def fit_overhead(tiny: Sequence[KernelResult]) -> tuple[float, float]:
     return max(0.0, float(intercept)), max(0.0, float(slope))
 
 
-def calibrate(profile: MachineProfile) -> Calibration:
+def calibrate(profile: MachineProfile, *, dtype: str = "fp64") -> Calibration:
     """The :class:`Calibration` of a measured machine (:func:`perfmodel.empirical.profile_machine`).
 
     The vector rate is the flat part of the Empirical Roofline Toolkit's sweep (its best
     elementwise kernel), the exp rate the ``exp`` kernel's, and the overhead the fit through
-    the tiny adds.
+    the tiny adds. ``dtype`` picks whose matmuls give the matrix rates (``"fp64"`` or
+    ``"fp32"``).
     """
+    dtype = choice("dtype", dtype, ("fp64", "fp32"))
     if not isinstance(profile, MachineProfile):
         raise TypeError(
             f"`profile` must be a MachineProfile from empirical.profile_machine "
@@ -287,8 +289,9 @@ def calibrate(profile: MachineProfile) -> Calibration:
         exp_rate=max(k.flops_per_s for k in kinds["special"]),
         broadcast_flops=max((k.flops_per_s for k in kinds.get("broadcast", [])), default=None),
         caches=tuple(cpu_caches()),
+        dtype=dtype,
         matrix_rates=tuple(
-            (k.cost.flops, k.flops_per_s) for k in kinds.get("matmul", []) if k.cost.dtype == "fp64"
+            (k.cost.flops, k.flops_per_s) for k in kinds.get("matmul", []) if k.cost.dtype == dtype
         ),
     )
 

@@ -48,6 +48,7 @@ __all__ = [
     "layer_norm",
     "matmul",
     "matvec",
+    "pooling",
     "reduction",
     "scan",
     "softmax",
@@ -215,11 +216,25 @@ def elementwise(
     )
 
 
-def reduction(n: int, *, dtype: str | int = "fp32") -> Cost:
-    """Sum of ``n`` elements to one: ``n - 1`` adds, read ``n``, write 1."""
+def reduction(n: int, *, outputs: int = 1, dtype: str | int = "fp32") -> Cost:
+    """Sum of ``n`` elements into ``outputs`` sums (a row sum of a matrix has one per row):
+    ``n - outputs`` adds, read ``n``, write ``outputs``.
+
+    >>> reduction(1000).flops, reduction(1000, outputs=10).bytes_written
+    (999, 40)
+    """
     n = count("n", n)
+    outputs = count("outputs", outputs)
+    if outputs > n:
+        raise ValueError(f"`outputs` must be at most `n` ({n}) (got {outputs}).")
     width, name = _dtype(dtype)
-    return Cost(flops=n - 1, bytes_read=width * n, bytes_written=width, dtype=name, label="sum")
+    return Cost(
+        flops=n - outputs,
+        bytes_read=width * n,
+        bytes_written=width * outputs,
+        dtype=name,
+        label="sum",
+    )
 
 
 def scan(n: int, *, dtype: str | int = "fp32") -> Cost:
@@ -263,49 +278,114 @@ def layer_norm(rows: int, cols: int, *, dtype: str | int = "fp32") -> Cost:
     )
 
 
+def _pair(name: str, value: int | tuple[int, int], *, minimum: int = 1) -> tuple[int, int]:
+    """An int, or a (height, width) pair of ints, as a pair."""
+    if isinstance(value, tuple):
+        if len(value) != 2:
+            raise ValueError(f"`{name}` must be an int or a (height, width) pair (got {value!r}).")
+        return count(name, value[0], minimum=minimum), count(name, value[1], minimum=minimum)
+    side = count(name, value, minimum=minimum)
+    return side, side
+
+
 def conv2d(
     batch: int,
     in_channels: int,
     out_channels: int,
     height: int,
     width: int,
-    kernel: int,
+    kernel: int | tuple[int, int],
     *,
-    stride: int = 1,
-    padding: int = 0,
+    stride: int | tuple[int, int] = 1,
+    padding: int | tuple[int, int] = 0,
+    dilation: int | tuple[int, int] = 1,
+    groups: int = 1,
     dtype: str | int = "fp32",
 ) -> Cost:
-    """A 2-D convolution with a square ``kernel``, no bias.
+    """A 2-D convolution, no bias.
+
+    ``kernel``, ``stride``, ``padding`` (on each side) and ``dilation`` are each an int or a
+    ``(height, width)`` pair. ``groups`` splits the channels into that many independent
+    convolutions (``groups == in_channels`` is a depthwise convolution).
 
     Notes
     -----
-    Output size ``(H + 2p - k) // s + 1`` per side. FLOPs
-    ``2 · batch · C_out · H_out · W_out · C_in · k²``. Bytes: read the input and the weights
-    once, write the output once.
+    Output size ``(H + 2p - d(k - 1) - 1) // s + 1`` per side. FLOPs
+    ``2 · batch · C_out · H_out · W_out · (C_in / groups) · k_h · k_w``. Bytes: read the
+    input and the weights once, write the output once.
 
     Examples
     --------
     >>> c = conv2d(1, 3, 64, 224, 224, 7, stride=2, padding=3)  # ResNet-50's first layer
     >>> round(c.flops / 1e6)
     236
+    >>> depthwise = conv2d(1, 32, 32, 112, 112, 3, padding=1, groups=32)  # MobileNet's
+    >>> depthwise.flops == conv2d(1, 1, 1, 112, 112, 3, padding=1).flops * 32
+    True
     """
     batch = count("batch", batch)
     c_in, c_out = count("in_channels", in_channels), count("out_channels", out_channels)
-    h, w, k = count("height", height), count("width", width), count("kernel", kernel)
-    stride, padding = count("stride", stride), count("padding", padding, minimum=0)
-    out_h, out_w = (h + 2 * padding - k) // stride + 1, (w + 2 * padding - k) // stride + 1
+    h, w = count("height", height), count("width", width)
+    (k_h, k_w), (s_h, s_w) = _pair("kernel", kernel), _pair("stride", stride)
+    (p_h, p_w), (d_h, d_w) = _pair("padding", padding, minimum=0), _pair("dilation", dilation)
+    groups = count("groups", groups)
+    if c_in % groups or c_out % groups:
+        raise ValueError(
+            f"`groups` ({groups}) must divide both `in_channels` ({c_in}) and "
+            f"`out_channels` ({c_out})."
+        )
+    span_h, span_w = d_h * (k_h - 1) + 1, d_w * (k_w - 1) + 1
+    out_h, out_w = (h + 2 * p_h - span_h) // s_h + 1, (w + 2 * p_w - span_w) // s_w + 1
     if out_h < 1 or out_w < 1:
         raise ValueError(
-            f"`kernel` ({k}) is larger than the padded input ({h + 2 * padding}x"
-            f"{w + 2 * padding}); use a smaller kernel or more padding."
+            f"`kernel` ({k_h}x{k_w}, dilated to {span_h}x{span_w}) is larger than the padded "
+            f"input ({h + 2 * p_h}x{w + 2 * p_w}); use a smaller kernel or more padding."
         )
     size, name = _dtype(dtype)
+    weights = c_out * (c_in // groups) * k_h * k_w
     return Cost(
-        flops=2 * batch * c_out * out_h * out_w * c_in * k * k,
-        bytes_read=size * (batch * c_in * h * w + c_out * c_in * k * k),
+        flops=2 * batch * out_h * out_w * weights,
+        bytes_read=size * (batch * c_in * h * w + weights),
         bytes_written=size * batch * c_out * out_h * out_w,
         dtype=name,
-        label=f"conv{k}x{k} {c_in}->{c_out}",
+        label=f"conv{k_h}x{k_w} {c_in}->{c_out}" + (f" /{groups}" if groups > 1 else ""),
+    )
+
+
+def pooling(
+    batch: int,
+    channels: int,
+    height: int,
+    width: int,
+    window: int | tuple[int, int],
+    *,
+    stride: int | tuple[int, int] = 1,
+    padding: int | tuple[int, int] = 0,
+    dtype: str | int = "fp32",
+) -> Cost:
+    """Max or average pooling: one compare or add per window element of each output.
+
+    >>> pooling(1, 64, 112, 112, 3, stride=2, padding=1).bytes_written  # ResNet's max pool
+    802816
+    """
+    batch, channels = count("batch", batch), count("channels", channels)
+    h, w = count("height", height), count("width", width)
+    (k_h, k_w), (s_h, s_w) = _pair("window", window), _pair("stride", stride)
+    p_h, p_w = _pair("padding", padding, minimum=0)
+    out_h, out_w = (h + 2 * p_h - k_h) // s_h + 1, (w + 2 * p_w - k_w) // s_w + 1
+    if out_h < 1 or out_w < 1:
+        raise ValueError(
+            f"`window` ({k_h}x{k_w}) is larger than the padded input ({h + 2 * p_h}x"
+            f"{w + 2 * p_w})."
+        )
+    size, name = _dtype(dtype)
+    outputs = batch * channels * out_h * out_w
+    return Cost(
+        flops=outputs * k_h * k_w,
+        bytes_read=size * batch * channels * h * w,
+        bytes_written=size * outputs,
+        dtype=name,
+        label=f"pool{k_h}x{k_w}",
     )
 
 

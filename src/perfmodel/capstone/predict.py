@@ -1,0 +1,270 @@
+"""Predict every node of a model on this CPU, then measure it on onnxruntime.
+
+The prediction is lecture 06's calibrated empirical roofline, read the way an inference
+engine runs: each node costs ``overhead + max(F / P, B / W)`` where
+
+* ``overhead`` is what onnxruntime spends per node before any work, measured on a chain of
+  one-element Adds (:func:`~perfmodel.capstone.engine.engine_overhead`) and including the
+  executor's time between kernels;
+* ``P`` is the fp32 matmul rate this machine measured at the node's size (BLAS-like
+  kernels reach their peak only on large matrices; lecture 06's sizes, extended down to
+  16x16 here because a small model's matmuls are that small), for matmuls, convolutions and
+  attention; for every other node the fp32 peak, which only a rare elementwise op reaches;
+* ``W`` is the bandwidth of the memory level that holds the node's bytes (a cache when they
+  fit, which they do when the node before just wrote them).
+
+Unlike numpy, onnxruntime runs one vectorised kernel per node on every thread, so none of
+lecture 06's numpy corrections (one-thread loops, a slow ``exp``, five passes per softmax)
+applies. One engine effect is modelled: a convolution wider than 1x1 first copies its input
+windows into a matrix (im2col), whose bytes are added to the node's.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, replace
+from typing import Any
+
+from perfmodel._validate import count, flag
+from perfmodel.calibration import Calibration, calibrate
+from perfmodel.capstone.engine import EngineProfile, engine_overhead, profile
+from perfmodel.capstone.onnx_import import ImportedModel, Node, import_onnx
+from perfmodel.empirical import MachineProfile, profile_machine, usable_cores
+
+__all__ = ["Comparison", "EngineModel", "NodeComparison", "calibrate_engine", "compare"]
+
+#: Square fp32 matmuls measured below lecture 06's smallest (256): a small model's sizes.
+SMALL_MATMULS = (16, 32, 64, 128)
+
+
+@dataclass(frozen=True, slots=True)
+class EngineModel:
+    """This machine's empirical roofline as onnxruntime meets it (see the module notes).
+
+    Attributes
+    ----------
+    calibration : perfmodel.calibration.Calibration
+        Lecture 06's calibration, its matrix rates in fp32.
+    overhead_s : float
+        Seconds per node before any work.
+    """
+
+    calibration: Calibration
+    overhead_s: float
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.calibration, Calibration):
+            raise TypeError(
+                f"`calibration` must be a calibration.Calibration "
+                f"(got {type(self.calibration).__name__})."
+            )
+
+    def _terms(self, node: Node) -> tuple[float, float, str]:
+        cost = node.cost
+        moved = cost.bytes + node.im2col_bytes
+        level, bandwidth = self.calibration.level(int(moved), "matrix")
+        if node.unit == "matrix":
+            rate = self.calibration.rate("matrix", cost.flops)
+        else:
+            rate = self.calibration.device.measured_flops(self.calibration.dtype)
+        return cost.flops / rate, moved / bandwidth, level
+
+    def node_time(self, node: Node) -> float:
+        """``overhead + max(F / P, B / W)`` for one node, seconds."""
+        compute, memory, _ = self._terms(node)
+        return self.overhead_s + max(compute, memory)
+
+    def bound(self, node: Node) -> str:
+        """``"overhead"``, ``"compute"`` or ``"memory (<level>)"``: the largest term."""
+        compute, memory, level = self._terms(node)
+        if self.overhead_s >= max(compute, memory):
+            return "overhead"
+        return "compute" if compute >= memory else f"memory ({level})"
+
+    def predict(self, model: ImportedModel) -> float:
+        """Seconds for the whole model, node after node."""
+        return math.fsum(self.node_time(node) for node in model.nodes)
+
+
+def calibrate_engine(
+    machine: MachineProfile | None = None, *, quick: bool = True, progress: bool = True
+) -> EngineModel:
+    """Measure what :class:`EngineModel` needs: lecture 06's profile (unless ``machine`` is
+    given), fp32 matmuls down to 16x16, and onnxruntime's overhead per node.
+
+    About 4 s in quick mode on 2 cores, all of it bounded by repetitions.
+    """
+    from perfmodel import microbench
+
+    quick = flag("quick", quick)
+    if machine is None:
+        machine = profile_machine(quick=quick, progress=progress)
+    elif not isinstance(machine, MachineProfile):
+        raise TypeError(
+            f"`machine` must be a MachineProfile from empirical.profile_machine "
+            f"(got {type(machine).__name__})."
+        )
+    calibration = calibrate(machine, dtype="fp32")
+    cores = usable_cores()
+    small = [
+        microbench.matmul(n, dtype="fp32", threads=cores, repeats=3, min_time_s=0.02)
+        for n in SMALL_MATMULS
+    ]
+    rates = {flops: rate for flops, rate in calibration.matrix_rates}
+    for kernel in small:
+        rates[kernel.cost.flops] = kernel.flops_per_s
+    return EngineModel(
+        calibration=replace(calibration, matrix_rates=tuple(sorted(rates.items()))),
+        overhead_s=engine_overhead(),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class NodeComparison:
+    """One node: what was predicted, what onnxruntime measured, and why they may differ."""
+
+    name: str
+    op_type: str
+    op_class: str
+    predicted_s: float
+    measured_s: float
+    bound: str
+    why: str
+
+    @property
+    def ratio(self) -> float:
+        """Measured over predicted."""
+        return self.measured_s / self.predicted_s
+
+    @property
+    def error(self) -> float:
+        """Predicted over measured, less one: +0.2 is a 20% overestimate."""
+        return self.predicted_s / self.measured_s - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """A model predicted node by node and measured on onnxruntime."""
+
+    model: str
+    nodes: tuple[NodeComparison, ...]
+    predicted_s: float
+    measured_s: float
+    fused_s: float | None
+    threads: int
+
+    @property
+    def error(self) -> float:
+        """End to end: predicted over measured, less one."""
+        return self.predicted_s / self.measured_s - 1
+
+    @property
+    def median_node_error(self) -> float:
+        """The median of each node's ``|predicted / measured - 1|``."""
+        return statistics.median(abs(node.error) for node in self.nodes)
+
+    def misses(self, n: int = 5) -> list[NodeComparison]:
+        """The ``n`` nodes whose predictions are furthest from their measurements, in
+        seconds."""
+        n = count("n", n)
+        ranked = sorted(self.nodes, key=lambda node: -abs(node.measured_s - node.predicted_s))
+        return ranked[:n]
+
+    def by_class(self) -> dict[str, tuple[float, float]]:
+        """(predicted, measured) seconds of each op class."""
+        totals: dict[str, tuple[float, float]] = {}
+        for node in self.nodes:
+            predicted, measured = totals.get(node.op_class, (0.0, 0.0))
+            totals[node.op_class] = (predicted + node.predicted_s, measured + node.measured_s)
+        return totals
+
+
+def _why(node: Node, engine: EngineModel, measured_s: float, threads: int) -> str:
+    """A reason for the gap, from what is known about the node and the engine."""
+    predicted = engine.node_time(node)
+    ratio = measured_s / predicted
+    said = f"measured {ratio:.2f}x the prediction"
+    if 0.8 <= ratio <= 1.25:
+        return f"{said}: as predicted"
+    bound = engine.bound(node)
+    slower = ratio > 1
+    if node.op_type == "Transpose" and slower:
+        return f"{said}: a layout transpose reads with a stride, far below stream bandwidth"
+    if node.op_type == "Conv" and slower:
+        return (
+            f"{said}: the im2col copy and a GEMM of this thin shape run below the rate "
+            f"square matmuls of the same FLOPs reached"
+        )
+    if node.unit == "matrix":
+        return (
+            f"{said}: a {'slower' if slower else 'faster'} kernel than the square matmul of "
+            f"the same FLOPs (shape, cache blocking, {threads} threads sharing small work)"
+        )
+    if bound == "overhead":
+        return f"{said}: too small for either roof; this op's own overhead differs from the tiny Add's"
+    if node.op_class == "softmax" or node.unit == "exp":
+        if slower:
+            return f"{said}: exp and erf cost tens of instructions per element, priced as one FLOP"
+    if not slower and bound.startswith("memory ("):
+        return f"{said}: run on {threads} threads from cache, where the calibration has one core's bandwidth"
+    return f"{said}: {'below' if slower else 'above'} the {bound} roof"
+
+
+def compare(
+    model: Any,
+    engine: EngineModel,
+    *,
+    runs: int = 10,
+    warmup: int = 2,
+    fused: bool = True,
+    measured: EngineProfile | None = None,
+) -> Comparison:
+    """Predict every node of ``model`` with ``engine``, then run it on onnxruntime.
+
+    Parameters
+    ----------
+    model : onnx.ModelProto
+        A model with its weights.
+    engine : EngineModel
+        From :func:`calibrate_engine`.
+    runs, warmup : int
+        onnxruntime runs measured, and dropped before them.
+    fused : bool
+        Also time the model with every graph optimisation on (``Comparison.fused_s``).
+    measured : EngineProfile, optional
+        A profile already taken (then nothing is run but the fused timing).
+
+    Returns
+    -------
+    Comparison
+    """
+    if not isinstance(engine, EngineModel):
+        raise TypeError(
+            f"`engine` must be an EngineModel from calibrate_engine (got {type(engine).__name__})."
+        )
+    imported = import_onnx(model)
+    if measured is None:
+        measured = profile(model, runs=runs, warmup=warmup)
+    fused_s = profile(model, runs=runs, warmup=warmup, optimization="all").total_s if flag("fused", fused) else None
+    rows = tuple(
+        NodeComparison(
+            name=node.name,
+            op_type=node.op_type,
+            op_class=node.op_class,
+            predicted_s=engine.node_time(node),
+            measured_s=measured.node_s[node.name],
+            bound=engine.bound(node),
+            why=_why(node, engine, measured.node_s[node.name], measured.threads),
+        )
+        for node in imported.nodes
+        if node.name in measured.node_s  # Constant nodes become weights and never run
+    )
+    return Comparison(
+        model=imported.name,
+        nodes=rows,
+        predicted_s=math.fsum(row.predicted_s for row in rows),
+        measured_s=measured.total_s,
+        fused_s=fused_s,
+        threads=measured.threads,
+    )
