@@ -25,6 +25,7 @@ MODELS = [
     *sorted((PACKAGE / "comms").glob("*.py")),
     *sorted((PACKAGE / "distributed").glob("*.py")),
     *sorted((PACKAGE / "serving").glob("*.py")),
+    *sorted((PACKAGE / "capstone").glob("*.py")),
 ]  # fmt: skip
 DRAWING = ("matplotlib", "ipywidgets", "IPython", "perfmodel.plotting", "perfmodel.widgets")
 

@@ -1,0 +1,104 @@
+"""Lecture 12's capstone: will it run faster on new hardware?
+
+The public face of the package, in the order the lecture uses it:
+
+* bring your own model: :func:`from_onnx` (the contract: each node's
+  :class:`~perfmodel.ops.Cost`, in execution order, labelled with its ONNX node name) and
+  :func:`import_onnx` (the same, with op classes, shapes, weights and a pipeline graph);
+  :mod:`~perfmodel.capstone.builders` writes real models (an MLP, a ResNet, GPT-2) in ONNX;
+* predict, then run on a real engine: :func:`calibrate_engine`, :func:`compare` (every
+  node predicted and measured on onnxruntime, :func:`profile`);
+* will it run faster: :func:`predict_on` a catalogue device, :func:`upgrade` (the
+  speed-up by op class);
+* then many devices: :func:`data_parallel`, :func:`pipeline_parallel`, :func:`design`
+  (Coates' loop), :func:`memory_bytes`;
+* beside published measurements: :data:`PUBLISHED`, :func:`predict_published`.
+
+>>> from perfmodel.capstone import builders, from_onnx
+>>> costs = from_onnx(builders.mlp(batch=8, widths=(16, 4)))
+>>> [cost.label for cost in costs]
+['fc0', 'fc0_bias']
+"""
+
+from __future__ import annotations
+
+from perfmodel.capstone import builders
+from perfmodel.capstone.devices import (
+    ClassChange,
+    DevicePrediction,
+    Upgrade,
+    predict_on,
+    retyped,
+    upgrade,
+)
+from perfmodel.capstone.engine import (
+    OPTIMIZATIONS,
+    EngineProfile,
+    engine_overhead,
+    profile,
+    random_inputs,
+)
+from perfmodel.capstone.onnx_import import (
+    OP_CLASSES,
+    SUPPORTED,
+    ImportedModel,
+    Node,
+    UnsupportedOpWarning,
+    from_onnx,
+    import_onnx,
+)
+from perfmodel.capstone.predict import (
+    Comparison,
+    EngineModel,
+    NodeComparison,
+    calibrate_engine,
+    compare,
+)
+from perfmodel.capstone.published import PUBLISHED, Prediction, PublishedRun, predict_published
+from perfmodel.capstone.scale import (
+    DataParallel,
+    DesignStep,
+    PipelinePlan,
+    data_parallel,
+    design,
+    memory_bytes,
+    pipeline_parallel,
+)
+
+__all__ = [
+    "OPTIMIZATIONS",
+    "OP_CLASSES",
+    "PUBLISHED",
+    "SUPPORTED",
+    "ClassChange",
+    "Comparison",
+    "DataParallel",
+    "DesignStep",
+    "DevicePrediction",
+    "EngineModel",
+    "EngineProfile",
+    "ImportedModel",
+    "Node",
+    "NodeComparison",
+    "PipelinePlan",
+    "Prediction",
+    "PublishedRun",
+    "UnsupportedOpWarning",
+    "Upgrade",
+    "builders",
+    "calibrate_engine",
+    "compare",
+    "data_parallel",
+    "design",
+    "engine_overhead",
+    "from_onnx",
+    "import_onnx",
+    "memory_bytes",
+    "pipeline_parallel",
+    "predict_on",
+    "predict_published",
+    "profile",
+    "random_inputs",
+    "retyped",
+    "upgrade",
+]

@@ -173,12 +173,17 @@ class Node:
 
 @dataclass(frozen=True, slots=True)
 class ImportedModel:
-    """An ONNX model priced node by node, in execution (topological) order."""
+    """An ONNX model priced node by node, in execution (topological) order.
+
+    ``parameters`` counts every stored weight (initializer), batch-norm statistics
+    included; ``batch`` is the first dimension of the first input.
+    """
 
     name: str
     nodes: tuple[Node, ...]
     parameters: int
     parameter_bytes: int
+    batch: int = 1
 
     @property
     def costs(self) -> list[ops.Cost]:
@@ -558,7 +563,10 @@ def import_onnx(
             stacklevel=2,
         )
     initializers = [tensors[t.name] for t in proto.graph.initializer]
+    first = next((v.name for v in proto.graph.input if v.name not in weights), None)
+    batch = tensors[first].shape[0] if first and tensors[first].shape else 1
     return ImportedModel(
+        batch=batch,
         name=proto.graph.name or "model",
         nodes=tuple(nodes),
         parameters=sum(t.elements for t in initializers),

@@ -1,0 +1,309 @@
+"""From one device to many: data parallel, pipeline, memory, and Coates' design loop.
+
+Following Coates (*Deep Learning (hopefully faster)*): know the single-node time first,
+then choose a partition, estimate, and ask whether you are happy. Each step reuses a
+lecture: the step on one device is the roofline of every node (:mod:`.devices`), data
+parallel adds lecture 09's gradient all-reduce (ring inside a node, hierarchical across
+nodes), pipeline parallel splits the execution order with lecture 10's partitioner.
+
+Examples
+--------
+>>> from perfmodel.capstone import builders, import_onnx
+>>> model = import_onnx(builders.resnet(batch=256, weights=False))
+>>> one = data_parallel(model, "A100 SXM4 80GB", devices=1, dtype="tf32")
+>>> eight = data_parallel(model, "A100 SXM4 80GB", devices=8, dtype="tf32")
+>>> round(eight.samples_per_s / one.samples_per_s, 1)
+8.0
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from perfmodel import hardware
+from perfmodel._validate import count, flag, positive, text
+from perfmodel.capstone.devices import TRAINING_FACTOR, predict_on, retyped
+from perfmodel.capstone.onnx_import import ImportedModel
+from perfmodel.comms import allreduce_time, as_link, hierarchical_allreduce_time
+
+__all__ = [
+    "DataParallel",
+    "DesignStep",
+    "PipelinePlan",
+    "data_parallel",
+    "design",
+    "memory_bytes",
+    "pipeline_parallel",
+]
+
+#: Bytes per parameter trained with Adam in mixed precision: 16-bit weights and gradients,
+#: an fp32 master copy and two fp32 moments (2 + 2 + 12), as lecture 09 counts.
+TRAINING_BYTES_PER_PARAMETER = 16
+
+
+def memory_bytes(model: ImportedModel, *, dtype: str = "bf16", training: bool = False) -> float:
+    """Bytes one device holds for ``model``.
+
+    Inference: the weights in ``dtype`` and the two largest activations (one being read,
+    one written). Training: 16 bytes per parameter (Adam, mixed precision) and every
+    node's output, kept for the backward pass.
+    """
+    if not isinstance(model, ImportedModel):
+        raise TypeError(f"`model` must be an ImportedModel (got {type(model).__name__}).")
+    width = hardware.dtype_bytes(dtype) / 4  # the builders export fp32
+    if flag("training", training):
+        return TRAINING_BYTES_PER_PARAMETER * model.parameters + width * model.activation_bytes
+    largest = sorted((node.output_bytes for node in model.nodes), reverse=True)[:2]
+    return width * (4 * model.parameters + sum(largest))
+
+
+@dataclass(frozen=True, slots=True)
+class DataParallel:
+    """One data-parallel training step, priced."""
+
+    devices: int
+    samples_per_device: int
+    compute_s: float
+    allreduce_s: float
+    exposed_s: float
+    memory_bytes: float
+    capacity_bytes: float | None
+
+    @property
+    def step_s(self) -> float:
+        return self.compute_s + self.exposed_s
+
+    @property
+    def samples_per_s(self) -> float:
+        return self.devices * self.samples_per_device / self.step_s
+
+    @property
+    def efficiency(self) -> float:
+        """Compute over the step: 1 when communication hides behind the backward pass."""
+        return self.compute_s / self.step_s
+
+    @property
+    def fits(self) -> bool:
+        return self.capacity_bytes is None or self.memory_bytes <= self.capacity_bytes
+
+    @property
+    def bottleneck(self) -> str:
+        if not self.fits:
+            return "memory: the model does not fit one device"
+        if self.exposed_s > 0.1 * self.compute_s:
+            return "network: the gradient all-reduce is not hidden"
+        return "compute: the step on each device"
+
+
+def data_parallel(
+    model: ImportedModel,
+    device: str | hardware.Device,
+    *,
+    devices: int,
+    link: Any = "InfiniBand NDR",
+    gpus_per_node: int = 8,
+    intra_link: Any = "NVLink 3",
+    dtype: str = "bf16",
+    ceiling: str | float = "nameplate",
+    overlap: bool = True,
+) -> DataParallel:
+    """Price a data-parallel training step of ``model`` (its batch on every device).
+
+    Gradients (one per parameter, in ``dtype``) are all-reduced: a ring over
+    ``intra_link`` when every device is in one node, else the hierarchical all-reduce over
+    ``link`` between nodes. With ``overlap`` the all-reduce runs during the backward pass
+    (two thirds of the step) and only what is left over adds to the step.
+    """
+    devices, gpus_per_node = count("devices", devices), count("gpus_per_node", gpus_per_node)
+    one = predict_on(model, device, dtype=dtype, ceiling=ceiling, training=True)
+    gradient_bytes = model.parameters * hardware.dtype_bytes(dtype)
+    if devices == 1:
+        reduce_s = 0.0
+    elif devices <= gpus_per_node:
+        reduce_s = allreduce_time(gradient_bytes, devices, intra_link)
+    else:
+        if devices % gpus_per_node:
+            raise ValueError(
+                f"`devices` ({devices}) must be a multiple of `gpus_per_node` ({gpus_per_node}) "
+                f"when it spans several nodes."
+            )
+        reduce_s = hierarchical_allreduce_time(
+            gradient_bytes, gpus_per_node, devices // gpus_per_node, intra_link, link
+        )
+    backward = one.time_s * (TRAINING_FACTOR - 1) / TRAINING_FACTOR
+    exposed = max(0.0, reduce_s - backward) if flag("overlap", overlap) else reduce_s
+    spec = hardware.get(one.device) if isinstance(device, str) else device
+    return DataParallel(
+        devices=devices,
+        samples_per_device=model.batch,
+        compute_s=one.time_s,
+        allreduce_s=reduce_s,
+        exposed_s=exposed,
+        memory_bytes=memory_bytes(model, dtype=dtype, training=True),
+        capacity_bytes=spec.memory_capacity,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class PipelinePlan:
+    """A model split into pipeline stages, and its time per batch."""
+
+    stages: int
+    microbatches: int
+    stage_s: tuple[float, ...]
+    bottleneck_s: float
+    step_s: float
+    stage_memory_bytes: tuple[float, ...]
+    capacity_bytes: float | None
+    method: str
+
+    @property
+    def bubble_fraction(self) -> float:
+        """Idle share of a GPipe schedule: (k - 1) / (m + k - 1)."""
+        return (self.stages - 1) / (self.microbatches + self.stages - 1)
+
+    @property
+    def fits(self) -> bool:
+        return self.capacity_bytes is None or max(self.stage_memory_bytes) <= self.capacity_bytes
+
+
+def pipeline_parallel(
+    model: ImportedModel,
+    device: str | hardware.Device,
+    *,
+    stages: int,
+    microbatches: int = 8,
+    link: Any = "NVLink 3",
+    dtype: str = "bf16",
+    ceiling: str | float = "nameplate",
+    training: bool = True,
+) -> PipelinePlan:
+    """Split ``model``'s execution order into ``stages`` with lecture 10's partitioner.
+
+    Each node's work is its roofline time on ``device``; sending its output to the next
+    stage costs ``latency + bytes / bandwidth`` on ``link``. The batch is cut into
+    ``microbatches``, each taking ``1 / microbatches`` of every stage's time, so a GPipe
+    schedule takes ``(m + k - 1)`` slots of the slowest stage.
+    """
+    from perfmodel.pipeline import Graph, split_order
+
+    stages, microbatches = count("stages", stages), count("microbatches", microbatches)
+    one = predict_on(model, device, dtype=dtype, ceiling=ceiling, training=flag("training", training))
+    wire = as_link(link)
+    work = [step.time_s for step in one.estimates]
+    comm = [wire.time(retyped_bytes) for retyped_bytes in _output_bytes(model, dtype)]
+    graph = Graph(work, comm, model.edges())
+    split = split_order(graph, list(range(graph.n)), min(stages, graph.n))
+    per_stage_s = tuple(
+        math.fsum(work[i] for i in stage) for stage in split.stages
+    )
+    total_parameters = max(1, model.parameters)
+    memory = memory_bytes(model, dtype=dtype, training=training)
+    stage_memory = tuple(
+        memory * sum(model.nodes[i].weights for i in stage) / total_parameters
+        + (hardware.dtype_bytes(dtype) / 4) * sum(model.nodes[i].output_bytes for i in stage) / microbatches
+        for stage in split.stages
+    )
+    spec = hardware.get(one.device) if isinstance(device, str) else device
+    used = len(split.stages)
+    return PipelinePlan(
+        stages=used,
+        microbatches=microbatches,
+        stage_s=per_stage_s,
+        bottleneck_s=split.bottleneck,
+        step_s=(microbatches + used - 1) * split.bottleneck / microbatches,
+        stage_memory_bytes=stage_memory,
+        capacity_bytes=spec.memory_capacity,
+        method=split.method,
+    )
+
+
+def _output_bytes(model: ImportedModel, dtype: str) -> list[float]:
+    return [
+        node.output_bytes * (retyped(node.cost, dtype).bytes / node.cost.bytes if node.cost.bytes else 1)
+        for node in model.nodes
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class DesignStep:
+    """One turn of the design loop: what was tried, what it gives, and the verdict."""
+
+    action: str
+    devices: int
+    samples_per_s: float
+    fits: bool
+    verdict: str
+
+
+def design(
+    model: ImportedModel,
+    device: str | hardware.Device,
+    *,
+    target_samples_per_s: float,
+    link: Any = "InfiniBand NDR",
+    intra_link: Any = "NVLink 3",
+    gpus_per_node: int = 8,
+    max_devices: int = 4096,
+    min_efficiency: float = 0.8,
+    dtype: str = "bf16",
+    ceiling: str | float = "nameplate",
+) -> list[DesignStep]:
+    """Coates' loop for a training throughput target: single device first; if the model
+    does not fit, the fewest pipeline stages that make it fit; then scale out weakly (double
+    the data-parallel replicas) until the target is met, the efficiency falls below
+    ``min_efficiency``, or ``max_devices`` is reached. Each step says whether to be happy.
+    """
+    target = positive("target_samples_per_s", target_samples_per_s)
+    max_devices = count("max_devices", max_devices)
+    text("dtype", dtype)
+    steps: list[DesignStep] = []
+    one = data_parallel(model, device, devices=1, dtype=dtype, ceiling=ceiling, link=link, intra_link=intra_link)
+    stages, per_replica_s = 1, one.step_s
+    steps.append(
+        DesignStep(
+            "one device", 1, one.samples_per_s, one.fits,
+            "fits" if one.fits else "does not fit: partition it",
+        )
+    )  # fmt: skip
+    if not one.fits:
+        for stages in range(2, 65):
+            plan = pipeline_parallel(model, device, stages=stages, link=intra_link, dtype=dtype, ceiling=ceiling)
+            if plan.fits:
+                per_replica_s = plan.step_s
+                steps.append(
+                    DesignStep(
+                        f"pipeline over {plan.stages} stages", plan.stages, model.batch / plan.step_s, True,
+                        f"fits; bubble {plan.bubble_fraction:.0%}",
+                    )
+                )  # fmt: skip
+                break
+        else:
+            steps.append(DesignStep("pipeline over 64 stages", 64, 0.0, False, "still does not fit"))
+            return steps
+    replicas = 1
+    while True:
+        rate = replicas * model.batch / per_replica_s
+        if replicas > 1:
+            scaled = data_parallel(
+                model, device, devices=replicas, link=link, intra_link=intra_link,
+                gpus_per_node=min(gpus_per_node, replicas), dtype=dtype, ceiling=ceiling,
+            )  # fmt: skip
+            rate = scaled.samples_per_s * one.step_s / per_replica_s
+            happy = rate >= target
+            verdict = (
+                "happy: target met" if happy else
+                f"efficiency {scaled.efficiency:.0%}: " + ("stop, communication dominates" if scaled.efficiency < min_efficiency else "keep scaling")
+            )  # fmt: skip
+            steps.append(DesignStep(f"data parallel x{replicas}", replicas * stages, rate, True, verdict))
+            if happy or scaled.efficiency < min_efficiency:
+                return steps
+        elif rate >= target:
+            steps.append(DesignStep("one replica", stages, rate, True, "happy: target met"))
+            return steps
+        if replicas * 2 * stages > max_devices:
+            steps.append(DesignStep("stop", replicas * stages, rate, True, f"not happy: {max_devices} devices reached"))
+            return steps
+        replicas *= 2

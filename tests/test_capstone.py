@@ -1,0 +1,309 @@
+"""Lecture 12's capstone: ONNX import, the engine, devices, scale-out, published runs."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import onnx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from onnx import TensorProto, helper
+
+from perfmodel import capstone, hardware, ops
+from perfmodel.capstone import builders
+
+
+def one_node_model(op, inputs, output_shape, *, attrs=None, initializers=(), elem=TensorProto.FLOAT):
+    """A model of one node: every input a graph input of the given shape."""
+    node = helper.make_node(op, [name for name, _ in inputs], ["y"], name="the_node", **(attrs or {}))
+    values = [helper.make_tensor_value_info(name, elem, list(shape)) for name, shape in inputs]
+    out = helper.make_tensor_value_info("y", elem, list(output_shape) if output_shape else None)
+    graph = helper.make_graph([node], "one", values, [out], list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+# --- the contract -----------------------------------------------------------------------------
+
+
+def test_from_onnx_returns_each_nodes_cost_in_order_labelled_with_its_name():
+    model = builders.mlp(batch=4, widths=(8, 16, 2))
+    costs = capstone.from_onnx(model)
+    assert all(isinstance(cost, ops.Cost) for cost in costs)
+    assert [cost.label for cost in costs] == [node.name for node in model.graph.node]
+    assert costs[0].flops == ops.matmul(4, 8, 16).flops
+    assert costs[0].bytes == ops.matmul(4, 8, 16).bytes
+
+
+def test_a_model_saved_to_a_file_imports_the_same(tmp_path):
+    model = builders.mlp(batch=2, widths=(4, 3))
+    onnx.save(model, tmp_path / "mlp.onnx")
+    assert capstone.from_onnx(tmp_path / "mlp.onnx") == capstone.from_onnx(model)
+    assert capstone.from_onnx(str(tmp_path / "mlp.onnx")) == capstone.from_onnx(model)
+
+
+def test_gpt2_small_has_its_published_parameter_count():
+    """124,439,808: GPT-2 small with its output projection tied to the token embedding."""
+    model = capstone.import_onnx(builders.gpt2(weights=False))
+    assert model.parameters == 124_439_808
+
+
+def test_resnet50_matches_its_published_size_and_work():
+    """torchvision's ResNet-50: 25,557,032 trained parameters (batch norm's scale and shift
+    included) and 4.09 G multiply-adds; ONNX also stores batch norm's two running
+    statistics."""
+    model = capstone.import_onnx(builders.resnet(weights=False))
+    bn_channels = sum(n.weights for n in model.nodes if n.op_type == "BatchNormalization") // 4
+    assert model.parameters == 25_557_032 + 2 * bn_channels
+    macs = sum(n.cost.flops for n in model.nodes if n.op_class in ("conv", "matmul")) / 2
+    assert macs == pytest.approx(4.09e9, rel=0.005)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    channels=st.sampled_from([(4, 8, 1), (4, 8, 2), (6, 6, 3), (8, 8, 8)]),
+    size=st.integers(5, 12),
+    kernel=st.integers(1, 3),
+    stride=st.integers(1, 3),
+    pads=st.lists(st.integers(0, 2), min_size=4, max_size=4),
+    dilation=st.integers(1, 2),
+)
+def test_conv_cost_matches_the_output_onnxruntime_computes(channels, size, kernel, stride, pads, dilation):
+    """Groups, strides, asymmetric padding and dilation: the output shape from a real run,
+    the FLOPs from a count per output element."""
+    import onnxruntime as ort
+
+    c_in, c_out, groups = channels
+    if size + pads[0] + pads[2] < dilation * (kernel - 1) + 1 or size + pads[1] + pads[3] < dilation * (kernel - 1) + 1:
+        return
+    weight = helper.make_tensor("w", TensorProto.FLOAT, [c_out, c_in // groups, kernel, kernel],
+                                np.ones(c_out * c_in // groups * kernel**2, np.float32))
+    model = one_node_model(
+        "Conv", [("x", (1, c_in, size, size))], None, initializers=[weight],
+        attrs={"strides": [stride] * 2, "pads": pads, "dilations": [dilation] * 2, "group": groups},
+    )  # fmt: skip
+    model.graph.node[0].input.append("w")
+    out = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {"x": np.ones((1, c_in, size, size), np.float32)}
+    )[0]
+    (cost,) = capstone.from_onnx(model)
+    assert cost.bytes_written == 4 * out.size
+    assert cost.flops == 2 * out.size * (c_in // groups) * kernel * kernel
+    assert cost.bytes_read == 4 * (c_in * size * size + weight.dims[0] * math.prod(weight.dims[1:]))
+
+
+@pytest.mark.parametrize(
+    ("op", "shape", "attrs", "op_class", "flops"),
+    [
+        ("Softmax", (2, 3, 5), {"axis": -1}, "softmax", 5 * 30),
+        ("Relu", (4, 5), {}, "elementwise", 20),
+        ("Erf", (4, 5), {}, "elementwise", 20),
+        ("ReduceMean", (4, 5), {"axes": [1], "keepdims": 0}, "reduction", 20 - 4),
+        ("Transpose", (4, 5), {"perm": [1, 0]}, "data movement", 0),
+        ("GlobalAveragePool", (1, 3, 4, 4), {}, "pooling", 48 - 3),
+    ],
+)
+def test_each_op_class_is_priced_by_its_rule(op, shape, attrs, op_class, flops):
+    (node,) = capstone.import_onnx(one_node_model(op, [("x", shape)], None, attrs=attrs)).nodes
+    assert node.op_class == op_class
+    assert node.cost.flops == flops
+    assert node.cost.bytes_read == 4 * math.prod(shape)
+
+
+def test_layer_norm_batched_matmul_and_attention_use_the_ops_cost_models():
+    gamma = helper.make_tensor("g", TensorProto.FLOAT, [8], np.ones(8, np.float32))
+    ln = one_node_model("LayerNormalization", [("x", (3, 8))], None, initializers=[gamma])
+    ln.graph.node[0].input.append("g")
+    assert capstone.from_onnx(ln)[0].flops == ops.layer_norm(3, 8).flops
+    scores = one_node_model("MatMul", [("q", (2, 4, 16, 8)), ("k", (2, 4, 8, 16))], None)
+    (node,) = capstone.import_onnx(scores).nodes
+    assert node.op_class == "attention"
+    assert node.cost.flops == 8 * ops.matmul(16, 8, 16).flops
+
+
+def test_an_unsupported_op_is_named_priced_as_bytes_and_flagged():
+    model = one_node_model("Einsum", [("a", (3, 4)), ("b", (4, 5))], (3, 5), attrs={"equation": "ij,jk->ik"})
+    with pytest.warns(capstone.UnsupportedOpWarning, match=r"no cost rule for Einsum \(1 node\)"):
+        imported = capstone.import_onnx(model)
+    (node,) = imported.nodes
+    assert not node.supported and node.op_class == "unsupported"
+    assert node.cost.bytes == 4 * (12 + 20 + 15) and node.cost.flops == 0
+    assert imported.unsupported == {"Einsum": 1}
+
+
+def test_an_export_with_dynamic_axes_asks_for_the_shapes():
+    model = one_node_model("Relu", [("x", ("batch", 5))], None)
+    with pytest.raises(ValueError, match=r"input 'x' has no fixed shape \(\['batch', 5\]\); pass shapes="):
+        capstone.import_onnx(model)
+    assert capstone.from_onnx(model, shapes={"x": (7, 5)})[0].flops == 35
+    with pytest.raises(ValueError, match="`shapes` names 'y', which is not an input"):
+        capstone.import_onnx(model, shapes={"y": (1,)})
+
+
+@pytest.mark.parametrize(
+    ("model", "error", "message"),
+    [
+        (42, TypeError, "`model` must be an onnx.ModelProto or the path of a .onnx file"),
+        ("missing.onnx", ValueError, "`model` must be an ONNX file that exists"),
+    ],
+)
+def test_bad_models_get_clear_errors(model, error, message):
+    with pytest.raises(error, match=message):
+        capstone.import_onnx(model)
+
+
+def test_builders_write_models_that_pass_the_onnx_checker():
+    for model in (
+        builders.mlp(batch=2, widths=(4, 3, 2)),
+        builders.resnet(batch=1, image=32, blocks=(1, 1), widths=(4, 8)),
+        builders.gpt2(batch=1, seq_len=4, width=16, layers=1, heads=2, vocab=10, context=8),
+    ):
+        onnx.checker.check_model(model, full_check=True)
+
+
+def test_builders_reject_bad_architectures():
+    with pytest.raises(ValueError, match=r"`heads` \(5\) must divide `width` \(16\)"):
+        builders.gpt2(width=16, heads=5)
+    with pytest.raises(ValueError, match="`blocks` and `widths` must give one entry per stage"):
+        builders.resnet(blocks=(1, 1), widths=(8,))
+    with pytest.raises(TypeError, match="`batch`"):
+        builders.mlp(batch=1.5)
+
+
+def test_the_import_gives_lecture_10_a_graph_and_the_partitioner_splits_it():
+    model = _gpt(32)
+    producer = {t: i for i, node in enumerate(model.nodes) for t in node.outputs}
+    for u, v in model.edges():
+        assert u < v and set(model.nodes[u].outputs) & set(model.nodes[v].inputs)
+        assert producer[next(iter(set(model.nodes[u].outputs) & set(model.nodes[v].inputs)))] == u
+    plan = capstone.pipeline_parallel(model, "H100 SXM", stages=4, microbatches=4)
+    whole = capstone.predict_on(model, "H100 SXM", training=True).time_s
+    assert plan.stages == 4
+    assert math.fsum(plan.stage_s) == pytest.approx(whole)
+    assert whole / 4 <= plan.bottleneck_s < whole
+
+
+# --- the engine ---------------------------------------------------------------------------------
+
+
+def test_onnxruntime_measures_every_node_and_the_prediction_is_finite():
+    model = builders.mlp(batch=8, widths=(32, 64, 4))
+    run = capstone.profile(model, runs=3, warmup=1, threads=1)
+    assert set(run.node_s) == {node.name for node in model.graph.node}
+    assert run.total_s >= run.kernels_s * 0.5 > 0
+    machine = hardware.Device(
+        name="toy", kind="cpu", peak_flops_by_dtype={"fp32": 1e11, "fp64": 5e10}, memory_bandwidth=1e10,
+        measured_flops_by_dtype={"fp32": 1e11, "fp64": 5e10}, measured_memory_bandwidth=1e10,
+        measured_source="a toy", memory_levels={"DRAM": 1e10}, source="a toy",
+    )  # fmt: skip
+    from perfmodel.calibration import Calibration
+
+    engine = capstone.EngineModel(
+        Calibration(machine, overhead_s=1e-6, blas_overhead_s=1e-6, vector_flops=1e9,
+                    exp_rate=1e8, caches=(), dtype="fp32"),
+        overhead_s=5e-6,
+    )
+    result = capstone.compare(model, engine, measured=run, fused=False)
+    assert [row.name for row in result.nodes] == [node.name for node in model.graph.node]
+    fc0 = result.nodes[0]
+    matmul = ops.matmul(8, 32, 64)
+    assert fc0.predicted_s == pytest.approx(5e-6 + max(matmul.flops / 1e11, matmul.bytes / 1e10))
+    assert fc0.bound == "overhead"  # 5 us against 1.1 us of memory traffic
+    assert result.predicted_s == pytest.approx(sum(row.predicted_s for row in result.nodes))
+    assert result.misses(2)[0].name in {"fc0", "fc1", "fc0_bias", "fc0_relu", "fc1_bias"}
+    assert all(row.why.startswith("measured ") for row in result.nodes)
+
+
+def test_an_optimised_session_fuses_nodes_but_keeps_a_total():
+    model = builders.mlp(batch=8, widths=(32, 64, 4))
+    fused = capstone.profile(model, runs=2, warmup=1, optimization="all")
+    assert fused.total_s > 0
+    assert set(fused.node_s) != {node.name for node in model.graph.node}  # MatMul + Add fused
+
+
+# --- devices --------------------------------------------------------------------------------------
+
+BF16 = [name for name in hardware.names() if "bf16" in hardware.get(name).peak_flops_by_dtype]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(BF16), st.sampled_from(BF16), st.sampled_from([1, 4, 32]))
+def test_an_upgrade_gains_between_the_bandwidth_and_the_peak_ratio(old, new, batch):
+    """The harmonic mix: each node gains one of the two ratios, so the model gains a
+    weighted mean of them, never more than the larger nor less than the smaller."""
+    model = _gpt(batch)
+    change = capstone.upgrade(model, old, new)
+    low, high = sorted((change.peak_ratio, change.bandwidth_ratio))
+    assert low * (1 - 1e-9) <= change.speedup <= high * (1 + 1e-9)
+    for row in change.by_class():
+        assert low * (1 - 1e-9) <= row.speedup <= high * (1 + 1e-9)
+
+
+def _gpt(batch):
+    return _GPT.setdefault(batch, capstone.import_onnx(
+        builders.gpt2(batch=batch, seq_len=128, width=256, layers=2, heads=4, vocab=1000, context=128, weights=False)
+    ))  # fmt: skip
+
+
+_GPT: dict = {}
+
+
+def test_retyping_an_fp32_export_halves_its_bytes_in_bf16():
+    cost = ops.matmul(4, 4, 4, dtype="fp32")
+    assert capstone.retyped(cost, "bf16").bytes == cost.bytes / 2
+    assert capstone.retyped(cost, "bf16").flops == cost.flops
+
+
+# --- scale-out --------------------------------------------------------------------------------------
+
+
+def test_data_parallel_pays_the_ring_allreduce_it_cannot_hide():
+    from perfmodel.comms import allreduce_time
+
+    model = _gpt(4)
+    one = capstone.data_parallel(model, "H100 SXM", devices=1)
+    eight = capstone.data_parallel(model, "H100 SXM", devices=8, overlap=False, intra_link="NVLink 4")
+    assert one.efficiency == 1 and one.exposed_s == 0
+    assert eight.allreduce_s == pytest.approx(allreduce_time(2 * model.parameters, 8, "NVLink 4"))
+    assert eight.step_s == pytest.approx(one.step_s + eight.allreduce_s)
+    assert eight.samples_per_s < 8 * one.samples_per_s
+    with pytest.raises(ValueError, match=r"`devices` \(12\) must be a multiple of `gpus_per_node` \(8\)"):
+        capstone.data_parallel(model, "H100 SXM", devices=12)
+
+
+def test_training_memory_is_sixteen_bytes_a_parameter_plus_activations():
+    model = _gpt(1)
+    assert capstone.memory_bytes(model, training=True) == 16 * model.parameters + model.activation_bytes / 2
+
+
+def test_the_design_loop_partitions_what_does_not_fit_then_scales_out():
+    big = capstone.import_onnx(builders.gpt2(batch=8, seq_len=1024, width=4096, layers=32, heads=32, weights=False))
+    steps = capstone.design(big, "H100 SXM", target_samples_per_s=100)
+    assert steps[0].verdict.startswith("does not fit")
+    assert steps[1].action.startswith("pipeline over")
+    assert steps[-1].verdict.startswith("happy") and steps[-1].samples_per_s >= 100
+    rates = [step.samples_per_s for step in steps]
+    assert rates == sorted(rates)
+
+
+# --- published ------------------------------------------------------------------------------------------
+
+
+def test_every_published_run_is_predicted_and_cited():
+    rows = capstone.predict_published()
+    assert len(rows) == len(capstone.PUBLISHED) >= 3
+    for row in rows:
+        assert "DeepLearningExamples" in row.run.source
+        assert row.predicted_images_per_s > 0
+    # The roofline is a ceiling: at the datasheet's roofs no published run beats it by much.
+    assert min(row.ratio for row in rows) > 0.9
+
+
+def test_no_warning_leaks_from_importing_the_builders():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        capstone.import_onnx(builders.resnet(batch=1, image=32, blocks=(1,), widths=(4,), weights=False))
