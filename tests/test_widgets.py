@@ -10,6 +10,7 @@ import ipywidgets as widgets  # noqa: E402
 import pytest  # noqa: E402
 
 from perfmodel.widgets import controls  # noqa: E402
+from perfmodel.widgets.capstone import capstone_explorer  # noqa: E402
 from perfmodel.widgets.devices import device_explorer  # noqa: E402
 from perfmodel.widgets.distributed import data_parallel_explorer  # noqa: E402
 from perfmodel.widgets.measure import cache_sweep_explorer  # noqa: E402
@@ -30,6 +31,7 @@ from perfmodel.widgets.transfer import transfer_time_explorer  # noqa: E402
         transfer_time_explorer, run_time_explorer, device_explorer, op_explorer,
         roofline_explorer, batch_size_explorer, cache_sweep_explorer, schedule_explorer,
         scaling_explorer, partition_explorer, data_parallel_explorer, serving_explorer,
+        capstone_explorer,
     ],
 )  # fmt: skip
 def test_every_explorer_builds(explorer):
@@ -83,3 +85,15 @@ def test_the_cache_sweep_measures_what_its_controls_say(monkeypatch):
     button.click()
     assert asked == {"largest": int(largest.slider.value), "points": 7}
     assert not button.disabled  # ready for the next sweep
+
+
+def test_the_capstone_view_names_the_bottleneck_and_the_memory_verdict():
+    from perfmodel.widgets.capstone import capstone_view
+
+    small = capstone_view(model="GPT-2 small, 8 x 1024 tokens", devices=8)
+    big = capstone_view(model="7B decoder, 8 x 2048 tokens", devices=8)
+    assert "bottleneck: compute" in small._suptitle.get_text()
+    assert "bottleneck: memory: does not fit" in big._suptitle.get_text()
+    split = capstone_view(model="7B decoder, 8 x 2048 tokens", devices=16, parallelism="pipeline")
+    assert "16 pipeline stages x 1 replicas" in split._suptitle.get_text()
+    assert split.axes[1].get_title() == "fits"

@@ -24,7 +24,7 @@ from typing import Any
 
 from perfmodel._validate import count, flag
 
-__all__ = ["gpt2", "mlp", "resnet"]
+__all__ = ["CPU_MODELS", "cpu_model", "gpt2", "mlp", "resnet"]
 
 _OPSET = 17
 
@@ -291,3 +291,31 @@ def gpt2(
     x = g.add("Gemm", [x, wte], "lm_head", transB=1)
     ids = helper.make_tensor_value_info("input_ids", TensorProto.INT64, [batch, seq_len])
     return g.model([ids], x, (batch * seq_len, vocab))
+
+
+#: The models lecture 12 and ``benchmarks/capstone.py`` run on this CPU, each at two sizes:
+#: small enough for a few milliseconds a run, large enough to leave the overhead regime.
+CPU_MODELS: dict[str, dict[str, tuple[str, dict[str, Any]]]] = {
+    "MLP": {
+        "small": ("mlp", {"batch": 32, "widths": (784, 1024, 1024, 10)}),
+        "large": ("mlp", {"batch": 256, "widths": (784, 2048, 2048, 10)}),
+    },
+    "ResNet": {
+        "small": ("resnet", {"batch": 1, "image": 64, "blocks": (1, 1, 1, 1), "widths": (16, 32, 64, 128)}),
+        "large": ("resnet", {"batch": 2, "image": 128, "blocks": (2, 2, 2, 2), "widths": (32, 64, 128, 256)}),
+    },
+    "GPT-2": {
+        "small": ("gpt2", {"batch": 1, "seq_len": 64, "width": 256, "layers": 2, "heads": 4, "vocab": 4096, "context": 256}),
+        "large": ("gpt2", {"batch": 1, "seq_len": 256, "width": 512, "layers": 4, "heads": 8, "vocab": 8192, "context": 512}),
+    },
+}  # fmt: skip
+
+
+def cpu_model(name: str, size: str, *, seed: int = 0) -> Any:
+    """One of :data:`CPU_MODELS`, with its weights: ``cpu_model("GPT-2", "small")``."""
+    from perfmodel._validate import choice
+
+    name = choice("name", name, tuple(CPU_MODELS))
+    size = choice("size", size, ("small", "large"))
+    builder, arguments = CPU_MODELS[name][size]
+    return globals()[builder](seed=seed, **arguments)

@@ -1,0 +1,110 @@
+"""Lecture 12's pictures: predicted against measured, where an upgrade helps, and the
+published runs.
+
+* :func:`node_plot`: every node's predicted and measured time on log-log axes, coloured by
+  op class, with the line where they agree and a ±25% band;
+* :func:`upgrade_plot`: each op class's time on the old device and the new one, its
+  speed-up written beside it, and the two ratios it can take;
+* :func:`published_plot`: published throughputs beside the roofline's predictions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from perfmodel.plotting import COLOURS, new_axes, si_formatter, style
+
+__all__ = ["node_plot", "published_plot", "upgrade_plot"]
+
+
+def _class_colours(classes: Sequence[str]) -> dict[str, str]:
+    from perfmodel.capstone import OP_CLASSES
+
+    return {name: COLOURS[i % len(COLOURS)] for i, name in enumerate(OP_CLASSES) if name in classes}
+
+
+def node_plot(comparison: Any, *, ax: Any = None) -> Any:
+    """Each node of a :class:`perfmodel.capstone.Comparison`: predicted (x) and measured (y).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    rows = comparison.nodes
+    colours = _class_colours({row.op_class for row in rows})
+    with style():
+        ax = new_axes(ax, (9, 7))
+        for name, colour in colours.items():
+            mine = [row for row in rows if row.op_class == name]
+            ax.plot([r.predicted_s for r in mine], [r.measured_s for r in mine], "o",
+                    color=colour, alpha=0.75, label=f"{name} ({len(mine)})")  # fmt: skip
+        low = min(min(r.predicted_s, r.measured_s) for r in rows) / 1.5
+        high = max(max(r.predicted_s, r.measured_s) for r in rows) * 1.5
+        span = np.array([low, high])
+        ax.plot(span, span, color="black", lw=1.5, label="measured = predicted")
+        ax.fill_between(span, span / 1.25, span * 1.25, color="grey", alpha=0.2, label="±25%")
+        ax.set(xscale="log", yscale="log", xlim=(low, high), ylim=(low, high),
+               xlabel="predicted per node", ylabel="measured per node (onnxruntime)",
+               title=f"{comparison.model}: end to end {comparison.error:+.0%}, "
+                     f"median node {comparison.median_node_error:.0%} off")  # fmt: skip
+        ax.xaxis.set_major_formatter(si_formatter("s"))
+        ax.yaxis.set_major_formatter(si_formatter("s"))
+        ax.legend(loc="upper left", fontsize=11)
+    return ax
+
+
+def upgrade_plot(change: Any, *, ax: Any = None) -> Any:
+    """A :class:`perfmodel.capstone.Upgrade`: each op class's time before and after.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    rows = change.by_class()
+    with style():
+        ax = new_axes(ax, (11, 6.5))
+        y = np.arange(len(rows))
+        before = [row.before_s for row in rows]
+        after = [row.after_s for row in rows]
+        ax.barh(y - 0.2, before, 0.4, color=COLOURS[1], label=change.before.device)
+        ax.barh(y + 0.2, after, 0.4, color=COLOURS[0], label=change.after.device)
+        for i, row in enumerate(rows):
+            ax.annotate(f" {row.speedup:.2f}x ({row.bound})", (row.before_s, i - 0.2),
+                        va="center", fontsize=13)  # fmt: skip
+        ax.set_yticks(y, [row.op_class for row in rows])
+        ax.invert_yaxis()
+        ax.set_xlim(0, max(before) * 1.6)
+        ax.xaxis.set_major_formatter(si_formatter("s"))
+        ax.set(xlabel=f"predicted time per {'step' if change.before.training else 'pass'}",
+               title=f"{change.speedup:.2f}x overall: peak {change.peak_ratio:.2f}x, "
+                     f"bandwidth {change.bandwidth_ratio:.2f}x")  # fmt: skip
+        ax.legend(loc="lower right", fontsize=12)
+    return ax
+
+
+def published_plot(predictions: Sequence[Any], *, ax: Any = None) -> Any:
+    """Published images/s (filled) beside the roofline's prediction (open), one row a run.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    with style():
+        ax = new_axes(ax, (11, 6.5))
+        y = np.arange(len(predictions))
+        ax.barh(y + 0.2, [p.run.images_per_s for p in predictions], 0.4, color=COLOURS[2],
+                label="published (NVIDIA DeepLearningExamples)")  # fmt: skip
+        ax.barh(y - 0.2, [p.predicted_images_per_s for p in predictions], 0.4, fill=False,
+                edgecolor=COLOURS[0], hatch="//", lw=1.5, label="roofline prediction")  # fmt: skip
+        for i, p in enumerate(predictions):
+            ax.annotate(f" {p.ratio:.2f}x", (p.predicted_images_per_s, i - 0.2), va="center", fontsize=12)
+        ax.set_yticks(y, [p.run.name for p in predictions], fontsize=12)
+        ax.invert_yaxis()
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(si_formatter(""))
+        ax.set(xlabel="images per second (log)", title="ResNet-50: predicted over published")
+        ax.legend(loc="upper right", fontsize=11)
+    return ax

@@ -1,0 +1,148 @@
+"""Lecture 12: model x device x devices x parallelism, one training step predicted.
+
+Pick a model (priced from its ONNX graph), a GPU from the catalogue, how many devices, and
+whether they split the batch (data parallel) or the model (pipeline stages, the rest data
+parallel). The left panel is one device's step by op class, each bar labelled with the roof
+it sits under; the right panel is the memory each device holds against its capacity. The
+title names the step time, the throughput, and the bottleneck.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from perfmodel.widgets.controls import live_plot, view_settings
+
+__all__ = ["MODELS", "capstone_explorer", "capstone_view"]
+
+#: The explorer's models: a builder of :mod:`perfmodel.capstone.builders` and its arguments.
+MODELS: dict[str, tuple[str, dict[str, Any]]] = {
+    "GPT-2 small, 8 x 1024 tokens": ("gpt2", {"batch": 8, "seq_len": 1024}),
+    "GPT-2 XL, 8 x 1024 tokens": ("gpt2", {"batch": 8, "seq_len": 1024, "width": 1600,
+                                           "layers": 48, "heads": 25}),
+    "7B decoder, 8 x 2048 tokens": ("gpt2", {"batch": 8, "seq_len": 2048, "width": 4096,
+                                             "layers": 32, "heads": 32, "vocab": 32000,
+                                             "context": 4096}),
+    "ResNet-50, 256 images": ("resnet", {"batch": 256}),
+    "MLP 784-2048-2048-10, 4096 rows": ("mlp", {"batch": 4096}),
+}  # fmt: skip
+GPUS = ("H100 SXM", "A100 SXM4 80GB", "H200 SXM", "B200", "MI300X", "V100 SXM2", "T4")
+NETWORKS = ("InfiniBand NDR", "InfiniBand HDR", "400 GbE", "100 GbE")
+PARALLELISM = ("data", "pipeline")
+#: The most stages a pipeline gets; more devices become data-parallel replicas of it.
+MAX_STAGES = 16
+
+
+@lru_cache(maxsize=len(MODELS))
+def _model(name: str) -> Any:
+    from perfmodel.capstone import builders, import_onnx
+
+    builder, arguments = MODELS[name]
+    return import_onnx(getattr(builders, builder)(weights=False, **arguments))
+
+
+def _intra_link(device: str) -> str:
+    return {"H100 SXM": "NVLink 4", "H200 SXM": "NVLink 4", "B200": "NVLink 5",
+            "A100 SXM4 80GB": "NVLink 3"}.get(device, "PCIe 4.0 x16")  # fmt: skip
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.3g} s" if seconds >= 1 else f"{seconds * 1e3:.3g} ms"
+
+
+def capstone_view(
+    model: str = "GPT-2 XL, 8 x 1024 tokens",
+    device: str = "H100 SXM",
+    devices: int = 64,
+    parallelism: str = "data",
+    network: str = "InfiniBand NDR",
+) -> Any:
+    """The static twin of :func:`capstone_explorer`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    import matplotlib.pyplot as plt
+
+    from perfmodel._validate import choice
+    from perfmodel.capstone import data_parallel, pipeline_parallel, predict_on
+    from perfmodel.hardware import get
+    from perfmodel.plotting import COLOURS, si_formatter, style
+
+    choice("model", model, tuple(MODELS))
+    choice("parallelism", parallelism, PARALLELISM)
+    imported = _model(model)
+    one = predict_on(imported, device, training=True)
+    capacity = get(device).memory_capacity
+    per_node = min(8, devices)
+    if parallelism == "data":
+        step = data_parallel(imported, device, devices=devices, link=network,
+                             gpus_per_node=per_node, intra_link=_intra_link(device))  # fmt: skip
+        step_s, rate, memory = step.step_s, step.samples_per_s, step.memory_bytes
+        how = f"data parallel x{devices}"
+        bottleneck = step.bottleneck if step.bottleneck != "compute: the step on each device" else (
+            f"compute: {one.bottleneck}"
+        )  # fmt: skip
+        efficiency = step.efficiency
+    else:
+        stages = min(devices, MAX_STAGES)
+        replicas = devices // stages
+        plan = pipeline_parallel(imported, device, stages=stages, link=_intra_link(device),
+                                 microbatches=4 * stages)  # fmt: skip
+        step_s, memory = plan.step_s, max(plan.stage_memory_bytes)
+        rate = replicas * imported.batch / plan.step_s
+        how = f"{plan.stages} pipeline stages x {replicas} replicas"
+        bottleneck = f"pipeline: bubble {plan.bubble_fraction:.0%}, slowest stage {plan.bottleneck_s * 1e3:.3g} ms"
+        efficiency = one.time_s / (plan.step_s * plan.stages)
+    fits = capacity is None or memory <= capacity
+    if not fits:
+        bottleneck = "memory: does not fit; " + ("use pipeline stages" if parallelism == "data" else "more stages")
+    times = one.by_class()
+    bounds = one.bound_by_class()
+    with style():
+        figure, (left, right) = plt.subplots(1, 2, figsize=(15, 6.5), layout="constrained",
+                                             width_ratios=(3, 1))  # fmt: skip
+        names = list(times)
+        left.barh(names, [times[n] for n in names],
+                  color=[COLOURS[0] if bounds[n] == "compute" else COLOURS[1] for n in names])  # fmt: skip
+        for name in names:
+            left.annotate(f" {bounds[name]}", (times[name], name), va="center", fontsize=13)
+        left.invert_yaxis()
+        left.set_xlim(0, max(times.values()) * 1.35)
+        left.xaxis.set_major_formatter(si_formatter("s"))
+        left.set(xlabel="one device's training step, by op class (blue: compute-bound, red: memory-bound)",
+                 title=f"{one.device}, bf16: {_duration(one.time_s)} a step on one device")  # fmt: skip
+        right.bar([0], [memory / 1e9], color=COLOURS[2] if fits else COLOURS[1], width=0.6)
+        if capacity is not None:
+            right.axhline(capacity / 1e9, color="black", linestyle="--", label=f"capacity {capacity / 1e9:.0f} GB")
+            right.legend(loc="upper center", fontsize=12)
+        right.set(xticks=[], ylabel="GB per device", ylim=(0, max(memory, capacity or 0) / 1e9 * 1.3),
+                  title="fits" if fits else "does NOT fit")  # fmt: skip
+    figure.suptitle(
+        f"{model} on {devices} x {device} ({how}): step {_duration(step_s)}, "
+        f"{rate:,.0f} samples/s, efficiency {efficiency:.0%}\nbottleneck: {bottleneck}",
+        fontsize=15,
+    )
+    return figure
+
+
+def capstone_explorer(**defaults: Any) -> Any:
+    """Every knob of :func:`capstone_view` as a control; the figure redraws live."""
+    import ipywidgets as widgets
+
+    wide = {"layout": widgets.Layout(width="38em"), "style": {"description_width": "8em"}}
+    view = view_settings(capstone_view, defaults)
+    controls = {
+        "model": widgets.Dropdown(options=list(MODELS), value=view["model"], description="model", **wide),
+        "device": widgets.Dropdown(options=list(GPUS), value=view["device"], description="GPU", **wide),
+        "devices": widgets.SelectionSlider(options=[1, 2, 4, 8, 16, 64, 256, 1024], value=view["devices"],
+                                           description="devices", **wide),
+        "parallelism": widgets.ToggleButtons(options=list(PARALLELISM), value=view["parallelism"],
+                                             description="split the", style={"description_width": "8em"}),
+        "network": widgets.Dropdown(options=list(NETWORKS), value=view["network"],
+                                    description="network", **wide),
+    }  # fmt: skip
+    out = live_plot(capstone_view, controls)
+    return widgets.VBox([*controls.values(), out])
