@@ -18,8 +18,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perfmodel import comms, distributed, hardware, metrics, minibatch, ops, roofline, units
+from perfmodel import (
+    capstone,
+    comms,
+    distributed,
+    hardware,
+    metrics,
+    minibatch,
+    ops,
+    roofline,
+    units,
+)
 from perfmodel import pipeline as pl
+from perfmodel.capstone import builders
 from perfmodel.pipeline import zoo
 
 # ----------------------------------------------------------------------------- bad values
@@ -74,6 +85,11 @@ BAD: dict[str, st.SearchStrategy[Any]] = {
 
 # ----------------------------------------------------------------------- the public API
 
+TINY = capstone.import_onnx(
+    builders.gpt2(
+        batch=1, seq_len=8, width=16, layers=1, heads=2, vocab=32, context=8, weights=False
+    )
+)
 CHAIN = pl.Graph.chain([1.0, 2.0, 3.0, 1.0], [0.1, 0.1, 0.1, 0.1])
 
 #: Every public model function: a valid call, and what each argument must be.
@@ -202,6 +218,39 @@ CASES: list[tuple[str, Callable[..., Any], dict[str, Any], dict[str, str]]] = [
      {"p": "count", "device": "device", "link": "link", "mlp_ratio": "positive"}),
     ("distributed.network_ridge", distributed.network_ridge,
      {"device": "H100 SXM", "link": "InfiniBand NDR"}, {"device": "device"}),
+    ("ops.conv2d", ops.conv2d,
+     {"batch": 1, "in_channels": 4, "out_channels": 4, "height": 8, "width": 8, "kernel": 3},
+     {"batch": "count", "in_channels": "count", "kernel": "count", "stride": "count",
+      "padding": "count0", "dilation": "count", "groups": "count", "dtype": "dtype"}),
+    ("ops.pooling", ops.pooling, {"batch": 1, "channels": 4, "height": 8, "width": 8, "window": 2},
+     {"batch": "count", "channels": "count", "window": "count", "stride": "count",
+      "padding": "count0", "dtype": "dtype"}),
+    ("ops.reduction", ops.reduction, {"n": 8},
+     {"n": "count", "outputs": "count", "dtype": "dtype"}),
+    ("builders.gpt2", builders.gpt2,
+     {"batch": 1, "seq_len": 4, "width": 8, "layers": 1, "heads": 2, "vocab": 16, "context": 8,
+      "weights": False},
+     {"batch": "count", "seq_len": "count", "layers": "count", "vocab": "count",
+      "weights": "flag"}),
+    ("builders.resnet", builders.resnet,
+     {"batch": 1, "image": 32, "blocks": (1,), "widths": (4,), "weights": False},
+     {"batch": "count", "image": "count", "classes": "count", "weights": "flag"}),
+    ("builders.mlp", builders.mlp, {"batch": 2, "widths": (4, 2), "weights": False},
+     {"batch": "count", "weights": "flag", "seed": "count0"}),
+    ("capstone.predict_on", capstone.predict_on, {"model": TINY, "device": "H100 SXM"},
+     {"device": "device", "training": "flag", "overhead_s": "non_negative",
+      "ceiling": "ceiling"}),
+    ("capstone.data_parallel", capstone.data_parallel,
+     {"model": TINY, "device": "H100 SXM", "devices": 8},
+     {"device": "device", "devices": "count", "gpus_per_node": "count", "link": "link",
+      "intra_link": "link", "overlap": "flag"}),
+    ("capstone.pipeline_parallel", capstone.pipeline_parallel,
+     {"model": TINY, "device": "H100 SXM", "stages": 2},
+     {"stages": "count", "microbatches": "count", "link": "link", "training": "flag"}),
+    ("capstone.memory_bytes", capstone.memory_bytes, {"model": TINY}, {"training": "flag"}),
+    ("capstone.design", capstone.design,
+     {"model": TINY, "device": "H100 SXM", "target_samples_per_s": 10.0},
+     {"target_samples_per_s": "positive", "max_devices": "count"}),
     ("zoo.gpt2_like", zoo.gpt2_like, {"layers": 1, "d_model": 64, "heads": 4, "seq_len": 16},
      {"layers": "count", "d_model": "count", "heads": "count", "seq_len": "count",
       "batch": "count", "vocab": "count"}),

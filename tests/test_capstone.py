@@ -16,9 +16,13 @@ from perfmodel import capstone, hardware, ops
 from perfmodel.capstone import builders
 
 
-def one_node_model(op, inputs, output_shape, *, attrs=None, initializers=(), elem=TensorProto.FLOAT):
+def one_node_model(
+    op, inputs, output_shape, *, attrs=None, initializers=(), elem=TensorProto.FLOAT
+):
     """A model of one node: every input a graph input of the given shape."""
-    node = helper.make_node(op, [name for name, _ in inputs], ["y"], name="the_node", **(attrs or {}))
+    node = helper.make_node(
+        op, [name for name, _ in inputs], ["y"], name="the_node", **(attrs or {})
+    )
     values = [helper.make_tensor_value_info(name, elem, list(shape)) for name, shape in inputs]
     out = helper.make_tensor_value_info("y", elem, list(output_shape) if output_shape else None)
     graph = helper.make_graph([node], "one", values, [out], list(initializers))
@@ -27,7 +31,7 @@ def one_node_model(op, inputs, output_shape, *, attrs=None, initializers=(), ele
     return model
 
 
-# --- the contract -----------------------------------------------------------------------------
+# --- the contract ------------------------------------------------------------------------------
 
 
 def test_from_onnx_returns_each_nodes_cost_in_order_labelled_with_its_name():
@@ -72,20 +76,32 @@ def test_resnet50_matches_its_published_size_and_work():
     pads=st.lists(st.integers(0, 2), min_size=4, max_size=4),
     dilation=st.integers(1, 2),
 )
-def test_conv_cost_matches_the_output_onnxruntime_computes(channels, size, kernel, stride, pads, dilation):
+def test_conv_cost_matches_the_output_onnxruntime_computes(
+    channels, size, kernel, stride, pads, dilation
+):
     """Groups, strides, asymmetric padding and dilation: the output shape from a real run,
     the FLOPs from a count per output element."""
     import onnxruntime as ort
 
     c_in, c_out, groups = channels
-    if size + pads[0] + pads[2] < dilation * (kernel - 1) + 1 or size + pads[1] + pads[3] < dilation * (kernel - 1) + 1:
+    if (
+        size + pads[0] + pads[2] < dilation * (kernel - 1) + 1
+        or size + pads[1] + pads[3] < dilation * (kernel - 1) + 1
+    ):
         return
-    weight = helper.make_tensor("w", TensorProto.FLOAT, [c_out, c_in // groups, kernel, kernel],
-                                np.ones(c_out * c_in // groups * kernel**2, np.float32))
+    weight = helper.make_tensor(
+        "w",
+        TensorProto.FLOAT,
+        [c_out, c_in // groups, kernel, kernel],
+        np.ones(c_out * c_in // groups * kernel**2, np.float32),
+    )
     model = one_node_model(
-        "Conv", [("x", (1, c_in, size, size))], None, initializers=[weight],
+        "Conv",
+        [("x", (1, c_in, size, size))],
+        None,
+        initializers=[weight],
         attrs={"strides": [stride] * 2, "pads": pads, "dilations": [dilation] * 2, "group": groups},
-    )  # fmt: skip
+    )
     model.graph.node[0].input.append("w")
     out = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
         None, {"x": np.ones((1, c_in, size, size), np.float32)}
@@ -126,7 +142,9 @@ def test_layer_norm_batched_matmul_and_attention_use_the_ops_cost_models():
 
 
 def test_an_unsupported_op_is_named_priced_as_bytes_and_flagged():
-    model = one_node_model("Einsum", [("a", (3, 4)), ("b", (4, 5))], (3, 5), attrs={"equation": "ij,jk->ik"})
+    model = one_node_model(
+        "Einsum", [("a", (3, 4)), ("b", (4, 5))], (3, 5), attrs={"equation": "ij,jk->ik"}
+    )
     with pytest.warns(capstone.UnsupportedOpWarning, match=r"no cost rule for Einsum \(1 node\)"):
         imported = capstone.import_onnx(model)
     (node,) = imported.nodes
@@ -137,7 +155,9 @@ def test_an_unsupported_op_is_named_priced_as_bytes_and_flagged():
 
 def test_an_export_with_dynamic_axes_asks_for_the_shapes():
     model = one_node_model("Relu", [("x", ("batch", 5))], None)
-    with pytest.raises(ValueError, match=r"input 'x' has no fixed shape \(\['batch', 5\]\); pass shapes="):
+    with pytest.raises(
+        ValueError, match=r"input 'x' has no fixed shape \(\['batch', 5\]\); pass shapes="
+    ):
         capstone.import_onnx(model)
     assert capstone.from_onnx(model, shapes={"x": (7, 5)})[0].flops == 35
     with pytest.raises(ValueError, match="`shapes` names 'y', which is not an input"):
@@ -187,7 +207,7 @@ def test_the_import_gives_lecture_10_a_graph_and_the_partitioner_splits_it():
     assert whole / 4 <= plan.bottleneck_s < whole
 
 
-# --- the engine ---------------------------------------------------------------------------------
+# --- the engine --------------------------------------------------------------------------------
 
 
 def test_onnxruntime_measures_every_node_and_the_prediction_is_finite():
@@ -196,15 +216,28 @@ def test_onnxruntime_measures_every_node_and_the_prediction_is_finite():
     assert set(run.node_s) == {node.name for node in model.graph.node}
     assert run.total_s >= run.kernels_s * 0.5 > 0
     machine = hardware.Device(
-        name="toy", kind="cpu", peak_flops_by_dtype={"fp32": 1e11, "fp64": 5e10}, memory_bandwidth=1e10,
-        measured_flops_by_dtype={"fp32": 1e11, "fp64": 5e10}, measured_memory_bandwidth=1e10,
-        measured_source="a toy", memory_levels={"DRAM": 1e10}, source="a toy",
-    )  # fmt: skip
+        name="toy",
+        kind="cpu",
+        peak_flops_by_dtype={"fp32": 1e11, "fp64": 5e10},
+        memory_bandwidth=1e10,
+        measured_flops_by_dtype={"fp32": 1e11, "fp64": 5e10},
+        measured_memory_bandwidth=1e10,
+        measured_source="a toy",
+        memory_levels={"DRAM": 1e10},
+        source="a toy",
+    )
     from perfmodel.calibration import Calibration
 
     engine = capstone.EngineModel(
-        Calibration(machine, overhead_s=1e-6, blas_overhead_s=1e-6, vector_flops=1e9,
-                    exp_rate=1e8, caches=(), dtype="fp32"),
+        Calibration(
+            machine,
+            overhead_s=1e-6,
+            blas_overhead_s=1e-6,
+            vector_flops=1e9,
+            exp_rate=1e8,
+            caches=(),
+            dtype="fp32",
+        ),
         overhead_s=5e-6,
     )
     result = capstone.compare(model, engine, measured=run, fused=False)
@@ -225,7 +258,7 @@ def test_an_optimised_session_fuses_nodes_but_keeps_a_total():
     assert set(fused.node_s) != {node.name for node in model.graph.node}  # MatMul + Add fused
 
 
-# --- devices --------------------------------------------------------------------------------------
+# --- devices -----------------------------------------------------------------------------------
 
 BF16 = [name for name in hardware.names() if "bf16" in hardware.get(name).peak_flops_by_dtype]
 
@@ -244,9 +277,21 @@ def test_an_upgrade_gains_between_the_bandwidth_and_the_peak_ratio(old, new, bat
 
 
 def _gpt(batch):
-    return _GPT.setdefault(batch, capstone.import_onnx(
-        builders.gpt2(batch=batch, seq_len=128, width=256, layers=2, heads=4, vocab=1000, context=128, weights=False)
-    ))  # fmt: skip
+    return _GPT.setdefault(
+        batch,
+        capstone.import_onnx(
+            builders.gpt2(
+                batch=batch,
+                seq_len=128,
+                width=256,
+                layers=2,
+                heads=4,
+                vocab=1000,
+                context=128,
+                weights=False,
+            )
+        ),
+    )
 
 
 _GPT: dict = {}
@@ -258,7 +303,7 @@ def test_retyping_an_fp32_export_halves_its_bytes_in_bf16():
     assert capstone.retyped(cost, "bf16").flops == cost.flops
 
 
-# --- scale-out --------------------------------------------------------------------------------------
+# --- scale-out ---------------------------------------------------------------------------------
 
 
 def test_data_parallel_pays_the_ring_allreduce_it_cannot_hide():
@@ -266,22 +311,31 @@ def test_data_parallel_pays_the_ring_allreduce_it_cannot_hide():
 
     model = _gpt(4)
     one = capstone.data_parallel(model, "H100 SXM", devices=1)
-    eight = capstone.data_parallel(model, "H100 SXM", devices=8, overlap=False, intra_link="NVLink 4")
+    eight = capstone.data_parallel(
+        model, "H100 SXM", devices=8, overlap=False, intra_link="NVLink 4"
+    )
     assert one.efficiency == 1 and one.exposed_s == 0
     assert eight.allreduce_s == pytest.approx(allreduce_time(2 * model.parameters, 8, "NVLink 4"))
     assert eight.step_s == pytest.approx(one.step_s + eight.allreduce_s)
     assert eight.samples_per_s < 8 * one.samples_per_s
-    with pytest.raises(ValueError, match=r"`devices` \(12\) must be a multiple of `gpus_per_node` \(8\)"):
+    with pytest.raises(
+        ValueError, match=r"`devices` \(12\) must be a multiple of `gpus_per_node` \(8\)"
+    ):
         capstone.data_parallel(model, "H100 SXM", devices=12)
 
 
 def test_training_memory_is_sixteen_bytes_a_parameter_plus_activations():
     model = _gpt(1)
-    assert capstone.memory_bytes(model, training=True) == 16 * model.parameters + model.activation_bytes / 2
+    assert (
+        capstone.memory_bytes(model, training=True)
+        == 16 * model.parameters + model.activation_bytes / 2
+    )
 
 
 def test_the_design_loop_partitions_what_does_not_fit_then_scales_out():
-    big = capstone.import_onnx(builders.gpt2(batch=8, seq_len=1024, width=4096, layers=32, heads=32, weights=False))
+    big = capstone.import_onnx(
+        builders.gpt2(batch=8, seq_len=1024, width=4096, layers=32, heads=32, weights=False)
+    )
     steps = capstone.design(big, "H100 SXM", target_samples_per_s=100)
     assert steps[0].verdict.startswith("does not fit")
     assert steps[1].action.startswith("pipeline over")
@@ -290,7 +344,7 @@ def test_the_design_loop_partitions_what_does_not_fit_then_scales_out():
     assert rates == sorted(rates)
 
 
-# --- published ------------------------------------------------------------------------------------------
+# --- published ---------------------------------------------------------------------------------
 
 
 def test_every_published_run_is_predicted_and_cited():
@@ -306,4 +360,6 @@ def test_every_published_run_is_predicted_and_cited():
 def test_no_warning_leaks_from_importing_the_builders():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        capstone.import_onnx(builders.resnet(batch=1, image=32, blocks=(1,), widths=(4,), weights=False))
+        capstone.import_onnx(
+            builders.resnet(batch=1, image=32, blocks=(1,), widths=(4,), weights=False)
+        )

@@ -83,8 +83,9 @@ def test_grouped_conv_is_that_many_independent_convs():
 def test_dilated_and_rectangular_conv_output_sizes_match_a_direct_count():
     """The output size against counting the window positions that fit, one by one."""
     for size, kernel, stride, padding, dilation in [(17, 3, 2, 1, 2), (9, (1, 5), 1, (0, 2), 1)]:
-        cost = ops.conv2d(1, 1, 1, size, size, kernel, stride=stride, padding=padding,
-                          dilation=dilation)
+        cost = ops.conv2d(
+            1, 1, 1, size, size, kernel, stride=stride, padding=padding, dilation=dilation
+        )
         k_h, k_w = kernel if isinstance(kernel, tuple) else (kernel, kernel)
         p_h, p_w = padding if isinstance(padding, tuple) else (padding, padding)
         fits = [

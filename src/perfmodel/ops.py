@@ -375,8 +375,7 @@ def pooling(
     out_h, out_w = (h + 2 * p_h - k_h) // s_h + 1, (w + 2 * p_w - k_w) // s_w + 1
     if out_h < 1 or out_w < 1:
         raise ValueError(
-            f"`window` ({k_h}x{k_w}) is larger than the padded input ({h + 2 * p_h}x"
-            f"{w + 2 * p_w})."
+            f"`window` ({k_h}x{k_w}) is larger than the padded input ({h + 2 * p_h}x{w + 2 * p_w})."
         )
     size, name = _dtype(dtype)
     outputs = batch * channels * out_h * out_w

@@ -47,7 +47,11 @@ class _Graph:
         from onnx import TensorProto, numpy_helper
 
         if self.weights:
-            std = scale if scale is not None else 1 / math.sqrt(max(1, math.prod(shape[1:]) or shape[0]))
+            std = (
+                scale
+                if scale is not None
+                else 1 / math.sqrt(max(1, math.prod(shape[1:]) or shape[0]))
+            )
             values = (self.rng.standard_normal(shape) * std).astype(np.float32)
             tensor = numpy_helper.from_array(values, name)
         else:
@@ -64,7 +68,9 @@ class _Graph:
         from onnx import helper, numpy_helper
 
         self.nodes.append(
-            helper.make_node("Constant", [], [name], name=name, value=numpy_helper.from_array(values, name))
+            helper.make_node(
+                "Constant", [], [name], name=name, value=numpy_helper.from_array(values, name)
+            )
         )
         return name
 
@@ -75,12 +81,20 @@ class _Graph:
         self.initializers.append(numpy_helper.from_array(values, name))
         return name
 
-    def add(self, op: str, inputs: Sequence[str], name: str, outputs: int = 1, **attrs: Any) -> Any:
+    def add(self, op: str, inputs: Sequence[str], name: str, **attrs: Any) -> str:
+        """A node named ``name`` whose one output is also called ``name``."""
+        return self.add_many(op, inputs, name, 1, **attrs)[0]
+
+    def add_many(
+        self, op: str, inputs: Sequence[str], name: str, outputs: int, **attrs: Any
+    ) -> list[str]:
+        """A node with ``outputs`` outputs, ``name`` itself when there is one, else
+        ``name_0``, ``name_1``..."""
         from onnx import helper
 
         names = [name] if outputs == 1 else [f"{name}_{i}" for i in range(outputs)]
         self.nodes.append(helper.make_node(op, list(inputs), names, name=name, **attrs))
-        return names[0] if outputs == 1 else names
+        return names
 
     def model(self, inputs: Sequence[Any], output: str, output_shape: Sequence[int]) -> Any:
         from onnx import TensorProto, helper
@@ -126,7 +140,9 @@ def mlp(
     batch = count("batch", batch)
     widths = [count("widths", w) for w in widths]
     if len(widths) < 2:
-        raise ValueError(f"`widths` must give an input width and at least one layer (got {widths}).")
+        raise ValueError(
+            f"`widths` must give an input width and at least one layer (got {widths})."
+        )
     g = _Graph("mlp", weights=weights, seed=seed)
     x = "input"
     for i, (fan_in, fan_out) in enumerate(zip(widths, widths[1:], strict=False)):
@@ -172,13 +188,19 @@ def resnet(
             f"{len(widths)})."
         )
     if image < 32:
-        raise ValueError(f"`image` must be at least 32 pixels, for the stem's two halvings (got {image}).")
+        raise ValueError(
+            f"`image` must be at least 32 pixels, for the stem's two halvings (got {image})."
+        )
     g = _Graph("resnet", weights=weights, seed=seed)
 
     def conv_bn(x: str, name: str, c_in: int, c_out: int, k: int, stride: int, relu: bool) -> str:
         w = g.weight(f"{name}.weight", (c_out, c_in, k, k))
-        y = g.add("Conv", [x, w], name, kernel_shape=[k, k], strides=[stride, stride], pads=[k // 2] * 4)
-        params = [g.weight(f"{name}_bn.{p}", (c_out,), scale=0.1) for p in ("scale", "bias", "mean")]
+        y = g.add(
+            "Conv", [x, w], name, kernel_shape=[k, k], strides=[stride, stride], pads=[k // 2] * 4
+        )
+        params = [
+            g.weight(f"{name}_bn.{p}", (c_out,), scale=0.1) for p in ("scale", "bias", "mean")
+        ]
         var = g.statistic(f"{name}_bn.var", np.ones(c_out, dtype=np.float32))
         y = g.add("BatchNormalization", [y, *params, var], f"{name}_bn")
         return g.add("Relu", [y], f"{name}_relu") if relu else y
@@ -199,7 +221,10 @@ def resnet(
             channels = 4 * width
     x = g.add("GlobalAveragePool", [x], "avgpool")
     x = g.add("Flatten", [x], "flatten")
-    fc_w, fc_b = g.weight("fc.weight", (classes, channels)), g.weight("fc.bias", (classes,), scale=0.01)
+    fc_w, fc_b = (
+        g.weight("fc.weight", (classes, channels)),
+        g.weight("fc.bias", (classes,), scale=0.01),
+    )
     x = g.add("Gemm", [x, fc_w, fc_b], "fc", transB=1)
     source = helper.make_tensor_value_info("input", TensorProto.FLOAT, [batch, 3, image, image])
     return g.model([source], x, (batch, classes))
@@ -248,11 +273,17 @@ def gpt2(
     mask = np.triu(np.full((seq_len, seq_len), -1e4, np.float32), k=1)
     mask_name = shape("causal_mask", mask)
     positions = shape("positions", np.arange(seq_len, dtype=np.int64))
-    half, one, root2 = (shape(n, np.array(v, np.float32)) for n, v in (("half", 0.5), ("one", 1.0), ("sqrt2", math.sqrt(2))))
+    half, one, root2 = (
+        shape(n, np.array(v, np.float32))
+        for n, v in (("half", 0.5), ("one", 1.0), ("sqrt2", math.sqrt(2)))
+    )
     scale = shape("attention_scale", np.array(1 / math.sqrt(head_dim), np.float32))
 
     def layer_norm(x: str, name: str) -> str:
-        gamma, beta = g.weight(f"{name}.weight", (width,), scale=0.1), g.weight(f"{name}.bias", (width,), scale=0.1)
+        gamma, beta = (
+            g.weight(f"{name}.weight", (width,), scale=0.1),
+            g.weight(f"{name}.bias", (width,), scale=0.1),
+        )
         return g.add("LayerNormalization", [x, gamma, beta], name, axis=-1, epsilon=1e-5)
 
     def linear(x: str, name: str, fan_in: int, fan_out: int) -> str:
@@ -261,14 +292,19 @@ def gpt2(
 
     wte = g.weight("wte", (vocab, width), scale=0.02)
     x = g.add("Gather", [wte, "input_ids"], "token_embedding")
-    p = g.add("Gather", [g.weight("wpe", (context, width), scale=0.01), positions], "position_embedding")
+    p = g.add(
+        "Gather", [g.weight("wpe", (context, width), scale=0.01), positions], "position_embedding"
+    )
     x = g.add("Add", [x, p], "embedding")
     for i in range(layers):
         h = f"h{i}"
         y = layer_norm(x, f"{h}.ln_1")
         qkv = linear(y, f"{h}.attn.c_attn", width, 3 * width)
-        q, k, v = g.add("Split", [qkv], f"{h}.attn.split", outputs=3, axis=-1)
-        q, k, v = (g.add("Reshape", [t, heads_shape], f"{h}.attn.{n}_heads") for t, n in ((q, "q"), (k, "k"), (v, "v")))
+        q, k, v = g.add_many("Split", [qkv], f"{h}.attn.split", 3, axis=-1)
+        q, k, v = (
+            g.add("Reshape", [t, heads_shape], f"{h}.attn.{n}_heads")
+            for t, n in ((q, "q"), (k, "k"), (v, "v"))
+        )
         q = g.add("Transpose", [q], f"{h}.attn.q_t", perm=[0, 2, 1, 3])
         k = g.add("Transpose", [k], f"{h}.attn.k_t", perm=[0, 2, 3, 1])
         v = g.add("Transpose", [v], f"{h}.attn.v_t", perm=[0, 2, 1, 3])
@@ -283,7 +319,14 @@ def gpt2(
         y = layer_norm(x, f"{h}.ln_2")
         y = linear(y, f"{h}.mlp.c_fc", width, 4 * width)
         erf = g.add("Erf", [g.add("Div", [y, root2], f"{h}.mlp.gelu_div")], f"{h}.mlp.gelu_erf")
-        y = g.add("Mul", [g.add("Mul", [y, half], f"{h}.mlp.gelu_half"), g.add("Add", [erf, one], f"{h}.mlp.gelu_add")], f"{h}.mlp.gelu")
+        y = g.add(
+            "Mul",
+            [
+                g.add("Mul", [y, half], f"{h}.mlp.gelu_half"),
+                g.add("Add", [erf, one], f"{h}.mlp.gelu_add"),
+            ],
+            f"{h}.mlp.gelu",
+        )
         y = linear(y, f"{h}.mlp.c_proj", 4 * width, width)
         x = g.add("Add", [x, y], f"{h}.residual_2")
     x = layer_norm(x, "ln_f")
@@ -301,14 +344,42 @@ CPU_MODELS: dict[str, dict[str, tuple[str, dict[str, Any]]]] = {
         "large": ("mlp", {"batch": 256, "widths": (784, 2048, 2048, 10)}),
     },
     "ResNet": {
-        "small": ("resnet", {"batch": 1, "image": 64, "blocks": (1, 1, 1, 1), "widths": (16, 32, 64, 128)}),
-        "large": ("resnet", {"batch": 2, "image": 128, "blocks": (2, 2, 2, 2), "widths": (32, 64, 128, 256)}),
+        "small": (
+            "resnet",
+            {"batch": 1, "image": 64, "blocks": (1, 1, 1, 1), "widths": (16, 32, 64, 128)},
+        ),
+        "large": (
+            "resnet",
+            {"batch": 2, "image": 128, "blocks": (2, 2, 2, 2), "widths": (32, 64, 128, 256)},
+        ),
     },
     "GPT-2": {
-        "small": ("gpt2", {"batch": 1, "seq_len": 64, "width": 256, "layers": 2, "heads": 4, "vocab": 4096, "context": 256}),
-        "large": ("gpt2", {"batch": 1, "seq_len": 256, "width": 512, "layers": 4, "heads": 8, "vocab": 8192, "context": 512}),
+        "small": (
+            "gpt2",
+            {
+                "batch": 1,
+                "seq_len": 64,
+                "width": 256,
+                "layers": 2,
+                "heads": 4,
+                "vocab": 4096,
+                "context": 256,
+            },
+        ),
+        "large": (
+            "gpt2",
+            {
+                "batch": 1,
+                "seq_len": 256,
+                "width": 512,
+                "layers": 4,
+                "heads": 8,
+                "vocab": 8192,
+                "context": 512,
+            },
+        ),
     },
-}  # fmt: skip
+}
 
 
 def cpu_model(name: str, size: str, *, seed: int = 0) -> Any:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+
 from perfmodel import hardware, ops
 from perfmodel._validate import count, flag, non_negative, text
 from perfmodel.capstone.onnx_import import OP_CLASSES, ImportedModel, Node
@@ -134,7 +135,9 @@ def predict_on(
         raise TypeError(f"`model` must be an ImportedModel (got {type(model).__name__}).")
     training = flag("training", training)
     overhead_s = non_negative("overhead_s", overhead_s)
-    node = device if isinstance(device, hardware.Device) else hardware.get(text("device", device))
+    node = (
+        device if isinstance(device, hardware.Device) else hardware.get(device, argument="device")
+    )
     factor = TRAINING_FACTOR if training else 1
     estimates = tuple(
         estimate(retyped(n.cost, dtype) * factor, node, dtype=dtype, ceiling=ceiling)
@@ -182,7 +185,9 @@ class Upgrade:
         """Each op class's time before and after, most time first."""
         before, after = self.before.by_class(), self.after.by_class()
         bounds = self.before.bound_by_class()
-        rows = [ClassChange(name, before[name], after.get(name, 0.0), bounds[name]) for name in before]
+        rows = [
+            ClassChange(name, before[name], after.get(name, 0.0), bounds[name]) for name in before
+        ]
         return sorted(rows, key=lambda row: -row.before_s)
 
 

@@ -161,9 +161,7 @@ def profile(
             per_node.setdefault(event["name"].removesuffix("_kernel_time"), []).append(event["dur"])
         elif event.get("cat") == "Session" and event["name"] == "model_run":
             totals.append(event["dur"])
-    node_s = {
-        name: statistics.median(times[-runs:]) * 1e-6 for name, times in per_node.items()
-    }
+    node_s = {name: statistics.median(times[-runs:]) * 1e-6 for name, times in per_node.items()}
     return EngineProfile(
         node_s=node_s,
         total_s=statistics.median(totals[-runs:]) * 1e-6,

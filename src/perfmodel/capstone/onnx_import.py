@@ -56,43 +56,125 @@ OP_CLASSES = (
 )
 
 _UNARY = {  # op type: FLOPs per element
-    "Relu": 1, "LeakyRelu": 2, "Elu": 3, "Selu": 3, "Celu": 3, "PRelu": 2, "Clip": 2,
-    "Neg": 1, "Abs": 1, "Reciprocal": 1, "Sqrt": 1, "Floor": 1, "Ceil": 1, "Round": 1,
-    "Sign": 1, "Not": 1, "IsNaN": 1, "HardSigmoid": 3, "HardSwish": 4, "Softsign": 3,
-    "Identity": 0, "Dropout": 0, "Cast": 0,
-}  # fmt: skip
+    "Relu": 1,
+    "LeakyRelu": 2,
+    "Elu": 3,
+    "Selu": 3,
+    "Celu": 3,
+    "PRelu": 2,
+    "Clip": 2,
+    "Neg": 1,
+    "Abs": 1,
+    "Reciprocal": 1,
+    "Sqrt": 1,
+    "Floor": 1,
+    "Ceil": 1,
+    "Round": 1,
+    "Sign": 1,
+    "Not": 1,
+    "IsNaN": 1,
+    "HardSigmoid": 3,
+    "HardSwish": 4,
+    "Softsign": 3,
+    "Identity": 0,
+    "Dropout": 0,
+    "Cast": 0,
+}
 _TRANSCENDENTAL = {  # evaluated as a function call per element: priced on the exp unit
-    "Exp": 1, "Log": 1, "Tanh": 1, "Sigmoid": 1, "Erf": 1, "Gelu": 1, "FastGelu": 1,
-    "Softplus": 1, "Sin": 1, "Cos": 1, "Mish": 1, "Pow": 1,
-}  # fmt: skip
+    "Exp": 1,
+    "Log": 1,
+    "Tanh": 1,
+    "Sigmoid": 1,
+    "Erf": 1,
+    "Gelu": 1,
+    "FastGelu": 1,
+    "Softplus": 1,
+    "Sin": 1,
+    "Cos": 1,
+    "Mish": 1,
+    "Pow": 1,
+}
 _BINARY = {
-    "Add", "Sub", "Mul", "Div", "Max", "Min", "Mod", "Equal", "Less", "Greater",
-    "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Where", "Sum", "Mean",
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "Max",
+    "Min",
+    "Mod",
+    "Equal",
+    "Less",
+    "Greater",
+    "LessOrEqual",
+    "GreaterOrEqual",
+    "And",
+    "Or",
+    "Xor",
+    "Where",
+    "Sum",
+    "Mean",
     "BitShift",
-}  # fmt: skip
+}
 _NORMALIZATION = {
-    "LayerNormalization": 8, "BatchNormalization": 2, "InstanceNormalization": 8,
-    "GroupNormalization": 8, "RMSNormalization": 5, "SimplifiedLayerNormalization": 5,
+    "LayerNormalization": 8,
+    "BatchNormalization": 2,
+    "InstanceNormalization": 8,
+    "GroupNormalization": 8,
+    "RMSNormalization": 5,
+    "SimplifiedLayerNormalization": 5,
     "LpNormalization": 3,
-}  # fmt: skip
+}
 _REDUCTIONS = {
-    "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
-    "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin",
-}  # fmt: skip
+    "ReduceMean",
+    "ReduceSum",
+    "ReduceMax",
+    "ReduceMin",
+    "ReduceProd",
+    "ReduceL1",
+    "ReduceL2",
+    "ReduceSumSquare",
+    "ReduceLogSum",
+    "ReduceLogSumExp",
+    "ArgMax",
+    "ArgMin",
+}
 _POOLING = {"MaxPool", "AveragePool", "LpPool"}
 _GLOBAL_POOLING = {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"}
 _MOVEMENT = {
-    "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Concat", "Split", "Slice",
-    "Gather", "GatherElements", "GatherND", "Expand", "Tile", "Pad", "DepthToSpace",
-    "SpaceToDepth", "ScatterND", "ScatterElements", "Resize", "Upsample", "Trilu",
-}  # fmt: skip
+    "Reshape",
+    "Flatten",
+    "Squeeze",
+    "Unsqueeze",
+    "Transpose",
+    "Concat",
+    "Split",
+    "Slice",
+    "Gather",
+    "GatherElements",
+    "GatherND",
+    "Expand",
+    "Tile",
+    "Pad",
+    "DepthToSpace",
+    "SpaceToDepth",
+    "ScatterND",
+    "ScatterElements",
+    "Resize",
+    "Upsample",
+    "Trilu",
+}
 _FREE = {"Shape", "Size", "Constant", "ConstantOfShape", "Range", "NonZero"}
 _SOFTMAX = {"Softmax", "LogSoftmax", "Hardmax"}
 
 #: Every operator type priced by its own rule (anything else is priced as bytes only).
 SUPPORTED = frozenset(
     {"MatMul", "Gemm", "Conv", "Attention", *_UNARY, *_TRANSCENDENTAL, *_BINARY}
-    | set(_NORMALIZATION) | _REDUCTIONS | _POOLING | _GLOBAL_POOLING | _MOVEMENT | _FREE
+    | set(_NORMALIZATION)
+    | _REDUCTIONS
+    | _POOLING
+    | _GLOBAL_POOLING
+    | _MOVEMENT
+    | _FREE
     | _SOFTMAX
 )
 
@@ -271,7 +353,9 @@ def _fix_inputs(model: Any, shapes: Mapping[str, Sequence[int]] | None) -> Any:
             for d in shape:
                 dims.add().dim_value = d
         elif any(not d.HasField("dim_value") for d in dims):
-            described = [d.dim_value if d.HasField("dim_value") else d.dim_param or "?" for d in dims]
+            described = [
+                d.dim_value if d.HasField("dim_value") else d.dim_param or "?" for d in dims
+            ]
             raise ValueError(
                 f"input {value.name!r} has no fixed shape ({described}); pass "
                 f"shapes={{{value.name!r}: (...)}} with the sizes to price, as an export "
@@ -338,7 +422,10 @@ def _conv(node: Any, x: Tensor, w: Tensor, out: Tensor, attrs: dict[str, Any]) -
     spatial = len(x.shape) - 2
     if spatial not in (1, 2):
         raise NotImplementedError(f"{spatial}-D convolution")
-    as_2d = (lambda values: (1, *values)) if spatial == 1 else (lambda values: tuple(values))
+
+    def as_2d(values: Sequence[int]) -> tuple[int, ...]:
+        return (1, *values) if spatial == 1 else tuple(values)
+
     kernel = as_2d(attrs.get("kernel_shape", w.shape[2:]))
     strides = as_2d(attrs.get("strides", [1] * spatial))
     dilations = as_2d(attrs.get("dilations", [1] * spatial))
@@ -352,15 +439,18 @@ def _conv(node: Any, x: Tensor, w: Tensor, out: Tensor, attrs: dict[str, Any]) -
         for o, s, d, k, i in zip(out_hw, strides, dilations, kernel, in_hw, strict=True)
     ]
     cost = ops.conv2d(
-        x.shape[0], x.shape[1], w.shape[0],
-        in_hw[0] + pad_total[0] % 2, in_hw[1] + pad_total[1] % 2,
+        x.shape[0],
+        x.shape[1],
+        w.shape[0],
+        in_hw[0] + pad_total[0] % 2,
+        in_hw[1] + pad_total[1] % 2,
         (kernel[0], kernel[1]),
         stride=(strides[0], strides[1]),
         padding=(pad_total[0] // 2, pad_total[1] // 2),
         dilation=(dilations[0], dilations[1]),
         groups=groups,
         dtype=x.dtype,
-    )  # fmt: skip
+    )
     return replace(cost, bytes_read=x.nbytes + w.nbytes)
 
 
@@ -375,7 +465,15 @@ def _im2col_bytes(node: Any, tensors: dict[str, Tensor]) -> int:
     window = math.prod(w.shape[2:])
     if window == 1 and all(s == 1 for s in attrs.get("strides", [1])):
         return 0
-    return 2 * x.width * w.shape[1] * window * out.elements // max(1, w.shape[0]) * int(attrs.get("group", 1))
+    return (
+        2
+        * x.width
+        * w.shape[1]
+        * window
+        * out.elements
+        // max(1, w.shape[0])
+        * int(attrs.get("group", 1))
+    )
 
 
 def _axis_split(shape: Sequence[int], axis: int) -> tuple[int, int]:
@@ -384,15 +482,13 @@ def _axis_split(shape: Sequence[int], axis: int) -> tuple[int, int]:
     return math.prod(shape[:axis]), math.prod(shape[axis:])
 
 
-def _price(
-    node: Any, tensors: dict[str, Tensor], weights: set[str]
-) -> tuple[ops.Cost, str, str]:
+def _price(node: Any, tensors: dict[str, Tensor], weights: set[str]) -> tuple[ops.Cost, str, str]:
     """(cost, op class, unit) of one node. Raises KeyError when a shape is unknown."""
     op = node.op_type
     inputs = [tensors[name] for name in node.input if name]
     outputs = [tensors[name] for name in node.output if name]
     attrs = _attributes(node)
-    out = outputs[0] if outputs else None
+    out = outputs[0] if outputs else Tensor((), 1)
     if op == "MatMul":
         cost, op_class = _matmul(inputs[0], inputs[1], out, node.input[1] in weights)
         return cost, op_class, "matrix"
@@ -403,21 +499,32 @@ def _price(
         n = b.shape[0] if attrs.get("transB") else b.shape[1]
         cost = ops.matmul(m, k, n, dtype=a.dtype)
         if len(inputs) > 2:  # + C, broadcast onto every row
-            cost = replace(cost, flops=cost.flops + m * n, bytes_read=cost.bytes_read + inputs[2].nbytes)
+            cost = replace(
+                cost, flops=cost.flops + m * n, bytes_read=cost.bytes_read + inputs[2].nbytes
+            )
         return cost, "matmul", "matrix"
     if op == "Conv":
         cost = _conv(node, inputs[0], inputs[1], out, attrs)
         if len(inputs) > 2:
-            cost = replace(cost, flops=cost.flops + out.elements, bytes_read=cost.bytes_read + inputs[2].nbytes)
+            cost = replace(
+                cost, flops=cost.flops + out.elements, bytes_read=cost.bytes_read + inputs[2].nbytes
+            )
         return cost, "conv", "matrix"
     if op == "Attention":  # ONNX opset 23: Q (B, H, S, D), K and V (B, H_kv, S_kv, D)
-        q, k = inputs[0], inputs[1]
-        if len(q.shape) != 4:
+        query, keys = inputs[0], inputs[1]
+        if len(query.shape) != 4:
             raise NotImplementedError("Attention with 3-D inputs")
         cost = ops.attention(
-            q.shape[0], q.shape[1], q.shape[2], q.shape[3], fused=True, dtype=q.dtype,
-            kv_len=k.shape[2], kv_heads=k.shape[1], causal=bool(attrs.get("is_causal", 0)),
-        )  # fmt: skip
+            query.shape[0],
+            query.shape[1],
+            query.shape[2],
+            query.shape[3],
+            fused=True,
+            dtype=query.dtype,
+            kv_len=keys.shape[2],
+            kv_heads=keys.shape[1],
+            causal=bool(attrs.get("is_causal", 0)),
+        )
         return cost, "attention", "matrix"
     if op in _UNARY or op in _TRANSCENDENTAL:
         flops = _UNARY.get(op, _TRANSCENDENTAL.get(op, 1))
@@ -464,9 +571,14 @@ def _price(
             raise NotImplementedError(f"{len(window)}-D pooling")
         pads = attrs.get("pads", [0] * 4)
         cost = ops.pooling(
-            x.shape[0], x.shape[1], x.shape[2] + pads[0] + pads[2], x.shape[3] + pads[1] + pads[3],
-            (window[0], window[1]), stride=(strides[0], strides[1]), dtype=x.dtype,
-        )  # fmt: skip
+            x.shape[0],
+            x.shape[1],
+            x.shape[2] + pads[0] + pads[2],
+            x.shape[3] + pads[1] + pads[3],
+            (window[0], window[1]),
+            stride=(strides[0], strides[1]),
+            dtype=x.dtype,
+        )
         return replace(cost, bytes_read=x.nbytes), "pooling", "vector"
     if op in _MOVEMENT:
         moved = [tensors[name] for name in node.input[:1] if name]
@@ -480,9 +592,7 @@ def _price(
     raise NotImplementedError(op)
 
 
-def import_onnx(
-    model: Any, *, shapes: Mapping[str, Sequence[int]] | None = None
-) -> ImportedModel:
+def import_onnx(model: Any, *, shapes: Mapping[str, Sequence[int]] | None = None) -> ImportedModel:
     """Price every node of an ONNX model, in execution order.
 
     Parameters
@@ -574,9 +684,7 @@ def import_onnx(
     )
 
 
-def from_onnx(
-    model: Any, *, shapes: Mapping[str, Sequence[int]] | None = None
-) -> list[ops.Cost]:
+def from_onnx(model: Any, *, shapes: Mapping[str, Sequence[int]] | None = None) -> list[ops.Cost]:
     """Every node's :class:`~perfmodel.ops.Cost`, in execution order, labelled with its
     ONNX node name (see :func:`import_onnx` for the parameters)."""
     return import_onnx(model, shapes=shapes).costs

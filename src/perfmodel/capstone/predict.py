@@ -202,12 +202,16 @@ def _why(node: Node, engine: EngineModel, measured_s: float, threads: int) -> st
             f"the same FLOPs (shape, cache blocking, {threads} threads sharing small work)"
         )
     if bound == "overhead":
-        return f"{said}: too small for either roof; this op's own overhead differs from the tiny Add's"
-    if node.op_class == "softmax" or node.unit == "exp":
-        if slower:
-            return f"{said}: exp and erf cost tens of instructions per element, priced as one FLOP"
+        return (
+            f"{said}: too small for either roof; this op's own overhead differs from the tiny Add's"
+        )
+    if slower and (node.op_class == "softmax" or node.unit == "exp"):
+        return f"{said}: exp and erf cost tens of instructions per element, priced as one FLOP"
     if not slower and bound.startswith("memory ("):
-        return f"{said}: run on {threads} threads from cache, where the calibration has one core's bandwidth"
+        return (
+            f"{said}: run on {threads} threads from cache, where the calibration has one "
+            f"core's bandwidth"
+        )
     return f"{said}: {'below' if slower else 'above'} the {bound} roof"
 
 
@@ -246,7 +250,11 @@ def compare(
     imported = import_onnx(model)
     if measured is None:
         measured = profile(model, runs=runs, warmup=warmup)
-    fused_s = profile(model, runs=runs, warmup=warmup, optimization="all").total_s if flag("fused", fused) else None
+    fused_s = (
+        profile(model, runs=runs, warmup=warmup, optimization="all").total_s
+        if flag("fused", fused)
+        else None
+    )
     rows = tuple(
         NodeComparison(
             name=node.name,

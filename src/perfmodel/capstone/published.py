@@ -56,7 +56,9 @@ PUBLISHED = (
     PublishedRun("A100 80GB training, TF32, 1 GPU", "A100 SXM4 80GB", "tf32", True, 1, 256, 938),
     PublishedRun("A100 80GB training, TF32, 8 GPUs", "A100 SXM4 80GB", "tf32", True, 8, 256, 7248),
     PublishedRun("A100 80GB training, mixed, 1 GPU", "A100 SXM4 80GB", "fp16", True, 1, 256, 2470),
-    PublishedRun("A100 80GB training, mixed, 8 GPUs", "A100 SXM4 80GB", "fp16", True, 8, 256, 16621),
+    PublishedRun(
+        "A100 80GB training, mixed, 8 GPUs", "A100 SXM4 80GB", "fp16", True, 8, 256, 16621
+    ),
 )
 
 
@@ -91,10 +93,18 @@ def predict_published(ceiling: str | float = "nameplate") -> list[Prediction]:
     rows = []
     for run in PUBLISHED:
         model = _resnet50(run.batch)
-        step = data_parallel(
-            model, run.device, devices=run.gpus, dtype=run.dtype, ceiling=ceiling,
-            intra_link="NVLink 3",
-        ) if run.training else None  # fmt: skip
+        step = (
+            data_parallel(
+                model,
+                run.device,
+                devices=run.gpus,
+                dtype=run.dtype,
+                ceiling=ceiling,
+                intra_link="NVLink 3",
+            )
+            if run.training
+            else None
+        )
         one = predict_on(model, run.device, dtype=run.dtype, ceiling=ceiling, training=run.training)
         rate = step.samples_per_s if step is not None else one.throughput(run.batch)
         rows.append(Prediction(run, rate, one.compute_share, one.bottleneck))

@@ -117,6 +117,8 @@ def data_parallel(
     (two thirds of the step) and only what is left over adds to the step.
     """
     devices, gpus_per_node = count("devices", devices), count("gpus_per_node", gpus_per_node)
+    as_link(link, argument="link")  # a clear error now, whichever link the step uses
+    as_link(intra_link, argument="intra_link")
     one = predict_on(model, device, dtype=dtype, ceiling=ceiling, training=True)
     gradient_bytes = model.parameters * hardware.dtype_bytes(dtype)
     if devices == 1:
@@ -190,20 +192,22 @@ def pipeline_parallel(
     from perfmodel.pipeline import Graph, split_order
 
     stages, microbatches = count("stages", stages), count("microbatches", microbatches)
-    one = predict_on(model, device, dtype=dtype, ceiling=ceiling, training=flag("training", training))
+    one = predict_on(
+        model, device, dtype=dtype, ceiling=ceiling, training=flag("training", training)
+    )
     wire = as_link(link)
     work = [step.time_s for step in one.estimates]
     comm = [wire.time(retyped_bytes) for retyped_bytes in _output_bytes(model, dtype)]
     graph = Graph(work, comm, model.edges())
     split = split_order(graph, list(range(graph.n)), min(stages, graph.n))
-    per_stage_s = tuple(
-        math.fsum(work[i] for i in stage) for stage in split.stages
-    )
+    per_stage_s = tuple(math.fsum(work[i] for i in stage) for stage in split.stages)
     total_parameters = max(1, model.parameters)
     memory = memory_bytes(model, dtype=dtype, training=training)
     stage_memory = tuple(
         memory * sum(model.nodes[i].weights for i in stage) / total_parameters
-        + (hardware.dtype_bytes(dtype) / 4) * sum(model.nodes[i].output_bytes for i in stage) / microbatches
+        + (hardware.dtype_bytes(dtype) / 4)
+        * sum(model.nodes[i].output_bytes for i in stage)
+        / microbatches
         for stage in split.stages
     )
     spec = hardware.get(one.device) if isinstance(device, str) else device
@@ -222,7 +226,8 @@ def pipeline_parallel(
 
 def _output_bytes(model: ImportedModel, dtype: str) -> list[float]:
     return [
-        node.output_bytes * (retyped(node.cost, dtype).bytes / node.cost.bytes if node.cost.bytes else 1)
+        node.output_bytes
+        * (retyped(node.cost, dtype).bytes / node.cost.bytes if node.cost.bytes else 1)
         for node in model.nodes
     ]
 
@@ -260,50 +265,84 @@ def design(
     max_devices = count("max_devices", max_devices)
     text("dtype", dtype)
     steps: list[DesignStep] = []
-    one = data_parallel(model, device, devices=1, dtype=dtype, ceiling=ceiling, link=link, intra_link=intra_link)
+    one = data_parallel(
+        model, device, devices=1, dtype=dtype, ceiling=ceiling, link=link, intra_link=intra_link
+    )
     stages, per_replica_s = 1, one.step_s
     steps.append(
         DesignStep(
-            "one device", 1, one.samples_per_s, one.fits,
+            "one device",
+            1,
+            one.samples_per_s,
+            one.fits,
             "fits" if one.fits else "does not fit: partition it",
         )
-    )  # fmt: skip
+    )
     if not one.fits:
         for stages in range(2, 65):
-            plan = pipeline_parallel(model, device, stages=stages, link=intra_link, dtype=dtype, ceiling=ceiling)
+            plan = pipeline_parallel(
+                model, device, stages=stages, link=intra_link, dtype=dtype, ceiling=ceiling
+            )
             if plan.fits:
                 per_replica_s = plan.step_s
                 steps.append(
                     DesignStep(
-                        f"pipeline over {plan.stages} stages", plan.stages, model.batch / plan.step_s, True,
+                        f"pipeline over {plan.stages} stages",
+                        plan.stages,
+                        model.batch / plan.step_s,
+                        True,
                         f"fits; bubble {plan.bubble_fraction:.0%}",
                     )
-                )  # fmt: skip
+                )
                 break
         else:
-            steps.append(DesignStep("pipeline over 64 stages", 64, 0.0, False, "still does not fit"))
+            steps.append(
+                DesignStep("pipeline over 64 stages", 64, 0.0, False, "still does not fit")
+            )
             return steps
     replicas = 1
     while True:
         rate = replicas * model.batch / per_replica_s
         if replicas > 1:
             scaled = data_parallel(
-                model, device, devices=replicas, link=link, intra_link=intra_link,
-                gpus_per_node=min(gpus_per_node, replicas), dtype=dtype, ceiling=ceiling,
-            )  # fmt: skip
+                model,
+                device,
+                devices=replicas,
+                link=link,
+                intra_link=intra_link,
+                gpus_per_node=min(gpus_per_node, replicas),
+                dtype=dtype,
+                ceiling=ceiling,
+            )
             rate = scaled.samples_per_s * one.step_s / per_replica_s
             happy = rate >= target
             verdict = (
-                "happy: target met" if happy else
-                f"efficiency {scaled.efficiency:.0%}: " + ("stop, communication dominates" if scaled.efficiency < min_efficiency else "keep scaling")
-            )  # fmt: skip
-            steps.append(DesignStep(f"data parallel x{replicas}", replicas * stages, rate, True, verdict))
+                "happy: target met"
+                if happy
+                else f"efficiency {scaled.efficiency:.0%}: "
+                + (
+                    "stop, communication dominates"
+                    if scaled.efficiency < min_efficiency
+                    else "keep scaling"
+                )
+            )
+            steps.append(
+                DesignStep(f"data parallel x{replicas}", replicas * stages, rate, True, verdict)
+            )
             if happy or scaled.efficiency < min_efficiency:
                 return steps
         elif rate >= target:
             steps.append(DesignStep("one replica", stages, rate, True, "happy: target met"))
             return steps
         if replicas * 2 * stages > max_devices:
-            steps.append(DesignStep("stop", replicas * stages, rate, True, f"not happy: {max_devices} devices reached"))
+            steps.append(
+                DesignStep(
+                    "stop",
+                    replicas * stages,
+                    rate,
+                    True,
+                    f"not happy: {max_devices} devices reached",
+                )
+            )
             return steps
         replicas *= 2

@@ -10,7 +10,7 @@ published runs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,7 +20,7 @@ from perfmodel.plotting import COLOURS, new_axes, si_formatter, style
 __all__ = ["node_plot", "published_plot", "upgrade_plot"]
 
 
-def _class_colours(classes: Sequence[str]) -> dict[str, str]:
+def _class_colours(classes: Collection[str]) -> dict[str, str]:
     from perfmodel.capstone import OP_CLASSES
 
     return {name: COLOURS[i % len(COLOURS)] for i, name in enumerate(OP_CLASSES) if name in classes}
@@ -39,17 +39,29 @@ def node_plot(comparison: Any, *, ax: Any = None) -> Any:
         ax = new_axes(ax, (9, 7))
         for name, colour in colours.items():
             mine = [row for row in rows if row.op_class == name]
-            ax.plot([r.predicted_s for r in mine], [r.measured_s for r in mine], "o",
-                    color=colour, alpha=0.75, label=f"{name} ({len(mine)})")  # fmt: skip
+            ax.plot(
+                [r.predicted_s for r in mine],
+                [r.measured_s for r in mine],
+                "o",
+                color=colour,
+                alpha=0.75,
+                label=f"{name} ({len(mine)})",
+            )
         low = min(min(r.predicted_s, r.measured_s) for r in rows) / 1.5
         high = max(max(r.predicted_s, r.measured_s) for r in rows) * 1.5
         span = np.array([low, high])
         ax.plot(span, span, color="black", lw=1.5, label="measured = predicted")
         ax.fill_between(span, span / 1.25, span * 1.25, color="grey", alpha=0.2, label="±25%")
-        ax.set(xscale="log", yscale="log", xlim=(low, high), ylim=(low, high),
-               xlabel="predicted per node", ylabel="measured per node (onnxruntime)",
-               title=f"{comparison.model}: end to end {comparison.error:+.0%}, "
-                     f"median node {comparison.median_node_error:.0%} off")  # fmt: skip
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlim=(low, high),
+            ylim=(low, high),
+            xlabel="predicted per node",
+            ylabel="measured per node (onnxruntime)",
+            title=f"{comparison.model}: end to end {comparison.error:+.0%}, "
+            f"median node {comparison.median_node_error:.0%} off",
+        )
         ax.xaxis.set_major_formatter(si_formatter("s"))
         ax.yaxis.set_major_formatter(si_formatter("s"))
         ax.legend(loc="upper left", fontsize=11)
@@ -72,15 +84,21 @@ def upgrade_plot(change: Any, *, ax: Any = None) -> Any:
         ax.barh(y - 0.2, before, 0.4, color=COLOURS[1], label=change.before.device)
         ax.barh(y + 0.2, after, 0.4, color=COLOURS[0], label=change.after.device)
         for i, row in enumerate(rows):
-            ax.annotate(f" {row.speedup:.2f}x ({row.bound})", (row.before_s, i - 0.2),
-                        va="center", fontsize=13)  # fmt: skip
+            ax.annotate(
+                f" {row.speedup:.2f}x ({row.bound})",
+                (row.before_s, i - 0.2),
+                va="center",
+                fontsize=13,
+            )
         ax.set_yticks(y, [row.op_class for row in rows])
         ax.invert_yaxis()
         ax.set_xlim(0, max(before) * 1.6)
         ax.xaxis.set_major_formatter(si_formatter("s"))
-        ax.set(xlabel=f"predicted time per {'step' if change.before.training else 'pass'}",
-               title=f"{change.speedup:.2f}x overall: peak {change.peak_ratio:.2f}x, "
-                     f"bandwidth {change.bandwidth_ratio:.2f}x")  # fmt: skip
+        ax.set(
+            xlabel=f"predicted time per {'step' if change.before.training else 'pass'}",
+            title=f"{change.speedup:.2f}x overall: peak {change.peak_ratio:.2f}x, "
+            f"bandwidth {change.bandwidth_ratio:.2f}x",
+        )
         ax.legend(loc="lower right", fontsize=12)
     return ax
 
@@ -95,12 +113,27 @@ def published_plot(predictions: Sequence[Any], *, ax: Any = None) -> Any:
     with style():
         ax = new_axes(ax, (11, 6.5))
         y = np.arange(len(predictions))
-        ax.barh(y + 0.2, [p.run.images_per_s for p in predictions], 0.4, color=COLOURS[2],
-                label="published (NVIDIA DeepLearningExamples)")  # fmt: skip
-        ax.barh(y - 0.2, [p.predicted_images_per_s for p in predictions], 0.4, fill=False,
-                edgecolor=COLOURS[0], hatch="//", lw=1.5, label="roofline prediction")  # fmt: skip
+        ax.barh(
+            y + 0.2,
+            [p.run.images_per_s for p in predictions],
+            0.4,
+            color=COLOURS[2],
+            label="published (NVIDIA DeepLearningExamples)",
+        )
+        ax.barh(
+            y - 0.2,
+            [p.predicted_images_per_s for p in predictions],
+            0.4,
+            fill=False,
+            edgecolor=COLOURS[0],
+            hatch="//",
+            lw=1.5,
+            label="roofline prediction",
+        )
         for i, p in enumerate(predictions):
-            ax.annotate(f" {p.ratio:.2f}x", (p.predicted_images_per_s, i - 0.2), va="center", fontsize=12)
+            ax.annotate(
+                f" {p.ratio:.2f}x", (p.predicted_images_per_s, i - 0.2), va="center", fontsize=12
+            )
         ax.set_yticks(y, [p.run.name for p in predictions], fontsize=12)
         ax.invert_yaxis()
         ax.set_xscale("log")

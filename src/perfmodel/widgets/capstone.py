@@ -19,14 +19,25 @@ __all__ = ["MODELS", "capstone_explorer", "capstone_view"]
 #: The explorer's models: a builder of :mod:`perfmodel.capstone.builders` and its arguments.
 MODELS: dict[str, tuple[str, dict[str, Any]]] = {
     "GPT-2 small, 8 x 1024 tokens": ("gpt2", {"batch": 8, "seq_len": 1024}),
-    "GPT-2 XL, 8 x 1024 tokens": ("gpt2", {"batch": 8, "seq_len": 1024, "width": 1600,
-                                           "layers": 48, "heads": 25}),
-    "7B decoder, 8 x 2048 tokens": ("gpt2", {"batch": 8, "seq_len": 2048, "width": 4096,
-                                             "layers": 32, "heads": 32, "vocab": 32000,
-                                             "context": 4096}),
+    "GPT-2 XL, 8 x 1024 tokens": (
+        "gpt2",
+        {"batch": 8, "seq_len": 1024, "width": 1600, "layers": 48, "heads": 25},
+    ),
+    "7B decoder, 8 x 2048 tokens": (
+        "gpt2",
+        {
+            "batch": 8,
+            "seq_len": 2048,
+            "width": 4096,
+            "layers": 32,
+            "heads": 32,
+            "vocab": 32000,
+            "context": 4096,
+        },
+    ),
     "ResNet-50, 256 images": ("resnet", {"batch": 256}),
     "MLP 784-2048-2048-10, 4096 rows": ("mlp", {"batch": 4096}),
-}  # fmt: skip
+}
 GPUS = ("H100 SXM", "A100 SXM4 80GB", "H200 SXM", "B200", "MI300X", "V100 SXM2", "T4")
 NETWORKS = ("InfiniBand NDR", "InfiniBand HDR", "400 GbE", "100 GbE")
 PARALLELISM = ("data", "pipeline")
@@ -43,8 +54,12 @@ def _model(name: str) -> Any:
 
 
 def _intra_link(device: str) -> str:
-    return {"H100 SXM": "NVLink 4", "H200 SXM": "NVLink 4", "B200": "NVLink 5",
-            "A100 SXM4 80GB": "NVLink 3"}.get(device, "PCIe 4.0 x16")  # fmt: skip
+    return {
+        "H100 SXM": "NVLink 4",
+        "H200 SXM": "NVLink 4",
+        "B200": "NVLink 5",
+        "A100 SXM4 80GB": "NVLink 3",
+    }.get(device, "PCIe 4.0 x16")
 
 
 def _duration(seconds: float) -> str:
@@ -78,48 +93,78 @@ def capstone_view(
     capacity = get(device).memory_capacity
     per_node = min(8, devices)
     if parallelism == "data":
-        step = data_parallel(imported, device, devices=devices, link=network,
-                             gpus_per_node=per_node, intra_link=_intra_link(device))  # fmt: skip
+        step = data_parallel(
+            imported,
+            device,
+            devices=devices,
+            link=network,
+            gpus_per_node=per_node,
+            intra_link=_intra_link(device),
+        )
         step_s, rate, memory = step.step_s, step.samples_per_s, step.memory_bytes
         how = f"data parallel x{devices}"
-        bottleneck = step.bottleneck if step.bottleneck != "compute: the step on each device" else (
-            f"compute: {one.bottleneck}"
-        )  # fmt: skip
+        bottleneck = (
+            step.bottleneck
+            if step.bottleneck != "compute: the step on each device"
+            else (f"compute: {one.bottleneck}")
+        )
         efficiency = step.efficiency
     else:
         stages = min(devices, MAX_STAGES)
         replicas = devices // stages
-        plan = pipeline_parallel(imported, device, stages=stages, link=_intra_link(device),
-                                 microbatches=4 * stages)  # fmt: skip
+        plan = pipeline_parallel(
+            imported, device, stages=stages, link=_intra_link(device), microbatches=4 * stages
+        )
         step_s, memory = plan.step_s, max(plan.stage_memory_bytes)
         rate = replicas * imported.batch / plan.step_s
         how = f"{plan.stages} pipeline stages x {replicas} replicas"
-        bottleneck = f"pipeline: bubble {plan.bubble_fraction:.0%}, slowest stage {plan.bottleneck_s * 1e3:.3g} ms"
+        bottleneck = (
+            f"pipeline: bubble {plan.bubble_fraction:.0%}, "
+            f"slowest stage {_duration(plan.bottleneck_s)}"
+        )
         efficiency = one.time_s / (plan.step_s * plan.stages)
     fits = capacity is None or memory <= capacity
     if not fits:
-        bottleneck = "memory: does not fit; " + ("use pipeline stages" if parallelism == "data" else "more stages")
+        bottleneck = "memory: does not fit; " + (
+            "use pipeline stages" if parallelism == "data" else "more stages"
+        )
     times = one.by_class()
     bounds = one.bound_by_class()
     with style():
-        figure, (left, right) = plt.subplots(1, 2, figsize=(15, 6.5), layout="constrained",
-                                             width_ratios=(3, 1))  # fmt: skip
+        figure, (left, right) = plt.subplots(
+            1, 2, figsize=(15, 6.5), layout="constrained", width_ratios=(3, 1)
+        )
         names = list(times)
-        left.barh(names, [times[n] for n in names],
-                  color=[COLOURS[0] if bounds[n] == "compute" else COLOURS[1] for n in names])  # fmt: skip
+        left.barh(
+            names,
+            [times[n] for n in names],
+            color=[COLOURS[0] if bounds[n] == "compute" else COLOURS[1] for n in names],
+        )
         for name in names:
             left.annotate(f" {bounds[name]}", (times[name], name), va="center", fontsize=13)
         left.invert_yaxis()
         left.set_xlim(0, max(times.values()) * 1.35)
         left.xaxis.set_major_formatter(si_formatter("s"))
-        left.set(xlabel="one device's training step, by op class (blue: compute-bound, red: memory-bound)",
-                 title=f"{one.device}, bf16: {_duration(one.time_s)} a step on one device")  # fmt: skip
+        left.set(
+            xlabel="one device's training step by op class "
+            "(blue: compute-bound, red: memory-bound)",
+            title=f"{one.device}, bf16: {_duration(one.time_s)} a step on one device",
+        )
         right.bar([0], [memory / 1e9], color=COLOURS[2] if fits else COLOURS[1], width=0.6)
         if capacity is not None:
-            right.axhline(capacity / 1e9, color="black", linestyle="--", label=f"capacity {capacity / 1e9:.0f} GB")
+            right.axhline(
+                capacity / 1e9,
+                color="black",
+                linestyle="--",
+                label=f"capacity {capacity / 1e9:.0f} GB",
+            )
             right.legend(loc="upper center", fontsize=12)
-        right.set(xticks=[], ylabel="GB per device", ylim=(0, max(memory, capacity or 0) / 1e9 * 1.3),
-                  title="fits" if fits else "does NOT fit")  # fmt: skip
+        right.set(
+            xticks=[],
+            ylabel="GB per device",
+            ylim=(0, max(memory, capacity or 0) / 1e9 * 1.3),
+            title="fits" if fits else "does NOT fit",
+        )
     figure.suptitle(
         f"{model} on {devices} x {device} ({how}): step {_duration(step_s)}, "
         f"{rate:,.0f} samples/s, efficiency {efficiency:.0%}\nbottleneck: {bottleneck}",
@@ -135,14 +180,27 @@ def capstone_explorer(**defaults: Any) -> Any:
     wide = {"layout": widgets.Layout(width="38em"), "style": {"description_width": "8em"}}
     view = view_settings(capstone_view, defaults)
     controls = {
-        "model": widgets.Dropdown(options=list(MODELS), value=view["model"], description="model", **wide),
-        "device": widgets.Dropdown(options=list(GPUS), value=view["device"], description="GPU", **wide),
-        "devices": widgets.SelectionSlider(options=[1, 2, 4, 8, 16, 64, 256, 1024], value=view["devices"],
-                                           description="devices", **wide),
-        "parallelism": widgets.ToggleButtons(options=list(PARALLELISM), value=view["parallelism"],
-                                             description="split the", style={"description_width": "8em"}),
-        "network": widgets.Dropdown(options=list(NETWORKS), value=view["network"],
-                                    description="network", **wide),
-    }  # fmt: skip
+        "model": widgets.Dropdown(
+            options=list(MODELS), value=view["model"], description="model", **wide
+        ),
+        "device": widgets.Dropdown(
+            options=list(GPUS), value=view["device"], description="GPU", **wide
+        ),
+        "devices": widgets.SelectionSlider(
+            options=[1, 2, 4, 8, 16, 64, 256, 1024],
+            value=view["devices"],
+            description="devices",
+            **wide,
+        ),
+        "parallelism": widgets.ToggleButtons(
+            options=list(PARALLELISM),
+            value=view["parallelism"],
+            description="split the",
+            style={"description_width": "8em"},
+        ),
+        "network": widgets.Dropdown(
+            options=list(NETWORKS), value=view["network"], description="network", **wide
+        ),
+    }
     out = live_plot(capstone_view, controls)
     return widgets.VBox([*controls.values(), out])
