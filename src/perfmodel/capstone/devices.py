@@ -135,9 +135,7 @@ def predict_on(
         raise TypeError(f"`model` must be an ImportedModel (got {type(model).__name__}).")
     training = flag("training", training)
     overhead_s = non_negative("overhead_s", overhead_s)
-    node = (
-        device if isinstance(device, hardware.Device) else hardware.get(device, argument="device")
-    )
+    node = hardware.get(device, argument="device")
     factor = TRAINING_FACTOR if training else 1
     estimates = tuple(
         estimate(retyped(n.cost, dtype) * factor, node, dtype=dtype, ceiling=ceiling)
@@ -201,10 +199,9 @@ def upgrade(
     training: bool = False,
 ) -> Upgrade:
     """``model`` on ``old`` and on ``new``: the speed-up, in total and by op class."""
+    old, new = hardware.get(old, argument="old"), hardware.get(new, argument="new")
     before = predict_on(model, old, dtype=dtype, ceiling=ceiling, training=training)
     after = predict_on(model, new, dtype=dtype, ceiling=ceiling, training=training)
-    (old_peak, old_bw, _), (new_peak, new_bw, _) = (
-        ceilings(hardware.get(p.device) if isinstance(d, str) else d, dtype, ceiling)
-        for p, d in ((before, old), (after, new))
-    )
+    old_peak, old_bw, _ = ceilings(old, dtype, ceiling)
+    new_peak, new_bw, _ = ceilings(new, dtype, ceiling)
     return Upgrade(before, after, new_peak / old_peak, new_bw / old_bw)

@@ -186,6 +186,11 @@ class UnsupportedOpWarning(UserWarning):
     """A model holds operators :mod:`perfmodel.capstone` has no cost rule for."""
 
 
+class _NoRule(Exception):
+    """Raised inside the pricing rules for a node none of them covers (an operator, or a
+    form of one, such as 3-D convolution): the import then prices it as bytes only."""
+
+
 @dataclass(frozen=True, slots=True)
 class Tensor:
     """A tensor's shape and element width, as shape inference found it."""
@@ -421,7 +426,7 @@ def _matmul(a: Tensor, b: Tensor, out: Tensor, b_is_weight: bool) -> tuple[ops.C
 def _conv(node: Any, x: Tensor, w: Tensor, out: Tensor, attrs: dict[str, Any]) -> ops.Cost:
     spatial = len(x.shape) - 2
     if spatial not in (1, 2):
-        raise NotImplementedError(f"{spatial}-D convolution")
+        raise _NoRule(f"{spatial}-D convolution")
 
     def as_2d(values: Sequence[int]) -> tuple[int, ...]:
         return (1, *values) if spatial == 1 else tuple(values)
@@ -513,7 +518,7 @@ def _price(node: Any, tensors: dict[str, Tensor], weights: set[str]) -> tuple[op
     if op == "Attention":  # ONNX opset 23: Q (B, H, S, D), K and V (B, H_kv, S_kv, D)
         query, keys = inputs[0], inputs[1]
         if len(query.shape) != 4:
-            raise NotImplementedError("Attention with 3-D inputs")
+            raise _NoRule("Attention with 3-D inputs")
         cost = ops.attention(
             query.shape[0],
             query.shape[1],
@@ -526,12 +531,11 @@ def _price(node: Any, tensors: dict[str, Tensor], weights: set[str]) -> tuple[op
             causal=bool(attrs.get("is_causal", 0)),
         )
         return cost, "attention", "matrix"
+    if op == "Cast":  # reads one width, writes another
+        return _bytes_only(inputs, outputs, ""), "data movement", "vector"
     if op in _UNARY or op in _TRANSCENDENTAL:
         flops = _UNARY.get(op, _TRANSCENDENTAL.get(op, 1))
         cost = ops.elementwise(out.elements, flops_per_element=flops, dtype=inputs[0].dtype)
-        if op == "Cast":
-            cost = _bytes_only(inputs, outputs, "")
-            return cost, "data movement", "vector"
         return cost, "elementwise", "exp" if op in _TRANSCENDENTAL else "vector"
     if op in _BINARY:
         broadcast = any(t.elements < out.elements for t in inputs)
@@ -568,7 +572,7 @@ def _price(node: Any, tensors: dict[str, Tensor], weights: set[str]) -> tuple[op
         window = tuple(attrs["kernel_shape"])
         strides = tuple(attrs.get("strides", [1] * len(window)))
         if len(window) != 2:
-            raise NotImplementedError(f"{len(window)}-D pooling")
+            raise _NoRule(f"{len(window)}-D pooling")
         pads = attrs.get("pads", [0] * 4)
         cost = ops.pooling(
             x.shape[0],
@@ -589,7 +593,7 @@ def _price(node: Any, tensors: dict[str, Tensor], weights: set[str]) -> tuple[op
         return _bytes_only(moved, outputs, ""), "data movement", "vector"
     if op in _FREE:
         return ops.Cost(flops=0, bytes_read=0, bytes_written=0), "data movement", "vector"
-    raise NotImplementedError(op)
+    raise _NoRule(op)
 
 
 def import_onnx(model: Any, *, shapes: Mapping[str, Sequence[int]] | None = None) -> ImportedModel:
@@ -640,7 +644,7 @@ def import_onnx(model: Any, *, shapes: Mapping[str, Sequence[int]] | None = None
         supported = True
         try:
             cost, op_class, unit = _price(onnx_node, tensors, weights)
-        except NotImplementedError:
+        except _NoRule:
             supported, op_class, unit = False, "unsupported", "vector"
             skipped[onnx_node.op_type] += 1
             cost = _bytes_only(

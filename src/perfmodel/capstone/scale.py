@@ -27,6 +27,7 @@ from perfmodel._validate import count, flag, positive, text
 from perfmodel.capstone.devices import TRAINING_FACTOR, predict_on, retyped
 from perfmodel.capstone.onnx_import import ImportedModel
 from perfmodel.comms import allreduce_time, as_link, hierarchical_allreduce_time
+from perfmodel.distributed.memory import PRECISIONS
 
 __all__ = [
     "DataParallel",
@@ -39,8 +40,8 @@ __all__ = [
 ]
 
 #: Bytes per parameter trained with Adam in mixed precision: 16-bit weights and gradients,
-#: an fp32 master copy and two fp32 moments (2 + 2 + 12), as lecture 09 counts.
-TRAINING_BYTES_PER_PARAMETER = 16
+#: an fp32 master copy and two fp32 moments (2 + 2 + 12), lecture 09's count.
+TRAINING_BYTES_PER_PARAMETER = sum(PRECISIONS["mixed"]["adam"])
 
 
 def memory_bytes(model: ImportedModel, *, dtype: str = "bf16", training: bool = False) -> float:
@@ -136,7 +137,6 @@ def data_parallel(
         )
     backward = one.time_s * (TRAINING_FACTOR - 1) / TRAINING_FACTOR
     exposed = max(0.0, reduce_s - backward) if flag("overlap", overlap) else reduce_s
-    spec = hardware.get(one.device) if isinstance(device, str) else device
     return DataParallel(
         devices=devices,
         samples_per_device=model.batch,
@@ -144,7 +144,7 @@ def data_parallel(
         allreduce_s=reduce_s,
         exposed_s=exposed,
         memory_bytes=memory_bytes(model, dtype=dtype, training=True),
-        capacity_bytes=spec.memory_capacity,
+        capacity_bytes=hardware.get(device, argument="device").memory_capacity,
     )
 
 
@@ -210,7 +210,6 @@ def pipeline_parallel(
         / microbatches
         for stage in split.stages
     )
-    spec = hardware.get(one.device) if isinstance(device, str) else device
     used = len(split.stages)
     return PipelinePlan(
         stages=used,
@@ -219,7 +218,7 @@ def pipeline_parallel(
         bottleneck_s=split.bottleneck,
         step_s=(microbatches + used - 1) * split.bottleneck / microbatches,
         stage_memory_bytes=stage_memory,
-        capacity_bytes=spec.memory_capacity,
+        capacity_bytes=hardware.get(device, argument="device").memory_capacity,
         method=split.method,
     )
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from perfmodel.units import format_quantity
 from perfmodel.widgets.controls import live_plot, view_settings
 
 __all__ = ["MODELS", "capstone_explorer", "capstone_view"]
@@ -54,16 +55,10 @@ def _model(name: str) -> Any:
 
 
 def _intra_link(device: str) -> str:
-    return {
-        "H100 SXM": "NVLink 4",
-        "H200 SXM": "NVLink 4",
-        "B200": "NVLink 5",
-        "A100 SXM4 80GB": "NVLink 3",
-    }.get(device, "PCIe 4.0 x16")
+    """The GPU's NVLink inside an 8-GPU node (lecture 09's table), else PCIe."""
+    from perfmodel.widgets.distributed import NVLINK
 
-
-def _duration(seconds: float) -> str:
-    return f"{seconds:.3g} s" if seconds >= 1 else f"{seconds * 1e3:.3g} ms"
+    return NVLINK.get(device, "PCIe 4.0 x16")
 
 
 def capstone_view(
@@ -120,7 +115,7 @@ def capstone_view(
         how = f"{plan.stages} pipeline stages x {replicas} replicas"
         bottleneck = (
             f"pipeline: bubble {plan.bubble_fraction:.0%}, "
-            f"slowest stage {_duration(plan.bottleneck_s)}"
+            f"slowest stage {format_quantity(plan.bottleneck_s, 's')}"
         )
         efficiency = one.time_s / (plan.step_s * plan.stages)
     fits = capacity is None or memory <= capacity
@@ -148,7 +143,7 @@ def capstone_view(
         left.set(
             xlabel="one device's training step by op class "
             "(blue: compute-bound, red: memory-bound)",
-            title=f"{one.device}, bf16: {_duration(one.time_s)} a step on one device",
+            title=f"{one.device}, bf16: {format_quantity(one.time_s, 's')} a step on one device",
         )
         right.bar([0], [memory / 1e9], color=COLOURS[2] if fits else COLOURS[1], width=0.6)
         if capacity is not None:
@@ -166,7 +161,7 @@ def capstone_view(
             title="fits" if fits else "does NOT fit",
         )
     figure.suptitle(
-        f"{model} on {devices} x {device} ({how}): step {_duration(step_s)}, "
+        f"{model} on {devices} x {device} ({how}): step {format_quantity(step_s, 's')}, "
         f"{rate:,.0f} samples/s, efficiency {efficiency:.0%}\nbottleneck: {bottleneck}",
         fontsize=15,
     )

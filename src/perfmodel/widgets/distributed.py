@@ -19,7 +19,7 @@ GPUS = ("H100 SXM", "H800 SXM", "H200 SXM", "A100 SXM4 80GB")
 NETWORKS = ("InfiniBand NDR", "InfiniBand HDR", "400 GbE", "100 GbE", "10 GbE")
 #: Each GPU's NVLink generation, inside an 8-GPU node.
 NVLINK = {"H100 SXM": "NVLink 4", "H800 SXM": "NVLink 4 (H800)", "H200 SXM": "NVLink 4",
-          "A100 SXM4 80GB": "NVLink 3"}  # fmt: skip
+          "A100 SXM4 80GB": "NVLink 3", "B200": "NVLink 5"}  # fmt: skip
 
 
 def _device_counts(devices: int) -> list[int]:
