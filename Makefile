@@ -6,8 +6,9 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 PY     := $(BIN)/python
 PYTEST_WORKERS ?= auto
+LECTURE ?= 00
 
-.PHONY: lab test test-fast test-lecture lint typecheck notebooks release clean
+.PHONY: lab demo book test test-fast test-lecture lint typecheck notebooks release clean
 
 $(PY):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "perfmodel needs Python 3.10 or newer; found " + sys.version.split()[0] + ". Run: make PYTHON=python3.12 ...")'
@@ -34,6 +35,15 @@ lab: $(VENV)/.installed-lab
 	$(BIN)/jupyter lab $(ALLOW_ROOT) --LabApp.news_url= \
 		--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate notebooks/00_start_here.ipynb
 
+# A lecture as live slides for a lecturer: `make demo LECTURE=04` (Voilà's reveal.js
+# template; reveal.js is fetched from the npm registry once, into .venv).
+demo: $(VENV)/.installed-lab
+	$(BIN)/perfmodel demo $(LECTURE)
+
+# Every lecture as a static HTML site that works offline, in build/book (index.html).
+book: $(VENV)/.installed-lab
+	$(BIN)/perfmodel book
+
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests notebooks exercises
 	$(BIN)/ruff format --check src tests
@@ -52,7 +62,6 @@ test-fast: $(VENV)/.installed-test
 		--ignore=tests/test_grading.py --ignore=tests/test_grading_hostile.py
 
 # One lecture and its workbook: `make test-lecture LECTURE=04`.
-LECTURE ?= 00
 test-lecture: $(VENV)/.installed-test
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope notebooks/$(LECTURE)_*.ipynb \
 		exercises/$(LECTURE)_*.ipynb exercises/masters/$(LECTURE)_*.ipynb \

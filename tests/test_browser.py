@@ -41,6 +41,15 @@ def wait_for_server(url: str, process: subprocess.Popen, timeout_s: float = 60) 
     raise TimeoutError(f"JupyterLab did not answer on {url} within {timeout_s} s")
 
 
+def stop(server: subprocess.Popen) -> None:
+    """Stop a server process, killing it if it does not stop within 20 s."""
+    server.terminate()
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.kill()
+
+
 def accept_kernel_dialog(page, timeout_ms: int) -> None:
     """Accept JupyterLab's "Select Kernel" dialog if it appears (it does when the kernel
     is slow to start, as on a loaded 2-core machine)."""
@@ -84,11 +93,7 @@ def lab(tmp_path):
         wait_for_server(f"{base}/api/status", server)
         yield base
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop(server)
 
 
 @pytest.mark.browser
@@ -155,3 +160,166 @@ def test_start_here_runs_in_jupyterlab_and_its_slider_drives_the_output(lab):
             raise
         finally:
             browser.close()
+
+
+def _chromium() -> str:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("Debian's `chromium` is not on the PATH (apt-get install chromium)")
+    return chromium
+
+
+@pytest.fixture
+def slides(tmp_path):
+    """`perfmodel demo 04` (what `make demo LECTURE=04` runs) on a free port, no browser."""
+    from perfmodel.course import demo
+
+    try:
+        demo.fetch_reveal()
+    except OSError as error:  # offline and never fetched: nothing to present with
+        pytest.skip(f"reveal.js is not installed and cannot be fetched: {error}")
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "perfmodel.course.cli", "demo", "04", "--no-browser",
+         f"--port={port}", f"--folder={tmp_path / 'deck'}",
+         f"--notebooks={ROOT / 'notebooks'}"],
+        env={**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / ".jupyter"),
+             "JUPYTER_RUNTIME_DIR": str(tmp_path / ".runtime")},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_for_server(f"{base}/voila/files/reveal.js/dist/reveal.css", server)
+        yield base
+    finally:
+        stop(server)
+
+
+#: The bottom of the lowest cell on the slide showing, in CSS pixels from the window's top.
+_SLIDE_BOTTOM = """() => {
+    const shown = [...document.querySelectorAll('.reveal .slides section.present')];
+    const slide = shown[shown.length - 1];
+    const cells = [...slide.querySelectorAll('.jp-Cell')].filter(c => c.offsetParent !== null);
+    return Math.max(0, ...cells.map(c => c.getBoundingClientRect().bottom));
+}"""
+
+
+@pytest.mark.browser
+def test_a_lecture_runs_as_live_slides_that_fit_and_its_explorer_answers(slides):
+    import json
+
+    from playwright.sync_api import sync_playwright
+
+    from perfmodel.course import slides as deck
+
+    chromium = _chromium()
+    notebook = json.loads((ROOT / "notebooks" / "04_draw_the_roofline.ipynb").read_text())
+    layout = deck.slides(notebook)
+    explorer = next(s for s in layout if any(
+        "roofline_explorer()" in "".join(notebook["cells"][i]["source"]) for i in s.cells
+    ))  # fmt: skip
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1920, "height": 1080})
+        try:
+            page.goto(slides, timeout=120_000)
+            page.wait_for_selector(".reveal .slides section", timeout=120_000)
+            page.wait_for_selector(".widget-slider", state="attached", timeout=120_000)
+            assert "draw the roofline" in page.locator(".reveal .slides").inner_text().lower()
+            # Every slide of the deck fits the 1080p projector it is laid out for.
+            for slide in layout:
+                h, v = slide.position
+                page.evaluate(f"location.hash = '#/{h}/{v}'")
+                page.wait_for_timeout(150)
+                bottom = page.evaluate(_SLIDE_BOTTOM)
+                assert bottom <= 1080, f"slide {slide.position} ({slide.title}) ends at {bottom}px"
+            # Jump to the explorer and drag its size slider: the figure is redrawn live.
+            page.evaluate("location.hash = '#/{}/{}'".format(*explorer.position))
+            figure = page.locator(".reveal section.present img.widget-image").first
+            figure.wait_for(timeout=60_000)
+            before = figure.get_attribute("src")
+            handle = page.locator(".reveal section.present .widget-slider .noUi-handle").first
+            box = handle.bounding_box()
+            page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+            page.mouse.down()
+            page.mouse.move(box["x"] + 300, box["y"] + box["height"] / 2, steps=5)
+            page.mouse.up()
+            page.wait_for_function(
+                "(before) => { const img = document.querySelector("
+                "'.reveal section.present img.widget-image'); return img && img.src !== before }",
+                arg=before,
+                timeout=30_000,
+            )
+            readout = page.locator(".reveal section.present .widget-readout").first.inner_text()
+            assert readout != "1024", readout
+            page.screenshot(path=str(SCREENSHOTS / "demo_04_explorer.png"))
+        except Exception:
+            page.screenshot(path=str(SCREENSHOTS / "demo_04-failure.png"))
+            raise
+        finally:
+            browser.close()
+
+
+@pytest.fixture(scope="module")
+def book(tmp_path_factory):
+    """The book, built once, served over HTTP on localhost."""
+    import functools
+    import http.server
+    import threading
+
+    from perfmodel.course.book import build_book
+
+    out = tmp_path_factory.mktemp("book") / "site"
+    build_book(ROOT / "notebooks", out, progress=False)
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = functools.partial(Quiet, directory=str(out))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", out
+    finally:
+        server.shutdown()
+
+
+@pytest.mark.browser
+def test_every_book_page_loads_offline_with_no_failed_request(book):
+    from playwright.sync_api import sync_playwright
+
+    chromium = _chromium()
+    base, out = book
+    pages = sorted(p.name for p in out.glob("[0-9][0-9]_*.html"))
+    assert len(pages) == len(list((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")))
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        requested, failed = [], []
+        page.on("request", lambda request: requested.append(request.url))
+        page.on("requestfailed", lambda request: failed.append(request.url))
+        page.on("response", lambda reply: failed.append(reply.url) if reply.status >= 400 else None)
+        try:
+            page.goto(f"{base}/index.html")
+            links = page.locator("table.book-map a").evaluate_all("as => as.map(a => a.href)")
+            assert [link.rsplit("/", 1)[1] for link in links] == pages
+            page.screenshot(path=str(SCREENSHOTS / "book_index.png"))
+            for name in pages:
+                page.goto(f"{base}/{name}", wait_until="networkidle")
+                assert page.locator("nav.book-contents li.current").count() == 1, name
+                assert page.locator(".jp-Cell").count() > 5, name
+            # Equations are typeset offline, by the book's own MathJax.
+            page.goto(f"{base}/04_draw_the_roofline.html", wait_until="networkidle")
+            page.wait_for_selector(".MathJax, .MathJax_Display, mjx-container", timeout=30_000)
+            page.screenshot(path=str(SCREENSHOTS / "book_04.png"), full_page=False)
+        finally:
+            browser.close()
+    # about:blank and data: URLs never leave the browser; anything else must be the book's.
+    network = [url for url in requested if not url.startswith(("about:", "data:", "blob:"))]
+    outside = [url for url in network if not url.startswith(base)]
+    assert not outside, outside
+    assert not [url for url in failed if url in network], failed

@@ -1,8 +1,10 @@
-"""The ``perfmodel`` command: instructor tools for the course's workbooks.
+"""The ``perfmodel`` command: instructor tools for the course's workbooks and lectures.
 
 ``perfmodel release`` regenerates the student copies and the Gradescope autograder zips;
 ``perfmodel grade`` grades a folder of submissions locally; ``perfmodel key`` makes the
-answer key a workbook test checks against.
+answer key a workbook test checks against. For lecturers, ``perfmodel demo 04`` presents a
+lecture as live slides, ``perfmodel book`` builds the offline site, and ``perfmodel slides``
+(re)sets a lecture's slide metadata after an edit.
 """
 
 from __future__ import annotations
@@ -89,7 +91,58 @@ def _parser() -> argparse.ArgumentParser:
         "--salt", required=True, help="WORKBOOK/QUESTION/VARIABLE, e.g. 00_warmup/q1/x"
     )
     key.add_argument("--rel-tol", type=_positive(float), default=0.01, help="numbers only")
+
+    demo = commands.add_parser("demo", help="present a lecture as live slides (Voilà)")
+    demo.add_argument("lecture", help="lecture number (04) or notebook")
+    demo.add_argument("--notebooks", type=Path, default=Path("notebooks"))
+    demo.add_argument("--folder", type=Path, default=Path("build/demo"), help="deck folder")
+    demo.add_argument("--port", type=_positive(int), default=8866)
+    demo.add_argument("--no-browser", action="store_true", help="print the URL only")
+
+    book = commands.add_parser("book", help="build the static, offline HTML book")
+    book.add_argument("--notebooks", type=Path, default=Path("notebooks"))
+    book.add_argument("--out", type=Path, default=Path("build/book"))
+    book.add_argument("--pdf", action="store_true", help="also print it to PDF with Chromium")
+
+    slides = commands.add_parser("slides", help="set the slide metadata of lecture notebooks")
+    slides.add_argument("notebooks", type=Path, nargs="+")
     return parser
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from perfmodel.course.demo import find_lecture, presenter_copy, serve
+
+    deck = presenter_copy(find_lecture(args.lecture, args.notebooks), args.folder)
+    print(f"slides: http://localhost:{args.port}/ (Ctrl-C stops the server)")
+    return serve(deck, port=args.port, open_browser=not args.no_browser)
+
+
+def _book(args: argparse.Namespace) -> int:
+    from perfmodel.course.book import build_book, print_pdf
+
+    index = build_book(args.notebooks, args.out)
+    print(f"wrote {index}")
+    if args.pdf:
+        print(f"wrote {print_pdf(args.out)}")
+    return 0
+
+
+def _slides(args: argparse.Namespace) -> int:
+    import nbformat
+
+    from perfmodel.course.slides import annotate, overflowing, split_at_headings
+
+    for path in args.notebooks:
+        notebook = nbformat.read(path, as_version=4)  # type: ignore[no-untyped-call]
+        split_at_headings(notebook)
+        annotate(notebook)
+        notebook = nbformat.from_dict(notebook)  # type: ignore[no-untyped-call]
+        nbformat.write(notebook, path)  # type: ignore[no-untyped-call]
+        tall = overflowing(notebook)
+        print(f"{path}: {'fits' if not tall else f'{len(tall)} slides overflow'}")
+        for slide in tall:
+            print(f"  cell {slide.first_cell} ({slide.title[:50]}): {slide.height_px:.0f} px")
+    return 0
 
 
 def _key(args: argparse.Namespace) -> int:
@@ -136,6 +189,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "key":
             return _key(args)
+        if args.command in ("demo", "book", "slides"):
+            return {"demo": _demo, "book": _book, "slides": _slides}[args.command](args)
         return _grade(args)
     except (ValueError, TypeError, RuntimeError, OSError) as error:
         print(f"perfmodel {args.command}: error: {error}", file=sys.stderr)

@@ -1,0 +1,285 @@
+"""A lecture as slides: which cell starts a slide, which is a fragment, which is skipped,
+and whether every slide fits a projector.
+
+The slide types are Jupyter's own (``cell.metadata.slideshow.slide_type``), which Voilà's and
+nbconvert's reveal.js templates read. :func:`annotate` sets them by the course's rules:
+
+* the title and every ``##`` heading start a slide, a ``###`` heading a subslide;
+* checks (cells tagged ``remove-cell``) and setup (code cells that show nothing) are skipped;
+* a code cell is a fragment, so its result appears on the next key press, after the class
+  has had a moment to predict it (slides show results, never code);
+* a cell that would push its slide past the screen starts a subslide of its own instead.
+
+:func:`slides` groups the cells back into slides and :func:`slide_height` estimates each
+one's height on a :class:`Screen`, from line counts and the PNG sizes of the figures, with
+the font sizes of the course's ``slides.css``. The estimates are deliberately generous: a
+slide they pass fits, which the browser test confirms on a real slide deck.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import re
+import struct
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "PROJECTOR",
+    "SLIDE_TYPES",
+    "Screen",
+    "Slide",
+    "annotate",
+    "cell_height",
+    "is_setup",
+    "overflowing",
+    "slides",
+    "split_at_headings",
+]
+
+#: Jupyter's slide types; ``"-"`` continues the slide (or fragment) above.
+SLIDE_TYPES = ("slide", "subslide", "fragment", "-", "skip", "notes")
+
+_WIDGET = "application/vnd.jupyter.widget-view+json"
+
+
+@dataclass(frozen=True)
+class Screen:
+    """The projector a deck is laid out for, and the type sizes ``slides.css`` sets on it.
+
+    Sizes are CSS pixels. ``figure_max_px`` is the height ``slides.css`` caps a figure at;
+    ``widget_px`` is what a live explorer takes (its controls and its figure);
+    ``cell_padding_px`` is each cell's own margin.
+    """
+
+    width_px: int = 1920
+    height_px: int = 1080
+    margin_px: int = 120
+    cell_padding_px: int = 16
+    text_px: int = 30
+    code_px: int = 24
+    line_spacing: float = 1.4
+    figure_max_px: int = 620
+    widget_px: int = 900
+
+    @property
+    def usable_width_px(self) -> float:
+        """Width for text: the slide less its margins and the cells' prompt gutter."""
+        return self.width_px - 2 * self.margin_px - 80
+
+    @property
+    def usable_height_px(self) -> float:
+        """Height a slide may fill before it overflows."""
+        return float(self.height_px - self.margin_px)
+
+    def text_line_px(self) -> float:
+        return self.text_px * self.line_spacing
+
+    def code_line_px(self) -> float:
+        return self.code_px * self.line_spacing
+
+    def text_columns(self) -> int:
+        """Characters of prose per line (an average glyph is about half an em wide)."""
+        return int(self.usable_width_px / (0.5 * self.text_px))
+
+    def code_columns(self) -> int:
+        """Characters of code per line (a monospace glyph is 0.6 em wide)."""
+        return int(self.usable_width_px / (0.6 * self.code_px))
+
+
+#: A 1080p projector, the course's reference screen.
+PROJECTOR = Screen()
+
+
+@dataclass(frozen=True)
+class Slide:
+    """One slide (or subslide) of a deck: the cells on it, its estimated height, and its
+    place in reveal.js's grid (``position``: slide, subslide; ``#/slide-h-v`` in the URL)."""
+
+    first_cell: int
+    cells: tuple[int, ...]
+    height_px: float
+    title: str
+    position: tuple[int, int]
+
+
+def _source(cell: Mapping[str, Any]) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
+def _tags(cell: Mapping[str, Any]) -> list[str]:
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
+def _data(cell: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [output.get("data", {}) for output in cell.get("outputs", [])]
+
+
+def is_setup(cell: Mapping[str, Any]) -> bool:
+    """Whether a cell stays off the slides: a check, or code that shows nothing."""
+    if "remove-cell" in _tags(cell):
+        return True
+    return cell.get("cell_type") == "code" and not cell.get("outputs")
+
+
+def _is_progress_bar(data: Mapping[str, Any]) -> bool:
+    """A tqdm bar is a widget too; its text fallback reads ``name:  40%|####  | 2/5 ...``."""
+    return _WIDGET in data and "%|" in "".join(data.get("text/plain", ""))
+
+
+def split_at_headings(notebook: dict[str, Any]) -> None:
+    """Give every ``##`` and ``###`` heading a markdown cell of its own, in place, so that
+    a heading can start a slide. The parts keep the cell's metadata; ids gain ``-1``, ``-2``.
+    """
+    cells: list[dict[str, Any]] = []
+    for cell in notebook["cells"]:
+        if cell.get("cell_type") != "markdown":
+            cells.append(cell)
+            continue
+        parts = re.split(r"\n(?=#{2,3} )", _source(cell))
+        for number, part in enumerate(parts):
+            piece = {**cell, "metadata": dict(cell.get("metadata", {})), "source": part.strip("\n")}
+            if number and "id" in cell:
+                piece["id"] = f"{cell['id']}-{number}"
+            cells.append(piece)
+    notebook["cells"] = cells
+
+
+def _heading_level(cell: Mapping[str, Any]) -> int:
+    if cell.get("cell_type") != "markdown":
+        return 0
+    match = re.match(r"(#{1,6}) ", _source(cell))
+    return len(match.group(1)) if match else 0
+
+
+def _wrapped(lines: Sequence[str], columns: int) -> int:
+    return sum(max(1, math.ceil(len(line) / columns)) for line in lines)
+
+
+def _png_height(encoded: str | list[str], screen: Screen) -> float:
+    raw = base64.b64decode("".join(encoded) if isinstance(encoded, list) else encoded)
+    width, height = struct.unpack(">II", raw[16:24])
+    shown = float(height) * min(1.0, screen.usable_width_px / float(width))
+    return min(shown, float(screen.figure_max_px))
+
+
+def _markdown_height(text: str, screen: Screen) -> float:
+    """Paragraphs rejoin their hard-wrapped lines, then wrap at the projector's width."""
+    height = 0.0
+    paragraph: list[str] = []
+
+    def flush() -> float:
+        if not paragraph:
+            return 0.0
+        lines = _wrapped([" ".join(paragraph)], screen.text_columns())
+        paragraph.clear()
+        return lines * screen.text_line_px()
+
+    for line in text.splitlines():
+        stripped = line.strip()
+        heading = re.match(r"(#{1,6}) ", stripped)
+        if not stripped:
+            height += flush() + 0.5 * screen.text_line_px()
+        elif heading:
+            height += flush() + (2.4 - 0.3 * len(heading.group(1))) * screen.text_line_px()
+        elif stripped.startswith("|"):
+            height += flush()
+            if not re.fullmatch(r"[|:\- ]+", stripped):
+                height += _wrapped([stripped], screen.text_columns()) * screen.text_line_px()
+        elif stripped.startswith("$$"):
+            height += flush() + 2 * screen.text_line_px()
+        elif re.match(r"([-*]|\d+\.) ", stripped):
+            height += flush()
+            paragraph.append(stripped)
+        else:
+            paragraph.append(stripped)
+    return height + flush()
+
+
+def cell_height(cell: Mapping[str, Any], screen: Screen = PROJECTOR) -> float:
+    """A cell's estimated height on a slide, in CSS pixels (0 for a skipped cell)."""
+    if is_setup(cell):
+        return 0.0
+    if cell.get("cell_type") == "markdown":
+        return screen.cell_padding_px + _markdown_height(_source(cell), screen)
+    if cell.get("cell_type") != "code":
+        return 0.0
+    code_line = screen.code_line_px()
+    height = float(screen.cell_padding_px)  # the code itself is not on a slide: Voilà strips it
+    for output in cell.get("outputs", []):
+        data = output.get("data", {})
+        if output.get("output_type") == "stream":
+            text = "".join(output.get("text", ""))
+            height += _wrapped(text.splitlines(), screen.code_columns()) * code_line
+        elif _is_progress_bar(data):
+            height += code_line
+        elif _WIDGET in data:
+            height += screen.widget_px
+        elif "image/png" in data:
+            height += _png_height(data["image/png"], screen)
+        elif "text/plain" in data:
+            text = "".join(data["text/plain"])
+            height += _wrapped(text.splitlines(), screen.code_columns()) * code_line
+    return height
+
+
+def annotate(notebook: Mapping[str, Any], screen: Screen = PROJECTOR) -> None:
+    """Set every cell's ``metadata.slideshow.slide_type`` by the course's rules, in place."""
+    filled = screen.usable_height_px
+    for index, cell in enumerate(notebook["cells"]):
+        level = _heading_level(cell)
+        height = cell_height(cell, screen)
+        if is_setup(cell):
+            kind = "skip"
+        elif index == 0 or level in (1, 2):
+            kind, filled = "slide", height
+        elif level == 3 or filled + height > screen.usable_height_px:
+            kind, filled = "subslide", height
+        else:
+            kind = "fragment" if cell.get("cell_type") == "code" else "-"
+            filled += height
+        cell.setdefault("metadata", {})["slideshow"] = {"slide_type": kind}
+
+
+def slides(notebook: Mapping[str, Any], screen: Screen = PROJECTOR) -> list[Slide]:
+    """The notebook's slides and subslides in order, from its stored slide metadata.
+
+    A cell without slide metadata is a ValueError naming it: every lecture carries it.
+    """
+    found: list[Slide] = []
+    cells: list[int] = []
+    height = 0.0
+    title = ""
+    position = (-1, 0)
+
+    def close() -> None:
+        if cells:
+            found.append(Slide(cells[0], tuple(cells), height, title, position))
+
+    for index, cell in enumerate(notebook["cells"]):
+        kind = cell.get("metadata", {}).get("slideshow", {}).get("slide_type")
+        if kind not in SLIDE_TYPES:
+            raise ValueError(
+                f"cell {index} has no slide type (metadata.slideshow.slide_type must be one of "
+                f"{', '.join(SLIDE_TYPES)}; got {kind!r}); run `perfmodel slides` on the lecture."
+            )
+        if kind in ("skip", "notes"):
+            continue
+        if kind in ("slide", "subslide") or not cells:
+            close()
+            cells, height = [], 0.0
+            h, v = position
+            position = (h + 1, 0) if kind == "slide" or h < 0 else (h, v + 1)
+            title = _source(cell).splitlines()[0] if _source(cell) else f"cell {index}"
+        cells.append(index)
+        height += cell_height(cell, screen)
+    close()
+    return found
+
+
+def overflowing(notebook: Mapping[str, Any], screen: Screen = PROJECTOR) -> list[Slide]:
+    """The slides estimated taller than the screen; empty when the deck fits."""
+    return [s for s in slides(notebook, screen) if s.height_px > screen.usable_height_px]
