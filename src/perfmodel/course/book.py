@@ -26,9 +26,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from perfmodel.course.slides import WIDGET_VIEW, is_progress_bar
+
 __all__ = ["Page", "book_notebook", "build_book", "lecture_pages", "print_pdf"]
 
-_WIDGET = "application/vnd.jupyter.widget-view+json"
 _MARKER = ".perfmodel-book"
 _STATIC = "_static"
 _MATHJAX = f"{_STATIC}/mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"
@@ -92,10 +93,6 @@ def lecture_pages(notebooks: Path) -> list[Page]:
     return pages
 
 
-def _is_progress_bar(data: dict[str, Any]) -> bool:
-    return "%|" in "".join(data.get("text/plain", ""))
-
-
 def book_notebook(notebook: dict[str, Any]) -> dict[str, Any]:
     """A copy of ``notebook`` as the book shows it: no checks, no widget state, each live
     explorer's output replaced by :data:`LIVE_WIDGET_NOTE`, progress bars left out."""
@@ -108,9 +105,9 @@ def book_notebook(notebook: dict[str, Any]) -> dict[str, Any]:
         outputs = []
         for output in cell.get("outputs", []):
             data = output.get("data", {})
-            if _WIDGET not in data:
+            if WIDGET_VIEW not in data:
                 outputs.append(output)
-            elif not _is_progress_bar(data):
+            elif not is_progress_bar(data):
                 outputs.append(
                     {"output_type": "display_data", "metadata": {},
                      "data": {"text/html": LIVE_WIDGET_NOTE}}
@@ -244,15 +241,17 @@ def build_book(notebooks: Path, out: Path, *, progress: bool = True) -> Path:
             "next": listing[index + 1] if index + 1 < len(pages) else None,
             "static": _STATIC,
             "mathjax_url": _MATHJAX,
-            "print": False,
         }
-        (out / page.href).write_text(_render(exporter, page, book), encoding="utf-8")
-        printed = _render(exporter, page, {**book, "print": True})
-        bodies.append(re.search(r"<main>(.*)</main>", printed, re.S).group(1))  # type: ignore[union-attr]
-    head = printed.split("<main>", 1)[0]
+        rendered = _render(exporter, page, book)
+        (out / page.href).write_text(rendered, encoding="utf-8")
+        bodies.append(rendered.split("<main>", 1)[1].rsplit("</main>", 1)[0])
+    # One page of every lecture for print_pdf: the same bodies (book.css hides the contents
+    # and the pager when printing) under the last page's head.
+    head = rendered.split("<body", 1)[0]
     sections = "".join(f"<section class='book-lecture'>{body}</section>" for body in bodies)
     (out / "print.html").write_text(
-        f"{head}<main>{sections}</main></body></html>", encoding="utf-8"
+        f"{head}<body class='jp-Notebook perfmodel-book'><main>{sections}</main></body></html>",
+        encoding="utf-8",
     )
     index_path = out / "index.html"
     index_path.write_text(_index(pages), encoding="utf-8")

@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -154,6 +153,6 @@ def serve(deck: Path, *, port: int = 8866, open_browser: bool = True) -> int:
         f"--port={port}", *([] if open_browser else ["--no-browser"]),
     ]  # fmt: skip
     try:
-        return subprocess.call(command, cwd=deck.parent, env={**os.environ})
+        return subprocess.call(command, cwd=deck.parent)
     except KeyboardInterrupt:
         return 0

@@ -32,7 +32,9 @@ __all__ = [
     "Screen",
     "Slide",
     "annotate",
+    "WIDGET_VIEW",
     "cell_height",
+    "is_progress_bar",
     "is_setup",
     "overflowing",
     "slides",
@@ -42,7 +44,8 @@ __all__ = [
 #: Jupyter's slide types; ``"-"`` continues the slide (or fragment) above.
 SLIDE_TYPES = ("slide", "subslide", "fragment", "-", "skip", "notes")
 
-_WIDGET = "application/vnd.jupyter.widget-view+json"
+#: The MIME type of a live widget's output.
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 @dataclass(frozen=True)
@@ -125,9 +128,9 @@ def is_setup(cell: Mapping[str, Any]) -> bool:
     return cell.get("cell_type") == "code" and not cell.get("outputs")
 
 
-def _is_progress_bar(data: Mapping[str, Any]) -> bool:
+def is_progress_bar(data: Mapping[str, Any]) -> bool:
     """A tqdm bar is a widget too; its text fallback reads ``name:  40%|####  | 2/5 ...``."""
-    return _WIDGET in data and "%|" in "".join(data.get("text/plain", ""))
+    return WIDGET_VIEW in data and "%|" in "".join(data.get("text/plain", ""))
 
 
 def split_at_headings(notebook: dict[str, Any]) -> None:
@@ -214,9 +217,9 @@ def cell_height(cell: Mapping[str, Any], screen: Screen = PROJECTOR) -> float:
         if output.get("output_type") == "stream":
             text = "".join(output.get("text", ""))
             height += _wrapped(text.splitlines(), screen.code_columns()) * code_line
-        elif _is_progress_bar(data):
+        elif is_progress_bar(data):
             height += code_line
-        elif _WIDGET in data:
+        elif WIDGET_VIEW in data:
             height += screen.widget_px
         elif "image/png" in data:
             height += _png_height(data["image/png"], screen)

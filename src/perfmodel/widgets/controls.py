@@ -163,9 +163,10 @@ def live_plot(view: Callable[..., Any], controls: Mapping[str, Any]) -> Any:
     out = widgets.Output()
     image = widgets.Image(format="png")
     drawn: OrderedDict[str, bytes] = OrderedDict()
-    showing = {"image": False}
+    showing_image = False
 
     def update(_: object = None) -> None:
+        nonlocal showing_image
         values = {name: control.value for name, control in controls.items()}
         key = repr(sorted(values.items()))
         png = drawn.get(key)
@@ -176,18 +177,18 @@ def live_plot(view: Callable[..., Any], controls: Mapping[str, Any]) -> Any:
                 out.clear_output()
                 with out:
                     print(error)
-                showing["image"] = False
+                showing_image = False
                 return
             drawn[key] = png
             if len(drawn) > PLOT_CACHE:
                 drawn.popitem(last=False)
         drawn.move_to_end(key)
         image.value = png
-        if not showing["image"]:
+        if not showing_image:
             out.clear_output()
             with out:
                 display(image)  # type: ignore[no-untyped-call]
-            showing["image"] = True
+            showing_image = True
 
     for control in controls.values():
         if "continuous_update" in control.trait_names():
