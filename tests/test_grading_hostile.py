@@ -339,7 +339,7 @@ def test_fixture_folder_scores_exactly_as_expected(tmp_path):
     private_tmp.mkdir()
     command = [
         sys.executable, "-m", "perfmodel.course.cli", "grade", "00_warmup", str(folder),
-        "--out", str(out / "grades.csv"), "--timeout", "90", "--cell-timeout", "10",
+        "--out", str(out / "grades.csv"), "--timeout", "90", "--cell-timeout", "20",
         "--memory-gib", "2", "--disk-mib", "256", "--jobs", "2", "--no-progress",
     ]  # fmt: skip
     env = {**os.environ, "TMPDIR": str(private_tmp)}
