@@ -11,7 +11,17 @@ A wrong number is rarely random. In performance modelling it is usually off by a
 factor: a prefix applied twice (1e3), bits for bytes (8), multiply-adds for FLOPs (2),
 minutes for seconds (60), a percentage for a fraction (100), or the reciprocal. A check
 hashes ``answer / factor`` for each :class:`Slip` the question expects and names the one
-that matches, with the real ratio, so the hint is only given when it is true.
+that matches, so the hint is only given when it is true.
+
+What a hint may say
+    A check says the answer is right, or not yet. It names a slip only when the learner's
+    value matches that slip within the tolerance. A **unit slip** (``unit=True``: a metric
+    or binary prefix, bits for bytes, multiply-adds for FLOPs, minutes or hours for
+    seconds, a percentage for a fraction) prints its exact factor, because the factor is
+    the lesson. A **conceptual slip** (the default: reading C as well, 6 vs 4 FLOPs per
+    parameter, a ZeRO stage, Amdahl for Gustafson...) names the concept and never its
+    factor, which depends on the problem: the learner redoes the reasoning instead of
+    dividing by a number. No message carries a measured ratio or a residual.
 
 How a number key works
     The positive reals are cut into buckets of constant width in ``log(x)``, a quarter of
@@ -31,7 +41,7 @@ Examples
 >>> check_number("bytes_moved", 32e6, key, unit="B")
 Traceback (most recent call last):
 ...
-perfmodel.exercises.AnswerError: `bytes_moved` is 3.2e+07 B, about 8.00x too large: ...
+perfmodel.exercises.AnswerError: `bytes_moved` is 3.2e+07 B: not yet, 8x too large: a factor of 8 ...
 """
 
 from __future__ import annotations
@@ -97,16 +107,23 @@ class Slip:
         What the learner probably did, as the rest of a sentence.
     reciprocal : bool, optional
         The slip gives ``1 / right answer`` instead of a multiple of it.
+    unit : bool, optional
+        A unit slip (a prefix, bits for bytes, FLOPs for multiply-adds...), whose factor is
+        the same in every problem and is printed. A conceptual slip (the default) is named
+        by its ``cause`` alone, which must not state the factor.
     """
 
     factor: float = 1.0
     name: str
     cause: str
     reciprocal: bool = False
+    unit: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.reciprocal, bool):
             raise TypeError(f"`reciprocal` must be a bool (got {self.reciprocal!r}).")
+        if not isinstance(self.unit, bool):
+            raise TypeError(f"`unit` must be a bool (got {self.unit!r}).")
         if not self.reciprocal and not (
             _is_real(self.factor) and math.isfinite(self.factor) and self.factor > 1
         ):
@@ -118,8 +135,8 @@ class Slip:
         return self.reciprocal or math.log(self.factor) > 2 * _window(rel_tol)
 
 
-def _slip(factor: float, name: str, cause: str) -> Slip:
-    return Slip(factor=factor, name=name, cause=cause)
+def _slip(factor: float, name: str, cause: str, *, unit: bool = True) -> Slip:
+    return Slip(factor=factor, name=name, cause=cause, unit=unit)
 
 
 PREFIX_SLIPS: tuple[Slip, ...] = (
@@ -165,13 +182,22 @@ PERCENT_FOR_FRACTION = _slip(
     100, "percent vs fraction", "a factor of 100 is a percentage where a fraction was asked"
 )
 SPARSE_PEAK = _slip(
-    2, "sparse vs dense peak", "a factor of 2 is the sparse peak where the dense one was meant"
+    2,
+    "sparse vs dense peak",
+    "the sparse (structured-sparsity) peak where the dense one was meant",
+    unit=False,
 )
 DTYPE_WIDTH = _slip(
-    2, "element width", "a factor of 2 is the wrong element width (4-byte fp32 vs 2-byte bf16)"
+    2,
+    "element width",
+    "the wrong element width: check how many bytes one element of this dtype takes",
+    unit=False,
 )
 COUNTED_TWICE = _slip(
-    2, "a tensor counted twice", "a factor of 2 is a tensor counted twice, or once too few"
+    2,
+    "a tensor counted twice",
+    "a tensor counted twice, or once too few: list every read and write",
+    unit=False,
 )
 RECIPROCAL = Slip(
     name="x vs 1/x", cause="1/x where x was asked, or the other way round", reciprocal=True
@@ -319,11 +345,6 @@ def _missing(name: str, answer: object) -> str | None:
     return None
 
 
-def _percent(fraction: float) -> str:
-    """A tolerance as a person writes it: 0.01 -> '1%', 1e-4 -> '0.01%'."""
-    return f"{fraction * 100:.6g}%"
-
-
 def _number_value(name: str, answer: object, unit: str) -> float:
     missing = _missing(name, answer)
     if missing:
@@ -362,14 +383,12 @@ class _NumberKey:
                 return shift
         return None
 
-    def ratio(self, value: float, shift: int) -> float:
-        """``value`` over the right answer, to within half a bucket (a few tenths of %)."""
-        bucket = math.floor(math.log(abs(value)) / self.width) - shift
-        return abs(value) / math.exp(self.width * (bucket + 0.5))
-
 
 def _match_slip(value: float, key: _NumberKey, slips: Iterable[Slip]) -> str | None:
-    """The best-fitting slip as a phrase with the real ratio, or None."""
+    """The best-fitting slip as a phrase, or None.
+
+    A unit slip's phrase carries its exact factor; a conceptual slip's only its concept.
+    """
     window = _window(key.rel_tol)
     found: list[tuple[int, str]] = []
     for slip in slips:
@@ -382,13 +401,13 @@ def _match_slip(value: float, key: _NumberKey, slips: Iterable[Slip]) -> str | N
             continue
         for direction, scale in (("large", slip.factor), ("small", 1 / slip.factor)):
             shift = key.offset(value / scale)
-            if shift is not None:
-                ratio = key.ratio(value / scale, shift)  # answer / (right answer * scale)
-                if abs(math.log(ratio)) <= key.width / 2:
-                    ratio = 1.0  # as close to the exact factor as the key can tell
-                ratio *= scale
-                shown = _ratio_text(ratio if direction == "large" else 1 / ratio)
-                found.append((abs(shift), f"about {shown}x too {direction}: {slip.cause}"))
+            if shift is None:
+                continue
+            if slip.unit:
+                phrase = f"{_ratio_text(slip.factor)}x too {direction}: {slip.cause}"
+            else:
+                phrase = f"it looks like {slip.cause}"
+            found.append((abs(shift), phrase))
     shift = key.offset(-value)
     if shift is not None:
         found.append((abs(shift), _SIGN))
@@ -396,9 +415,12 @@ def _match_slip(value: float, key: _NumberKey, slips: Iterable[Slip]) -> str | N
 
 
 def _ratio_text(ratio: float) -> str:
-    """A ratio to three significant figures, without exponents: 8.02, 60.1, 1,000."""
-    decimals = max(0, 2 - math.floor(math.log10(ratio)))
-    return f"{round(ratio, decimals):,.{decimals}f}"
+    """A factor as a person writes it: 8, 60, 1,000, 1e+06, 1.074."""
+    if ratio >= 1e5:
+        return f"{ratio:.0e}".replace("e+0", "e")
+    if float(ratio).is_integer():
+        return f"{int(ratio):,}"
+    return f"{ratio:.4g}"
 
 
 def check_number(
@@ -438,7 +460,7 @@ def check_number(
     >>> check_number("t", 7.0, key, unit="s")
     Traceback (most recent call last):
     ...
-    perfmodel.exercises.AnswerError: `t` is 7 s, about 1,000x too large: a factor of 1000 ...
+    perfmodel.exercises.AnswerError: `t` is 7 s: not yet, 1,000x too large: a factor of 1000 ...
     """
     value = _number_value(name, answer, unit)
     _check_value(f"`{name}` is {value:.4g}{f' {unit}' if unit else ''}", value, key, unit, slips)
@@ -454,11 +476,10 @@ def _check_value(
         return
     slip = _match_slip(value, parsed, slips)
     if slip:
-        raise AnswerError(f"{shown}, {slip}. Fix that and try again.")
+        raise AnswerError(f"{shown}: not yet, {slip}. Fix that and try again.")
     raise AnswerError(
-        f"{shown}, which is not within {_percent(parsed.rel_tol)} of the right answer, and not "
-        f"off by any slip this question knows ({_slip_list(slips)}). "
-        f"Recheck the formula, one term at a time."
+        f"{shown}: not yet. It is not off by any slip this question knows "
+        f"({_slip_list(slips)}). Recheck the formula, one term at a time."
     )
 
 
@@ -478,7 +499,7 @@ def check_count(name: str, answer: object, key: str, *, slips: Iterable[Slip] = 
     >>> check_count("stages", 4, key)
     Traceback (most recent call last):
     ...
-    perfmodel.exercises.AnswerError: `stages` is 4, one too many. Recount and try again.
+    perfmodel.exercises.AnswerError: `stages` is 4: not yet, it is off by one. Check ...
     """
     _, salt, digest = _parse_key(key, "count")
     missing = _missing(name, answer)
@@ -496,16 +517,21 @@ def check_count(name: str, answer: object, key: str, *, slips: Iterable[Slip] = 
 
     if right(float(value)):
         return
-    for step, words in ((1, "one too many"), (-1, "one too few")):
-        if right(float(value - step)):
-            raise AnswerError(f"`{name}` is {value}, {words}. Recount and try again.")
+    if right(float(value - 1)) or right(float(value + 1)):
+        raise AnswerError(
+            f"`{name}` is {value}: not yet, it is off by one. Check whether the first and the "
+            f"last are counted, and recount."
+        )
     for slip in slips:
         for direction, scale in (("large", slip.factor), ("small", 1 / slip.factor)):
             if right(value / scale):
-                raise AnswerError(
-                    f"`{name}` is {value}, {slip.factor:g}x too {direction}: {slip.cause}."
+                phrase = (
+                    f"{_ratio_text(slip.factor)}x too {direction}: {slip.cause}"
+                    if slip.unit
+                    else f"it looks like {slip.cause}"
                 )
-    raise AnswerError(f"`{name}` is {value}, which is not the right count. Recount and try again.")
+                raise AnswerError(f"`{name}` is {value}: not yet, {phrase}.")
+    raise AnswerError(f"`{name}` is {value}: not yet. Recount and try again.")
 
 
 def check_choice(name: str, answer: object, key: str, options: Mapping[str, str]) -> None:
@@ -541,7 +567,7 @@ def check_choice(name: str, answer: object, key: str, options: Mapping[str, str]
     if _digest(salt, f"w{word}") != digest:
         described = "; ".join(f"{option!r}: {text}" for option, text in options.items())
         raise AnswerError(
-            f"`{name}` is {word!r}, which is not right. The options are {described}. "
+            f"`{name}` is {word!r}: not yet. The options are {described}. "
             f"Which one do your numbers show?"
         )
 
@@ -616,7 +642,7 @@ def check_implied_work(
     ...                    slips=[COUNTED_TWICE])
     Traceback (most recent call last):
     ...
-    perfmodel.exercises.AnswerError: `t` implies 1e+09 B at your `bw` (t × bw), about 2.00x ...
+    perfmodel.exercises.AnswerError: `t` implies 1e+09 B at your `bw` (t × bw): not yet, it ...
     """
     seconds = _number_value(name, answer, "s")
     rate = _number_value(rate_name, rate, "")

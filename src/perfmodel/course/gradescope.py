@@ -3,20 +3,64 @@
 An autograder zip made by :func:`perfmodel.course.workbooks.release` runs
 ``python -m perfmodel.course.gradescope /autograder`` instead of otter's in-kernel grading. It
 executes the notebook in the sandboxed worker, reads the answers back as plain data and
-scores them here, with the tests in ``/autograder/source/tests``, which the submission's
-kernel never sees in its working folder. Results go to ``/autograder/results/results.json``
-in Gradescope's format; hidden cases are shown only after publication when the workbook's
-config says ``show_hidden``, and their messages never hold an expected value.
+scores them here, with the tests in ``/autograder/source/tests``. Results go to
+``/autograder/results/results.json`` in Gradescope's format, written by this (root) process
+after the student's code has exited; hidden cases are shown only after publication when the
+workbook's config says ``show_hidden``, and their messages never hold an expected value.
+
+Gradescope runs the autograder as root, often in a container without user namespaces, so
+without bubblewrap. Before any student code runs, :func:`lock_down` therefore makes
+``/autograder`` root's alone: the source (tests included), ``run_autograder``, the submission
+and the results become unreadable and unwritable to other users, and the bundled package is
+copied to ``/autograder/lib``, root-owned and read-only, from which this process re-imports
+itself. The notebook then runs as a fresh unprivileged user (isolation level
+``"unprivileged"``) or inside bubblewrap where it works, never as root.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["grade_autograder_folder", "main"]
+__all__ = ["grade_autograder_folder", "lock_down", "main"]
+
+#: Entries of ``/autograder`` that only root may touch while student code runs.
+_PRIVATE = ("source", "submission", "results", "run_autograder", "submission_metadata.json")
+
+
+def lock_down(root: Path) -> Path:
+    """Make ``root`` root's alone and give the sandbox a read-only copy of the package.
+
+    Returns
+    -------
+    Path
+        The folder to put on ``PYTHONPATH``: ``root/lib``, holding ``perfmodel``.
+    """
+    import perfmodel
+
+    os.chmod(root, 0o711)
+    for name in _PRIVATE:
+        path = root / name
+        if path.exists() and not path.is_symlink():
+            os.chmod(path, 0o700)
+    lib = root / "lib"
+    if lib.exists():
+        shutil.rmtree(lib)
+    lib.mkdir(mode=0o755)
+    shutil.copytree(
+        Path(perfmodel.__file__).resolve().parent,
+        lib / "perfmodel",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    for folder, _, files in os.walk(lib):
+        os.chmod(folder, 0o755)
+        for file in files:
+            os.chmod(Path(folder, file), 0o644)
+    return lib
 
 
 def grade_autograder_folder(root: Path) -> dict[str, Any]:
@@ -32,37 +76,45 @@ def grade_autograder_folder(root: Path) -> dict[str, Any]:
     dict
         The results, as written.
     """
-    from perfmodel.course.grading import grade_submission, score_answers
+    from perfmodel.course.grading import grade_submission, safe_text, score_answers
     from perfmodel.course.sandbox import Limits
     from perfmodel.course.workbooks import tests_from_folder
 
     source = root / "source"
     config = json.loads((source / "otter_config.json").read_text(encoding="utf-8"))
     tests = tests_from_folder(source / "tests")
-    notebooks = sorted((root / "submission").glob("*.ipynb"))
+    folder = root / "submission"
+    notebooks = sorted(
+        (path for path in folder.iterdir() if path.name.endswith(".ipynb")),
+        key=lambda path: os.fsencode(path.name),
+    )
     questions: tuple[Any, ...]
     if notebooks:
-        grade = grade_submission(
-            notebooks[0], tests, assignment=config["assignment_name"], limits=Limits()
-        )
-        questions, output = grade.questions, grade.reason
-        if grade.isolation == "none":
-            output = "graded without isolation (bubblewrap unavailable). " + output
+        try:
+            grade = grade_submission(
+                notebooks[0], tests, assignment=config["assignment_name"], limits=Limits()
+            )
+            questions, output = grade.questions, grade.reason
+            if grade.isolation != "bubblewrap":
+                output = f"graded at isolation level {grade.isolation!r}. " + output
+        except Exception as error:  # noqa: BLE001 - a results file is written whatever happens
+            questions = score_answers(tests, {})
+            output = f"the grader failed on this submission: {type(error).__name__}"
     else:
         questions = score_answers(tests, {})
         output = "no .ipynb file was submitted"
     after = "after_published" if config.get("show_hidden") else "hidden"
     results = {
         "score": round(sum(question.score for question in questions), 4),
-        "output": output.strip(),
+        "output": safe_text(output.strip()),
         "tests": [
             {
                 "name": f"{question.name} - {number}",
-                # A question's cases share its points equally, as the masters give them.
-                "score": question.possible / len(question.cases) if case["passed"] else 0,
-                "max_score": question.possible / len(question.cases),
+                # Each case's own points, as the master gives them (practice cases have none).
+                "score": case["points"] if case["passed"] else 0,
+                "max_score": case["points"],
                 "visibility": after if case["hidden"] else "visible",
-                "output": case["message"],
+                "output": safe_text(case["message"]),
             }
             for question in questions
             for number, case in enumerate(question.cases, start=1)
@@ -70,14 +122,26 @@ def grade_autograder_folder(root: Path) -> dict[str, Any]:
     }
     target = root / "results" / "results.json"
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(results, indent=2, ensure_ascii=False), encoding="utf-8")
+    partial = target.with_name(".results.json.partial")
+    partial.write_text(json.dumps(results, indent=2), encoding="utf-8")
+    os.replace(partial, target)
+    os.chmod(target, 0o644)
     return results
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Grade ``argv[0]`` (default ``/autograder``)."""
+    """Grade ``argv[0]`` (default ``/autograder``), locked down first when run as root."""
     args = sys.argv[1:] if argv is None else argv
-    grade_autograder_folder(Path(args[0] if args else "/autograder"))
+    root = Path(args[0] if args else "/autograder").resolve()
+    lib = root / "lib"
+    if os.geteuid() == 0 and os.environ.get("PERFMODEL_LOCKED") != str(lib):
+        lock_down(root)
+        # Start again on the locked copy, so that the grader and the sandbox import the
+        # package from a folder no student can write.
+        env = {**os.environ, "PYTHONPATH": str(lib), "PERFMODEL_LOCKED": str(lib)}
+        command = [sys.executable, "-m", "perfmodel.course.gradescope", str(root)]
+        os.execve(sys.executable, command, env)
+    grade_autograder_folder(root)
     return 0
 
 

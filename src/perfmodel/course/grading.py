@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import csv
 import functools
+import hashlib
 import json
 import os
 import re
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterable
@@ -33,6 +35,7 @@ from perfmodel.exercises import feedback
 
 __all__ = [
     "MAX_NOTEBOOK_BYTES",
+    "MAX_TEXT",
     "QuestionResult",
     "SubmissionGrade",
     "PartialSheet",
@@ -40,7 +43,9 @@ __all__ = [
     "feedback_names",
     "grade_folder",
     "grade_submission",
+    "safe_text",
     "score_answers",
+    "sheet_cell",
     "write_csv",
     "write_feedback",
 ]
@@ -125,6 +130,7 @@ def score_answers(tests: dict[str, str], answers: dict[str, Any]) -> tuple[Quest
             cases = tuple(
                 {
                     "hidden": bool(result.test_case.hidden),
+                    "points": round(float(result.test_case.points or 0), 4),
                     "passed": bool(result.passed),
                     "message": feedback(result.message),
                 }
@@ -141,36 +147,78 @@ def score_answers(tests: dict[str, str], answers: dict[str, Any]) -> tuple[Quest
     return tuple(results)
 
 
-def _read_notebook(path: Path, assignment: str) -> tuple[str, str]:
-    """Check that ``path`` holds a notebook of this workbook: ("", "") or (status, reason)."""
-    if not path.is_file():
-        return "failed", "not a regular file"
-    size = path.stat().st_size
-    if size > MAX_NOTEBOOK_BYTES:
-        return "failed", (
-            f"the file is {size / 1024**2:.1f} MiB, over the "
+#: The longest text a grade sheet or feedback file holds in one field.
+MAX_TEXT = 2000
+#: First characters that make a spreadsheet read a cell as a formula.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def safe_text(value: object, limit: int = MAX_TEXT) -> str:
+    """Any object as printable text of at most ``limit`` characters, whatever it holds.
+
+    Lone surrogates and other characters UTF-8 cannot encode become ``\\uXXXX`` escapes,
+    control characters become spaces, and ``str()`` itself failing is survived.
+
+    Examples
+    --------
+    >>> safe_text("bad \\udcff byte\\nnext line")
+    'bad \\\\udcff byte next line'
+    >>> len(safe_text("x" * 10_000))
+    2000
+    """
+    try:
+        text = value if isinstance(value, str) else str(value)
+    except Exception:  # noqa: BLE001 - a hostile __str__ must not sink the batch
+        text = f"<unprintable {type(value).__name__}>"
+    text = text[: limit * 2].encode("utf-8", "backslashreplace").decode("utf-8")
+    text = "".join(" " if (ord(c) < 32 or 0x7F <= ord(c) < 0xA0) else c for c in text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def sheet_cell(text: str) -> str:
+    """A text cell a spreadsheet shows as text: formula-like cells get a leading quote.
+
+    Examples
+    --------
+    >>> sheet_cell("=HYPERLINK(1)"), sheet_cell("ok")
+    ("'=HYPERLINK(1)", 'ok')
+    """
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def _read_submission(path: Path) -> tuple[bytes, str]:
+    """The file's bytes, or why it is refused unread: links, folders, FIFOs, huge files.
+
+    Nothing is followed and nothing blocks: a symbolic link (which could point at the answer
+    key or a classmate's work) is refused by its own entry, a FIFO is never opened for
+    reading.
+    """
+    try:
+        info = os.lstat(path)
+    except OSError as error:
+        return b"", f"could not be read: {error.strerror or type(error).__name__}"
+    if stat.S_ISLNK(info.st_mode):
+        return b"", "refused: a symbolic link (links are never followed)"
+    if stat.S_ISDIR(info.st_mode):
+        return b"", "not a notebook: a folder"
+    if not stat.S_ISREG(info.st_mode):
+        return b"", "not a notebook: not a regular file"
+    if info.st_size > MAX_NOTEBOOK_BYTES:
+        return b"", (
+            f"the file is {info.st_size / 1024**2:.1f} MiB, over the "
             f"{MAX_NOTEBOOK_BYTES / 1024**2:.0f} MiB limit for a notebook (clear its outputs)"
         )
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        return "failed", "not a notebook: the file is not UTF-8 text"
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        return "failed", f"not a notebook: invalid JSON at line {error.lineno} ({error.msg})"
-    if not isinstance(data, dict) or "cells" not in data:
-        return "failed", "not a notebook: the JSON has no `cells` list"
-    try:
-        nb = nbformat.reads(text, as_version=4)
-        nbformat.validate(nb)
-    except Exception as error:  # noqa: BLE001 - nbformat raises several unrelated types
-        first_line = str(error).strip().splitlines()[0][:160] if str(error).strip() else ""
-        return "failed", f"not a valid notebook: {type(error).__name__}: {first_line}"
-    found = nb.metadata.get("otter", {}).get("assignment_name")
-    if found and found != assignment:
-        return "failed", f"this is workbook {found!r}, not {assignment!r}"
-    return "", ""
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return b"", "not a notebook: not a regular file"
+            data = handle.read(MAX_NOTEBOOK_BYTES + 1)
+    except OSError as error:
+        return b"", f"could not be read: {error.strerror or type(error).__name__}"
+    if len(data) > MAX_NOTEBOOK_BYTES:
+        return b"", f"the file grew past the {MAX_NOTEBOOK_BYTES / 1024**2:.0f} MiB limit"
+    return data, ""
 
 
 def _describe_execution(execution: Execution) -> list[str]:
@@ -179,21 +227,36 @@ def _describe_execution(execution: Execution) -> list[str]:
     for error in errors[:3]:
         # IPython names each cell's code after a per-process hash; keep only the line number.
         message = re.sub(r"\([^()]*\.py, line (\d+)\)", r"(line \1)", error.message).strip()
-        notes.append(f"cell {error.cell} raised {error.name}" + (f": {message}" if message else ""))
+        line = f"cell {error.cell} raised {safe_text(error.name, 100)}"
+        notes.append(line + (f": {safe_text(message, 300)}" if message else ""))
     if len(errors) > 3:
         notes.append(f"{len(errors) - 3} more cells raised errors")
     return notes
 
 
 def display_name(path: Path) -> str:
-    """A file name as printable text: bytes that are not UTF-8 become ``\\xNN`` escapes.
+    """A file name as printable text, one to one: a byte that is not UTF-8 becomes ``\\xNN``,
+    a backslash ``\\\\`` and a control character ``\\xNN``, so two names never print alike.
 
     Examples
     --------
     >>> display_name(Path(os.fsdecode(b"caf\\xe9.ipynb")))
     'caf\\\\xe9.ipynb'
+    >>> display_name(Path("caf\\\\xe9.ipynb"))
+    'caf\\\\\\\\xe9.ipynb'
     """
-    return os.fsencode(path.name).decode("utf-8", "backslashreplace")
+    out = []
+    for char in os.fsdecode(os.fsencode(path.name)):
+        code = ord(char)
+        if 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8 (surrogateescape)
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif char == "\\":
+            out.append("\\\\")
+        elif code < 32 or code == 0x7F or 0xD800 <= code <= 0xDFFF:
+            out.append(f"\\x{code:02x}" if code < 256 else f"\\u{code:04x}")
+        else:
+            out.append(char)
+    return "".join(out)
 
 
 def grade_submission(
@@ -205,25 +268,24 @@ def grade_submission(
     its row and feedback still list each question and why it scored 0.
     """
     name = display_name(path)
-    kind = "none" if isolation.probe() else "bubblewrap"
-    status, reason = _read_notebook(path, assignment)
-    if status:
+    data, refused = _read_submission(path)
+    if refused:
         return SubmissionGrade(
             submission=name,
-            status=status,
-            reason=reason,
+            status="failed",
+            reason=refused,
             questions=score_answers(tests, {}),
-            isolation=kind,
+            isolation="not run",
         )
-    execution = execute_notebook(path, limits, name=f"{assignment}.ipynb")
+    execution = execute_notebook(data, limits, name=f"{assignment}.ipynb", assignment=assignment)
     notes = _describe_execution(execution)
     answers = execution.answers
     if execution.problem:
-        notes.insert(0, execution.problem)
+        notes.insert(0, safe_text(execution.problem, 500))
     return SubmissionGrade(
         submission=name,
         status="failed" if answers is None else "graded",
-        reason="; ".join(notes),
+        reason=safe_text("; ".join(notes)),
         questions=score_answers(tests, answers or {}),
         seconds=execution.seconds,
         isolation=execution.isolation,
@@ -233,20 +295,25 @@ def grade_submission(
 def _submissions(folder: Path) -> list[Path]:
     if not folder.is_dir():
         raise ValueError(f"`submissions` must be a folder of notebooks (got {str(folder)!r}).")
-    return sorted(
-        (path for path in folder.iterdir() if not path.name.startswith(".") and not path.is_dir()),
-        key=lambda path: os.fsencode(path.name),
-    )
+    # Every entry gets a row, hidden ones, folders and links included (each with its reason).
+    return sorted(folder.iterdir(), key=lambda path: os.fsencode(path.name))
 
 
 @functools.cache
 def _warn_without_isolation() -> None:
-    """Say once per process, loudly, that submissions will run unisolated."""
-    why = isolation.probe()
-    if why:
+    """Say once per process, loudly, that submissions will run without the sandbox."""
+    level = isolation.level()
+    if level == "unprivileged":
         print(
-            f"\n*** WARNING: grading WITHOUT isolation: {why}.\n*** Submissions run as your "
-            f"user and can read your files. The CSV records `isolation: none`.\n",
+            f"\n*** WARNING: grading without bubblewrap ({isolation.probe()}).\n*** "
+            f"Submissions run as an unprivileged user with no namespaces: they can read "
+            f"files every user may read. The CSV records `isolation: unprivileged`.\n",
+            file=sys.stderr,
+        )
+    elif level == "none":
+        print(
+            f"\n*** WARNING: grading WITHOUT isolation: {isolation.probe()}.\n*** Submissions "
+            f"run as your user and can read your files. The CSV records `isolation: none`.\n",
             file=sys.stderr,
         )
 
@@ -261,7 +328,7 @@ def grade_folder(
     progress: bool = True,
     on_result: Callable[[SubmissionGrade], None] | None = None,
 ) -> list[SubmissionGrade]:
-    """Grade every file in ``submissions`` (hidden files and folders skipped), sorted by name.
+    """Grade every entry in ``submissions``, sorted by name: one row each, whatever it is.
 
     Parameters
     ----------
@@ -294,8 +361,12 @@ def grade_folder(
             return SubmissionGrade(
                 submission=display_name(path),
                 status="failed",
-                reason=f"the grader failed on this file: {type(error).__name__}: {error}"[:300],
+                reason=safe_text(
+                    f"the grader failed on this file: {type(error).__name__}: "
+                    f"{safe_text(error, 300)}"
+                ),
                 questions=score_answers(tests, {}),
+                isolation="not run",
             )
 
     grades: list[SubmissionGrade] = []
@@ -307,7 +378,10 @@ def grade_folder(
             for grade_result in pool.map(grade, paths):
                 grades.append(grade_result)
                 if on_result:
-                    on_result(grade_result)
+                    try:
+                        on_result(grade_result)
+                    except Exception as error:  # noqa: BLE001 - a side channel, not the batch
+                        print(f"could not record a row as it came: {error!r}", file=sys.stderr)
                 bar.update()
     finally:
         # Interrupted: let the submissions already running finish, start no more.
@@ -320,13 +394,13 @@ _COLUMNS = ("total", "possible", "status", "isolation", "reason")
 
 def _row(grade: SubmissionGrade) -> list[str]:
     return [
-        grade.submission,
+        sheet_cell(safe_text(grade.submission)),
         *(f"{question.score:g}" for question in grade.questions),
         f"{grade.total:g}",
         f"{grade.possible:g}",
         grade.status,
         grade.isolation,
-        grade.reason,
+        sheet_cell(safe_text(grade.reason)),
     ]
 
 
@@ -376,6 +450,9 @@ def feedback_names(grades: Iterable[SubmissionGrade]) -> list[str]:
     taken: set[str] = set()
     for grade in grades:
         stem = grade.submission.replace("/", "_") or "unnamed"
+        if len(stem.encode()) > 200:  # file names stop at 255 bytes
+            digest = hashlib.sha256(stem.encode()).hexdigest()[:12]
+            stem = stem.encode()[:160].decode("utf-8", "ignore") + f"~{digest}"
         candidate, counter = f"{stem}.json", 1
         while candidate in taken:
             counter += 1
@@ -406,10 +483,10 @@ def write_feedback(grades: Iterable[SubmissionGrade], folder: Path) -> None:
     grades = list(grades)
     for grade, file_name in zip(grades, feedback_names(grades), strict=True):
         record = {
-            "submission": grade.submission,
+            "submission": safe_text(grade.submission),
             "status": grade.status,
             "isolation": grade.isolation,
-            "reason": grade.reason,
+            "reason": safe_text(grade.reason),
             "total": grade.total,
             "possible": grade.possible,
             "questions": [
@@ -417,7 +494,9 @@ def write_feedback(grades: Iterable[SubmissionGrade], folder: Path) -> None:
                     "name": question.name,
                     "score": question.score,
                     "possible": question.possible,
-                    "cases": list(question.cases),
+                    "cases": [
+                        {**case, "message": safe_text(case["message"])} for case in question.cases
+                    ],
                 }
                 for question in grade.questions
             ],

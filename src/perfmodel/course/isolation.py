@@ -1,57 +1,93 @@
-"""The isolation boundary around a submission's kernel: a bubblewrap sandbox.
+"""The isolation boundary around a submission: who runs its code, and what it can see.
 
-`bubblewrap <https://github.com/containers/bubblewrap>`_ (``bwrap``, the sandbox Flatpak
-uses) starts the kernel in new mount, PID, network, IPC and UTS namespaces. Inside, the
-kernel sees only:
+Three levels, the strongest this machine allows (:func:`level`):
 
-* the system's programs and libraries (``/usr``, ``/bin``, ``/lib``...), read-only;
-* the Python environment that runs the grader and the ``perfmodel`` package, read-only;
-* its own scratch folder, writable, holding nothing but its notebook copy (``TMPDIR`` and
-  ``/dev/shm`` are folders inside it, so every byte it writes counts against its disk cap;
-  everything else, ``/tmp`` included, is read-only);
-* a fresh ``/proc`` (its own processes only) and a minimal ``/dev``;
-* the environment variables it is given, and nothing else.
+``"bubblewrap"``
+    The grading worker and the student's kernel run in a `bubblewrap
+    <https://github.com/containers/bubblewrap>`_ sandbox (``bwrap``, the sandbox Flatpak
+    uses) with new mount, PID, network, IPC and UTS namespaces. Inside they see only:
 
-It cannot see the answer keys, the other submissions, the output folder, the package's
-source tree, the grader's processes or environment, or the network; it dies with its
-parent and cannot reach the grader's terminal.
+    * the system's programs and libraries, the Python environment and the ``perfmodel``
+      package, read-only;
+    * an *inbox*, read-only, holding the submitted notebook and the worker's request;
+    * a scratch folder that is its own **tmpfs with a size and an inode cap**, so every byte
+      written counts exactly (unlinked files, deep paths and hard links included), and
+      ``/dev/shm`` lives inside it;
+    * a fresh ``/proc`` (its own processes only; ``/proc/sys`` is not writable) and a
+      minimal ``/dev``; System V shared memory and message queues are switched off in its
+      IPC namespace.
 
-Where ``bwrap`` is missing or cannot create namespaces (macOS, a container without user
-namespaces), :func:`probe` says why and grading runs without isolation.
+    It runs as an **unprivileged user** even when the grader is root: as root, the sandbox
+    drops to a fresh uid of its own (so the process cap, ``RLIMIT_NPROC``, counts its
+    threads too, and no root bypass applies); as another user, it runs as that user inside
+    a user namespace.
+``"unprivileged"``
+    No namespaces (a container without user namespaces, Gradescope's often), but the grader
+    is root: the worker and kernel run as a fresh unprivileged uid with no capabilities, in a
+    scratch folder only that uid can write. Files that every user may read stay readable;
+    the Gradescope runner makes its tests, source and results root-only first.
+``"none"``
+    Neither: the submission runs as the grader's user. Grading warns loudly.
+
+The grader (:mod:`perfmodel.course.sandbox`) watches every level from outside as well: the
+wall clock, the memory of the whole tree (memfds included) and its threads.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import secrets
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["bwrap_command", "probe"]
+__all__ = ["LEVELS", "Sandbox", "level", "probe", "sandbox_uid", "tool", "why_not"]
 
-#: Files under /etc a Python process needs: the dynamic linker's cache, user names, time zone.
-_ETC = (
-    "/etc/ld.so.cache",
-    "/etc/ld.so.conf",
-    "/etc/ld.so.conf.d",
-    "/etc/localtime",
-    "/etc/passwd",
-    "/etc/group",
-    "/etc/nsswitch.conf",
-)
+#: The isolation levels, strongest first.
+LEVELS = ("bubblewrap", "unprivileged", "none")
+
+#: Files under /etc a Python process needs: the dynamic linker's cache, time zone.
+_ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime")
 #: Top-level system folders; on merged-/usr systems some are symbolic links into /usr.
 _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+#: Where the inbox appears inside a bubblewrap sandbox.
+INBOX = "/inbox"
+
+# Mount the scratch tmpfs and switch off System V IPC in the new IPC namespace, then run the
+# rest of the command line. "$1".."$4": size, inodes, owner options, mount point.
+_SETUP = (
+    'set -e; mount -t tmpfs -o "size=$1,nr_inodes=$2,mode=0700$3" perfmodel-scratch "$4"; '
+    'mkdir -m 1777 "$4/shm"; '
+    "echo 0 > /proc/sys/kernel/shmmni; echo 0 > /proc/sys/kernel/msgmni; "
+    'if [ -n "$5" ]; then ulimit -u "$5"; fi; shift 5; exec "$@"'
+)
+
+
+def tool(name: str) -> str | None:
+    """A system tool on ``PATH``, else in ``/usr/bin`` or ``/bin`` (util-linux lives there)."""
+    found = shutil.which(name)
+    if found:
+        return found
+    for folder in ("/usr/bin", "/bin", "/usr/sbin", "/sbin"):
+        if os.access(f"{folder}/{name}", os.X_OK):
+            return f"{folder}/{name}"
+    return None
+
+
+def sandbox_uid() -> int:
+    """A fresh uid for one sandbox run by root: no other process shares its process cap."""
+    return 2_000_000_000 + secrets.randbelow(100_000_000)
 
 
 def _python_roots() -> list[Path]:
-    """The read-only folders the kernel's Python needs: its installation and environment."""
+    """The read-only folders the worker's Python needs: its installation and environment."""
     import perfmodel
 
-    roots = {Path(sys.base_prefix), Path(sys.prefix), Path(perfmodel.__file__).parent}
-    # Only the outermost of nested folders needs binding.
+    roots = {Path(sys.base_prefix), Path(sys.prefix), Path(perfmodel.__file__).parent.parent}
     resolved = sorted({root.resolve() for root in roots} | roots, key=lambda p: len(p.parts))
     kept: list[Path] = []
     for root in resolved:
@@ -60,76 +96,226 @@ def _python_roots() -> list[Path]:
     return kept
 
 
-def bwrap_command(scratch: Path, env: Mapping[str, str]) -> list[str]:
-    """The ``bwrap`` argument list that runs a command inside the sandbox.
+def _package_parent() -> str:
+    """The folder to put on ``PYTHONPATH`` so that ``import perfmodel`` finds this copy."""
+    import perfmodel
+
+    return str(Path(perfmodel.__file__).resolve().parent.parent)
+
+
+class Sandbox:
+    """The command line that runs one process at one isolation level.
 
     Parameters
     ----------
     scratch : Path
-        The submission's private writable folder, bound at the same path inside (so that
-        the kernel's socket files have the same name on both sides); it must hold an empty
-        folder ``shm``.
+        The submission's writable folder (an empty folder; under bubblewrap a tmpfs is
+        mounted on it, so the grader never sees what is written there).
+    inbox : Path
+        A folder the sandbox may read: the notebook and the worker's request.
     env : mapping
         The complete environment of the sandboxed process.
-
-    Returns
-    -------
-    list of str
-        Append the command to run (``[..., "python", "-m", "ipykernel_launcher", ...]``).
+    disk_bytes, max_files, max_processes : int
+        The scratch folder's size and inode caps, and the threads the sandbox may run.
+    isolation : str, optional
+        One of :data:`LEVELS` (default: :func:`level`).
     """
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        raise RuntimeError("bubblewrap (`bwrap`) is not installed")
-    scratch = Path(scratch).resolve()
-    args = [bwrap]
-    for folder in _SYSTEM:
-        if os.path.islink(folder):
-            args += ["--symlink", os.readlink(folder), folder]
-        elif os.path.isdir(folder):
-            args += ["--ro-bind", folder, folder]
-    for path in _ETC:
-        args += ["--ro-bind-try", path, path]
-    for root in _python_roots():
-        if not any(str(root).startswith(prefix + "/") for prefix in _SYSTEM):
-            args += ["--ro-bind", str(root), str(root)]
-    args += [
-        "--proc", "/proc",
-        "--dev", "/dev",
-        "--bind", str(scratch), str(scratch),
-        "--bind", str(scratch / "shm"), "/dev/shm",
-        "--remount-ro", "/",
-        "--chdir", str(scratch),
-        "--unshare-all",
-        "--hostname", "sandbox",
-        "--die-with-parent",
-        "--new-session",
-        "--cap-drop", "ALL",
-        "--clearenv",
-    ]  # fmt: skip
-    for name, value in sorted(env.items()):
-        args += ["--setenv", name, value]
-    return [*args, "--"]
+
+    def __init__(
+        self,
+        scratch: Path,
+        inbox: Path,
+        env: Mapping[str, str],
+        *,
+        disk_bytes: int,
+        max_files: int,
+        max_processes: int,
+        isolation: str | None = None,
+    ) -> None:
+        self.level = level() if isolation is None else isolation
+        if self.level not in LEVELS:
+            raise ValueError(f"`isolation` must be one of {LEVELS} (got {isolation!r}).")
+        self.scratch, self.inbox, self.env = Path(scratch), Path(inbox), dict(env)
+        self.disk_bytes, self.max_files = int(disk_bytes), int(max_files)
+        self.max_processes = int(max_processes)
+        self.root = os.geteuid() == 0
+        self.uid = sandbox_uid() if self.root and self.level != "none" else None
+
+    @property
+    def inbox_inside(self) -> str:
+        """Where the sandboxed process finds the inbox."""
+        return INBOX if self.level == "bubblewrap" else str(self.inbox)
+
+    def prepare(self) -> None:
+        """Give the sandbox's user its folders (root only): the scratch, the inbox read-only."""
+        if self.uid is None:
+            return
+        os.chmod(self.inbox, 0o755)
+        for path in self.inbox.iterdir():
+            os.chmod(path, 0o644)
+        if self.level == "unprivileged":
+            os.chown(self.scratch, self.uid, self.uid)
+            os.chmod(self.scratch, 0o700)
+
+    def command(self, argv: list[str]) -> list[str]:
+        """The whole command line that runs ``argv`` inside the sandbox."""
+        if self.level == "none":
+            return list(argv)
+        drop = self._drop_privileges()
+        if self.level == "unprivileged":
+            return [*drop, *argv]
+        return [*self._setup(), *self._bwrap(), *drop, *argv]
+
+    def _drop_privileges(self) -> list[str]:
+        if self.uid is None:
+            return []
+        setpriv = tool("setpriv") or "setpriv"
+        uid = str(self.uid)
+        return [
+            setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs",
+            "--inh-caps=-all", "--",
+        ]  # fmt: skip
+
+    def _setup(self) -> list[str]:
+        unshare = tool("unshare") or "unshare"
+        flags = ["--mount", "--ipc", "--propagation", "private"]
+        if self.root:
+            owner, nproc = f",uid={self.uid},gid={self.uid}", ""
+        else:
+            # A user namespace first, so that this user may mount; the thread cap is set inside
+            # it, where only the sandbox's own threads count against it.
+            flags = ["--user", "--map-root-user", *flags]
+            owner, nproc = "", str(self.max_processes)
+        return [
+            unshare, *flags, "--", tool("sh") or "/bin/sh", "-c", _SETUP, "perfmodel-sandbox",
+            str(self.disk_bytes), str(self.max_files), owner, str(self.scratch), nproc,
+        ]  # fmt: skip
+
+    def _bwrap(self) -> list[str]:
+        bwrap = shutil.which("bwrap")
+        if bwrap is None:
+            raise RuntimeError("bubblewrap (`bwrap`) is not installed")
+        args = [bwrap]
+        made: set[str] = set()
+
+        def parents(target: Path) -> list[str]:
+            # bwrap makes missing parent folders root-only; make them traversable first.
+            out = []
+            for parent in reversed(target.parents):
+                text = str(parent)
+                if text != "/" and text not in made and not text.startswith(_SYSTEM):
+                    made.add(text)
+                    out += ["--perms", "0755", "--dir", text]
+            return out
+
+        for folder in _SYSTEM:
+            if os.path.islink(folder):
+                args += ["--symlink", os.readlink(folder), folder]
+            elif os.path.isdir(folder):
+                args += ["--ro-bind", folder, folder]
+        for path in _ETC:
+            args += ["--ro-bind-try", path, path]
+        for root in _python_roots():
+            if not str(root).startswith(tuple(prefix + "/" for prefix in _SYSTEM)):
+                args += [*parents(root), "--ro-bind", str(root), str(root)]
+        args += [*parents(self.scratch), "--bind", str(self.scratch), str(self.scratch)]
+        args += ["--ro-bind", str(self.inbox), INBOX]
+        args += [
+            "--proc", "/proc",
+            "--dev", "/dev",
+            "--bind", f"{self.scratch}/shm", "/dev/shm",
+            "--remount-ro", "/",
+            "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+            "--hostname", "sandbox",
+            "--die-with-parent",
+            "--new-session",
+        ]  # fmt: skip
+        if self.root:
+            # No user namespace: root sets the sandbox up, keeps only what setpriv needs to
+            # drop to the sandbox's uid, and that uid runs everything.
+            args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        else:
+            args += ["--unshare-user", "--cap-drop", "ALL"]
+        args += ["--clearenv"]
+        for name, value in sorted(self.env.items()):
+            args += ["--setenv", name, value]
+        return [*args, "--"]
+
+
+def _try(isolation: str) -> str:
+    """Run an empty Python at ``isolation``; ``""`` when it works, else why not."""
+    with tempfile.TemporaryDirectory(prefix="perfmodel-probe-") as folder:
+        scratch, inbox = Path(folder) / "work", Path(folder) / "inbox"
+        scratch.mkdir()
+        inbox.mkdir()
+        env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": _package_parent()}
+        sandbox = Sandbox(
+            scratch,
+            inbox,
+            env,
+            disk_bytes=1024**2,
+            max_files=100,
+            max_processes=64,
+            isolation=isolation,
+        )
+        os.chmod(folder, 0o711)
+        sandbox.prepare()
+        # The worker starts a kernel with this same Python: check it can, as the sandbox's user.
+        check = (
+            "import subprocess, sys; import perfmodel, jupyter_client, nbclient; "
+            "subprocess.run([sys.executable, '-c', 'import ipykernel'], check=True)"
+        )
+        command = sandbox.command([sys.executable, "-c", check])
+        try:
+            done = subprocess.run(
+                command, capture_output=True, text=True, timeout=60, check=False, env=env
+            )
+        except (OSError, subprocess.TimeoutExpired) as error:
+            return f"it could not start: {error}"
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        return last[:300]
+    return ""
 
 
 @functools.cache
 def probe() -> str:
-    """Why the sandbox cannot be used here, or ``""`` when it works (checked once)."""
+    """Why the bubblewrap sandbox cannot be used here, or ``""`` when it works (checked once)."""
     if not sys.platform.startswith("linux"):
         return f"bubblewrap needs Linux (this is {sys.platform})"
     if shutil.which("bwrap") is None:
         return "bubblewrap (`bwrap`) is not installed; on Debian: apt-get install bubblewrap"
-    import tempfile
+    if tool("unshare") is None:
+        return "util-linux's `unshare` is not installed"
+    why = _try("bubblewrap")
+    return f"bubblewrap could not create a sandbox here: {why}" if why else ""
 
-    with tempfile.TemporaryDirectory(prefix="perfmodel-probe-") as folder:
-        scratch = Path(folder)
-        (scratch / "tmp").mkdir()
-        (scratch / "shm").mkdir()
-        command = [*bwrap_command(scratch, {"PATH": "/usr/bin:/bin"}), sys.executable, "-c", ""]
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)
-        except (OSError, subprocess.TimeoutExpired) as error:
-            return f"bubblewrap could not start: {error}"
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        return f"bubblewrap could not create a sandbox here: {last}"
-    return ""
+
+@functools.cache
+def _unprivileged_probe() -> str:
+    if os.geteuid() != 0:
+        return "the grader is not root, so it cannot run submissions as another user"
+    if tool("setpriv") is None:
+        return "util-linux's `setpriv` is not installed"
+    why = _try("unprivileged")
+    return (
+        f"an unprivileged user cannot run this Python ({why}); make the folders above it "
+        f"traversable (chmod o+x)"
+        if why
+        else ""
+    )
+
+
+@functools.cache
+def level() -> str:
+    """The strongest isolation level this machine allows (one of :data:`LEVELS`)."""
+    if not probe():
+        return "bubblewrap"
+    if not _unprivileged_probe():
+        return "unprivileged"
+    return "none"
+
+
+def why_not(isolation: str) -> str:
+    """Why ``isolation`` is unavailable here, or ``""``."""
+    return {"bubblewrap": probe, "unprivileged": _unprivileged_probe}.get(isolation, str)()

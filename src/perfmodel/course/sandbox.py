@@ -1,21 +1,25 @@
 """Run an untrusted notebook under limits and read back only its answers, as plain data.
 
-Three processes, each trusting the one before it and nothing after:
+Two sides, and the grader trusts nothing that comes from the other:
 
-* the **grader** (:func:`execute_notebook`, called from :mod:`perfmodel.course.grading`) makes a
-  private folder, starts the worker, enforces the wall clock and watches the whole tree:
-  its process count, the memory all its processes hold together, and the bytes and files
-  written to the scratch folder. It scores nothing here and runs no student code.
-* the **worker** (:mod:`perfmodel.course.sandbox_worker`) runs the notebook's cells in a Jupyter
-  kernel, one cell at a time with a per-cell limit, then asks the kernel to write its
-  plain-data globals into a file named by a fresh nonce, reads that file back with a cap,
-  and writes its report into the private folder, which the kernel cannot see.
-* the **kernel** runs the student's code inside the :mod:`perfmodel.course.isolation` sandbox
-  (bubblewrap) when it is available, with a minimal explicit environment either way.
+* the **grader** (:func:`execute_notebook`, called from :mod:`perfmodel.course.grading`) puts
+  the notebook and a request into a read-only *inbox*, starts the worker inside the
+  :mod:`perfmodel.course.isolation` sandbox, enforces the wall clock and watches the whole
+  tree: its threads, the memory its processes hold together (memfds included), and, where
+  the scratch folder is not its own size-capped tmpfs, the bytes and files written there.
+  It scores nothing here and runs no student code.
+* the **worker** (:mod:`perfmodel.course.sandbox_worker`) runs inside the sandbox, as the
+  sandbox's unprivileged user, beside the kernel it drives. It checks that the inbox holds a
+  notebook of this workbook (inside the limits, so a pathological file costs the sandbox,
+  not the grader), runs the cells one at a time with a per-cell limit, asks the kernel to
+  write its plain-data globals into a file named by a fresh nonce, and prints its report on
+  a pipe the kernel was never given.
 
-Whatever the kernel does, the worst it can achieve is its own row marked failed with a
-reason: a report is read from a file with a size cap, never from a pipe, and a missing or
-malformed report is itself a reason.
+The student's code may take over the worker (they share a user), so the report is read as
+hostile data: from a pipe with a size cap, checked for shape, its text bounded and escaped
+by the grader. The most a submission can forge is its own answers, which it sets anyway;
+scoring happens outside, against tests it never sees. Whatever it does, the worst it can
+achieve is its own row marked failed with a reason.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +41,14 @@ from typing import Any
 
 from perfmodel.course import isolation
 
-__all__ = ["CellError", "Execution", "Limits", "execute_notebook", "kill_descendants"]
+__all__ = [
+    "CellError",
+    "Execution",
+    "Limits",
+    "execute_notebook",
+    "kill_descendants",
+    "remove_tree",
+]
 
 #: The largest worker report read back; answers are capped well below it.
 MAX_REPORT_BYTES = 32 * 1024**2
@@ -103,7 +115,7 @@ class Execution:
     """What running a submission produced.
 
     ``answers`` is ``None`` when they could not be read back; ``problem`` then says why.
-    ``isolation`` is ``"bubblewrap"`` or ``"none"``.
+    ``isolation`` is the level it ran at (:data:`perfmodel.course.isolation.LEVELS`).
     """
 
     answers: dict[str, Any] | None
@@ -212,12 +224,12 @@ def _disk_usage(folder: Path, max_files: int) -> tuple[int, int]:
 
 
 def _kernel_env(scratch: Path) -> dict[str, str]:
-    """The whole environment of the kernel: nothing inherited from the grader."""
-    import perfmodel
+    """The whole environment of the worker and kernel: nothing inherited from the grader."""
+    from perfmodel.course.isolation import _package_parent
 
     return {
         # The kernel imports the same perfmodel as the grader (a bundled copy on Gradescope).
-        "PYTHONPATH": str(Path(perfmodel.__file__).resolve().parent.parent),
+        "PYTHONPATH": _package_parent(),
         "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
         "HOME": str(scratch),
         "TMPDIR": str(scratch / "tmp"),
@@ -230,45 +242,103 @@ def _kernel_env(scratch: Path) -> dict[str, str]:
         "JUPYTER_CONFIG_DIR": str(scratch / ".jupyter"),
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONNOUSERSITE": "1",
+        "PYTHONSAFEPATH": "1",
         "OPENBLAS_NUM_THREADS": "1",
         "OMP_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
     }
 
 
-def _preexec(limits: Limits) -> None:  # pragma: no cover - runs in the child
+def _preexec(limits: Limits, cap_threads: bool) -> None:  # pragma: no cover - in the child
     os.setsid()
     resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if cap_threads:
+        # Root ignores it; the sandbox's own uid, once dropped to, does not.
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits.max_processes, limits.max_processes))
 
 
-def _watch(process: subprocess.Popen[bytes], limits: Limits, scratch: Path) -> str:
+def _threads(pids: list[int]) -> int:
+    """Threads of the processes together (each process counts at least once)."""
+    total = 0
+    for pid in pids:
+        try:
+            total += max(1, len(os.listdir(f"/proc/{pid}/task")))
+        except OSError:
+            total += 1
+    return total
+
+
+def _memfd_bytes(pids: list[int]) -> int:
+    """Bytes held in memfds the processes keep open (each file counted once)."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            link = f"/proc/{pid}/fd/{fd}"
+            with contextlib.suppress(OSError):
+                if not os.readlink(link).startswith("/memfd:"):
+                    continue
+                info = os.stat(link)
+                if (info.st_dev, info.st_ino) not in seen:
+                    seen.add((info.st_dev, info.st_ino))
+                    total += info.st_blocks * 512
+    return total
+
+
+class _ReportReader(threading.Thread):
+    """Reads the worker's report from its stdout pipe, keeping at most MAX_REPORT_BYTES."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(daemon=True)
+        self.stream, self.data, self.overflow = stream, bytearray(), False
+
+    def run(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            while chunk := self.stream.read1(1 << 16):
+                if len(self.data) + len(chunk) > MAX_REPORT_BYTES:
+                    self.overflow = True
+                else:
+                    self.data += chunk
+
+
+def _watch(
+    process: subprocess.Popen[bytes], limits: Limits, scratch: Path, scan_disk: bool
+) -> str:
     """Wait for the worker; kill its tree and return why if a limit is crossed."""
     started = time.monotonic()
-    next_disk = started
+    next_slow = started
     watch_tree = os.path.isdir("/proc")
+    memfd = 0
     while process.poll() is None:
         problem = ""
         now = time.monotonic()
         if now - started > limits.wall_s:
             problem = f"stopped at the wall-clock limit of {limits.wall_s:g} s"
         elif watch_tree:
-            tree = _descendants(process.pid)
-            if len(tree) > limits.max_processes:
+            tree = [process.pid, *_descendants(process.pid)]
+            if now >= next_slow:
+                memfd = _memfd_bytes(tree)
+            if _threads(tree[1:]) > limits.max_processes:
                 problem = f"stopped for starting more than {limits.max_processes} processes"
-            elif _memory_bytes([process.pid, *tree]) > limits.memory_bytes:
+            elif _memory_bytes(tree) + memfd > limits.memory_bytes:
                 problem = (
                     f"stopped for using more than {limits.memory_bytes / 1024**3:g} GiB of "
                     f"memory across its processes"
                 )
-        if not problem and now >= next_disk:
-            next_disk = now + _DISK_POLL_S
+        if not problem and scan_disk and now >= next_slow:
             size, count = _disk_usage(scratch, limits.max_files)
             if size > limits.disk_bytes:
                 problem = f"stopped for writing more than {limits.disk_bytes / 1024**2:g} MiB"
             elif count > limits.max_files:
                 problem = f"stopped for creating more than {limits.max_files} files"
+        if now >= next_slow:
+            next_slow = now + _DISK_POLL_S
         if problem:
             _kill_tree(process)
             return problem
@@ -284,23 +354,42 @@ def _kill_tree(process: subprocess.Popen[bytes]) -> None:
     kill_descendants(process.pid)
 
 
-def _read_report(path: Path) -> dict[str, Any] | str:
-    """The worker's report, or why it cannot be used."""
-    try:
-        size = path.stat().st_size
-        if size > MAX_REPORT_BYTES:
-            return f"the grading worker's report is {size / 1024**2:.0f} MiB, over its cap"
-        report = json.loads(path.read_bytes())
-    except FileNotFoundError:
+def remove_tree(path: Path) -> None:
+    """Delete ``path`` however deep it goes (``rm -rf`` walks without recursion limits)."""
+    if not os.path.lexists(path):
+        return
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        subprocess.run(
+            [isolation.tool("rm") or "rm", "-rf", "--one-file-system", "--", str(path)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=300,
+            check=False,
+        )
+    if os.path.lexists(path):
+        with contextlib.suppress(OSError, RecursionError):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _parse_report(data: bytes) -> dict[str, Any] | str:
+    """The worker's report, or why it cannot be used. The worker is not trusted."""
+    if not data.strip():
         return ""
-    except (OSError, ValueError) as error:
-        return f"the grading worker's report could not be read ({type(error).__name__})"
+    try:
+        report = json.loads(data)
+    except ValueError:
+        return "the grading worker's report could not be read"
     shape_ok = (
         isinstance(report, dict)
         and (report.get("answers") is None or isinstance(report["answers"], dict))
         and isinstance(report.get("cell_errors"), list)
         and all(
-            isinstance(e, list) and len(e) == 3 and isinstance(e[0], int)
+            isinstance(e, list)
+            and len(e) == 3
+            and isinstance(e[0], int)
+            and not isinstance(e[0], bool)
+            and all(isinstance(part, str) for part in e[1:])
             for e in report["cell_errors"]
         )
         and isinstance(report.get("timed_out_cells"), list)
@@ -310,92 +399,119 @@ def _read_report(path: Path) -> dict[str, Any] | str:
     return report if shape_ok else "the grading worker's report was malformed"
 
 
-def execute_notebook(path: Path, limits: Limits, *, name: str = "submission.ipynb") -> Execution:
-    """Run the notebook at ``path`` in a sandboxed worker and return its answers.
+def execute_notebook(
+    path: Path | bytes,
+    limits: Limits,
+    *,
+    name: str = "submission.ipynb",
+    assignment: str = "",
+    isolation_level: str | None = None,
+) -> Execution:
+    """Run a submitted notebook in a sandboxed worker and return its answers.
 
     Parameters
     ----------
-    path : Path
-        The submitted notebook; it must already have been read as valid notebook JSON.
+    path : Path or bytes
+        The submitted notebook (its bytes, or a regular file to read them from). It is
+        checked to be a notebook inside the sandbox, under the limits: a notebook that is not
+        valid JSON or nbformat comes back with ``answers=None`` and the reason.
     limits : Limits
         Wall-clock, per-cell, memory, disk, file and process limits.
     name : str, optional
         The file name the notebook runs under; workbooks open themselves by name
         (``Notebook("00_warmup.ipynb")``), so pass the workbook's name.
+    assignment : str, optional
+        The workbook's name; a notebook made for another workbook is refused.
+    isolation_level : str, optional
+        One of :data:`perfmodel.course.isolation.LEVELS` (default: the strongest available).
 
     Returns
     -------
     Execution
         The plain-data answers, the errors each cell raised, why the read-out failed if it
-        did, and whether the kernel ran isolated.
+        did, and the isolation level it ran at.
     """
     started = time.monotonic()
-    why_not = isolation.probe()
+    level = isolation.level() if isolation_level is None else isolation_level
+    data = path if isinstance(path, bytes) else Path(path).read_bytes()
     private = Path(tempfile.mkdtemp(prefix="perfmodel-grade-"))
+    process: subprocess.Popen[bytes] | None = None
+    problem = ""
     try:
-        scratch = private / "work"
-        for folder in (scratch, scratch / "tmp", scratch / "shm"):
-            folder.mkdir(mode=0o700)
-        notebook = scratch / Path(name).name
-        notebook.write_bytes(path.read_bytes())
+        os.chmod(private, 0o711)  # traversable, not listable: the inbox and scratch below
+        scratch, inbox = private / "work", private / "inbox"
+        scratch.mkdir(mode=0o700)
+        inbox.mkdir(mode=0o700)
         env = _kernel_env(scratch)
+        sandbox = isolation.Sandbox(
+            scratch,
+            inbox,
+            env,
+            disk_bytes=limits.disk_bytes,
+            max_files=limits.max_files,
+            max_processes=limits.max_processes,
+            isolation=level,
+        )
+        (inbox / "submission.ipynb").write_bytes(data)
         request = {
-            "notebook": str(notebook),
+            "notebook": f"{sandbox.inbox_inside}/submission.ipynb",
+            "name": Path(name).name,
+            "assignment": assignment,
+            "scratch": str(scratch),
             "cell_s": limits.cell_s,
-            "report": str(private / "report.json"),
             "kernel_env": env,
-            "kernel_prefix": [] if why_not else isolation.bwrap_command(scratch, env),
         }
-        (private / "request.json").write_text(json.dumps(request), encoding="utf-8")
-        worker_env = {
-            key: value
-            for key, value in os.environ.items()
-            if not key.startswith(("JPY_", "JUPYTER_", "PYTHONSTARTUP"))
-        }
-        worker_env.update(
-            HOME=str(private), JUPYTER_RUNTIME_DIR=str(private / "runtime"), PYTHONSAFEPATH="1"
-        )
+        (inbox / "request.json").write_text(json.dumps(request), encoding="utf-8")
+        sandbox.prepare()
+        argv = [
+            sys.executable,
+            "-m",
+            "perfmodel.course.sandbox_worker",
+            f"{sandbox.inbox_inside}/request.json",
+        ]
         process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "perfmodel.course.sandbox_worker",
-                str(private / "request.json"),
-            ],
+            sandbox.command(argv),
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            cwd=scratch,
-            env=worker_env,
-            preexec_fn=lambda: _preexec(limits),
+            cwd="/",
+            env={**env, "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"} if level != "none" else env,
+            preexec_fn=lambda: _preexec(limits, sandbox.uid is not None),
         )
-        problem = _watch(process, limits, scratch)
+        reader = _ReportReader(process.stdout)
+        reader.start()
+        problem = _watch(process, limits, scratch, scan_disk=level != "bubblewrap")
         _kill_tree(process)
-        report = _read_report(private / "report.json")
+        reader.join(timeout=10)
     finally:
-        shutil.rmtree(private, ignore_errors=True)
+        if process is not None and process.poll() is None:
+            _kill_tree(process)
+        remove_tree(private)
     seconds = time.monotonic() - started
-    kind = "none" if why_not else "bubblewrap"
+    report = (
+        "the grading worker's report was over its size cap"
+        if reader.overflow
+        else _parse_report(bytes(reader.data))
+    )
     if problem or not isinstance(report, dict):
         why = problem or (report if isinstance(report, str) else "")
         why = why or _how_it_died(process.returncode, limits)
-        return Execution(answers=None, problem=why, seconds=seconds, isolation=kind)
+        return Execution(answers=None, problem=why, seconds=seconds, isolation=level)
     return Execution(
         answers=report["answers"],
         cell_errors=tuple(CellError(*item) for item in report["cell_errors"]),
         timed_out_cells=tuple(report["timed_out_cells"]),
         problem=report["problem"],
         seconds=seconds,
-        isolation=kind,
+        isolation=level,
     )
 
 
 def _how_it_died(returncode: int | None, limits: Limits) -> str:
     if returncode is not None and returncode < 0:
-        return (
-            f"the grading worker was killed by {signal.Signals(-returncode).name} before "
-            f"it reported"
-        )
+        with contextlib.suppress(ValueError):
+            name = signal.Signals(-returncode).name
+            return f"the grading worker was killed by {name} before it reported"
     return (
         f"the grading worker stopped without a report (exit status {returncode}); the "
         f"submission may have used more than {limits.memory_bytes / 1024**3:g} GiB of memory"

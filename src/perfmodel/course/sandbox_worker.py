@@ -1,9 +1,11 @@
-"""The grading worker: run one notebook in a (sandboxed) kernel, write one report file.
+"""The grading worker: check one notebook, run it in a kernel, print one report.
 
 Started by :func:`perfmodel.course.sandbox.execute_notebook` as
-``python -m perfmodel.course.sandbox_worker REQUEST.json``. It runs outside the sandbox, talks to
-the kernel over Unix sockets in the submission's scratch folder, and writes its report
-into the grader's private folder, which the kernel cannot see.
+``python -m perfmodel.course.sandbox_worker INBOX/request.json``, inside the sandbox and as
+its user. It reads the submission from the read-only inbox and checks it there, under the
+sandbox's limits (JSON, nbformat, the workbook it belongs to; an nbformat-3 notebook is
+converted), talks to the kernel over Unix sockets in the scratch folder, and prints its report
+as JSON on a copy of its standard output that the kernel never inherits.
 
 The read-out is the last cell it runs. Only then does it choose a fresh random file name;
 the kernel writes its plain-data globals there, one value at a time, each capped (a large
@@ -17,6 +19,7 @@ import json
 import os
 import re
 import secrets
+import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -86,20 +89,18 @@ del _perfmodel_readout
 
 
 def _kernel_manager(request: dict[str, Any]) -> Any:
-    """A kernel manager that starts the kernel inside the sandbox, over Unix sockets.
+    """A kernel manager that starts this Python's kernel, over Unix sockets.
 
-    Interrupts go as messages on the control channel: a signal would reach bubblewrap,
-    not the kernel inside it.
+    Interrupts go as messages on the control channel, as a sandbox may not deliver signals.
     """
     from jupyter_client.manager import AsyncKernelManager
 
-    scratch = Path(request["notebook"]).parent
-    prefix = list(request["kernel_prefix"])
+    scratch = Path(request["scratch"])
 
     class SandboxedKernelManager(AsyncKernelManager):
         def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
             command = super().format_kernel_cmd(extra_arguments)
-            return [*prefix, sys.executable, *command[1:]]
+            return [sys.executable, *command[1:]]
 
     # The socket path is relative: worker and kernel both run in the scratch folder, and a
     # Unix socket's absolute path can outgrow its 107-byte limit under a long TMPDIR.
@@ -116,12 +117,62 @@ def _kernel_manager(request: dict[str, Any]) -> Any:
     return manager
 
 
+def _refused(reason: str) -> dict[str, Any]:
+    return {"answers": None, "cell_errors": [], "timed_out_cells": [], "problem": reason}
+
+
+def read_submission(data: bytes, assignment: str) -> Any:
+    """The submission as an nbformat-4 notebook, or a ``str``: why it is not one.
+
+    Examples
+    --------
+    >>> read_submission(b"print(1)", "00_warmup")
+    'not a notebook: invalid JSON at line 1 (Expecting value)'
+    >>> read_submission(b'{"hello": 1}', "00_warmup")
+    'not a notebook: the JSON has no `cells` list'
+    """
+    import nbformat
+
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "not a notebook: the file is not UTF-8 text"
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as error:
+        return f"not a notebook: invalid JSON at line {error.lineno} ({error.msg})"
+    except RecursionError:
+        return "not a notebook: the JSON is nested too deeply"
+    if not isinstance(raw, dict) or not isinstance(raw.get("cells", raw.get("worksheets")), list):
+        return "not a notebook: the JSON has no `cells` list"
+    major = raw.get("nbformat")
+    if major not in (3, 4):
+        return f"not a notebook this grader reads: nbformat {str(major)[:20]} (3 and 4 are)"
+    try:
+        nb = nbformat.reads(text, as_version=4)
+        nbformat.validate(nb)
+    except Exception as error:  # noqa: BLE001 - nbformat raises several unrelated types
+        first = str(error).strip().splitlines()[0][:160] if str(error).strip() else ""
+        converted = " (converted from nbformat 3)" if major == 3 else ""
+        return f"not a valid notebook{converted}: {type(error).__name__}: {first}"
+    metadata = nb.metadata.get("otter", {})
+    found = metadata.get("assignment_name") if isinstance(metadata, dict) else None
+    if assignment and found and found != assignment:
+        return f"this is workbook {str(found)[:80]!r}, not {assignment!r}"
+    return nb
+
+
 def _run(request: dict[str, Any]) -> dict[str, Any]:
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import DeadKernelError
 
-    nb = nbformat.read(request["notebook"], as_version=4)
+    scratch = Path(request["scratch"])
+    nb = read_submission(Path(request["notebook"]).read_bytes(), request["assignment"])
+    if isinstance(nb, str):
+        return _refused(nb)
+    notebook = scratch / request["name"]
+    nbformat.write(nb, notebook)
     # Number cells as JupyterLab does (position in the whole notebook, from 1) and run only
     # code cells; the check cells are blanked, since scoring happens outside the kernel.
     positions = [i + 1 for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
@@ -129,7 +180,7 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
     for cell in code_cells:
         if OTTER_CELL.fullmatch(cell.source.strip()):
             cell.source = ""
-    readout_path = Path(request["notebook"]).parent / f".answers-{secrets.token_hex(16)}.json"
+    readout_path = scratch / f".answers-{secrets.token_hex(16)}.json"
     readout = _READOUT.format(
         path=str(readout_path),
         max_value=MAX_VALUE_CHARS,
@@ -160,7 +211,7 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
         timeout=request["cell_s"],
         interrupt_on_timeout=True,
         allow_errors=True,
-        resources={"metadata": {"path": str(Path(request["notebook"]).parent)}},
+        resources={"metadata": {"path": str(scratch)}},
     )
     problem = ""
     try:
@@ -173,7 +224,9 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
     for index, cell in enumerate(nb.cells[:readout_index]):
         for output in cell.get("outputs", []):
             if output.get("output_type") == "error":
-                cell_errors.append([positions[index], output["ename"], str(output["evalue"])[:200]])
+                cell_errors.append(
+                    [positions[index], str(output["ename"])[:200], str(output["evalue"])[:300]]
+                )
     answers = _read_answers(readout_path)
     if answers is None and not problem:
         problem = "the grader could not read the answers back (the read-out cell failed)"
@@ -186,11 +239,19 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _read_answers(path: Path) -> dict[str, Any] | None:
-    """The read-out file as a dict, or None when it is missing, too large or not JSON."""
-    with contextlib.suppress(OSError, ValueError):
-        if path.is_symlink() or path.stat().st_size > MAX_TOTAL_CHARS * 2:
-            return None
-        data = json.loads(path.read_bytes())
+    """The read-out file as a dict, or None when it is missing, too large or not JSON.
+
+    It is opened without following links and without blocking, and read only if it is a
+    regular file: a FIFO or folder planted at its path fails at once.
+    """
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+    with contextlib.suppress(OSError, ValueError, RecursionError):
+        fd = os.open(path, flags)
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_TOTAL_CHARS * 2:
+                return None
+            data = json.loads(handle.read(MAX_TOTAL_CHARS * 2 + 1))
         if isinstance(data, dict):
             return data
     return None
@@ -213,18 +274,27 @@ def main(argv: list[str]) -> int:  # pragma: no cover - exercised through execut
     from perfmodel.course.sandbox import kill_descendants
 
     _become_subreaper()
+    # The report goes out on a private copy of stdout; the kernel inherits /dev/null.
+    report_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
     request = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+    scratch = Path(request["scratch"])
+    os.chdir(scratch)
+    for folder in ("tmp", "shm"):
+        (scratch / folder).mkdir(mode=0o700, exist_ok=True)
     try:
         report = _run(request)
+    except Exception as error:  # noqa: BLE001 - any failure becomes the submission's reason
+        report = _refused(f"the notebook could not be run: {type(error).__name__}")
     finally:
         kill_descendants(os.getpid())
         with contextlib.suppress(ChildProcessError):
             while os.waitpid(-1, os.WNOHANG)[0] > 0:
                 pass
-    target = Path(request["report"])
-    partial = target.with_suffix(".partial")
-    partial.write_text(json.dumps(report), encoding="utf-8")
-    os.replace(partial, target)
+    report_out.write(json.dumps(report))
+    report_out.close()
     return 0
 
 

@@ -133,7 +133,10 @@ _GRADESCOPE_PIP = ("numpy>=1.24", "scipy>=1.11", "matplotlib>=3.7", "tqdm>=4.65"
 _RUN_AUTOGRADER_TAIL = "python /autograder/source/run_otter.py"
 _PERFMODEL_RUN = (
     "# perfmodel: grade with the same clean-room pipeline as `perfmodel grade` (run the\n"
-    "# notebook in a sandboxed kernel, read the answers back as data, score outside it).\n"
+    "# notebook as an unprivileged user, in bubblewrap where it works, read the answers back\n"
+    "# as data, score outside it). /root stays unlistable but traversable, so that user can\n"
+    "# run the conda Python under it; the runner locks /autograder down before any student code.\n"
+    "chmod o+x,o-rw /root\n"
     "PYTHONPATH=/autograder/source/files python -m perfmodel.course.gradescope /autograder"
 )
 
