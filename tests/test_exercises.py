@@ -307,6 +307,11 @@ def test_an_overhead_term_is_taken_off_before_the_work_is_checked():
     with pytest.raises(AnswerError, match=r"\(t - ov\) × bw"):
         check_implied_work("t", 24_000 / 2e10, key, rate=2e10, rate_name="bw",
                            overhead_s=1e-6, overhead_name="ov", work_unit="B")  # fmt: skip
+    # The whole prediction in µs, overhead included: a prefix slip, named with its factor.
+    in_microseconds = (1e-6 + 24_000 / 2e10) * 1e6
+    with pytest.raises(AnswerError, match="the whole time is 1e6x too large: a factor of 1e6"):
+        check_implied_work("t", in_microseconds, key, rate=2e10, rate_name="bw",
+                           overhead_s=1e-6, overhead_name="ov", work_unit="B")  # fmt: skip
 
 
 @pytest.mark.parametrize(

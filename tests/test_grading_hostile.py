@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from attacks import answered
 from conftest import answer_cells, read_json, solved_copy, with_code
 
 from perfmodel.course import isolation
@@ -169,13 +170,21 @@ def build_fixtures(workbook, folder: Path, out: Path) -> dict[str, tuple[str, fl
     add("right", solved, "graded", 5)
     add("untouched", student, "graded", 0)
 
-    partly = copy.deepcopy(student)
-    cells = answer_cells(partly)
-    cells[0]["source"] = "vector_bytes = 4 * 2_500_000"
-    cells[1]["source"] = "read_time_s = 8 * vector_bytes / 400e9"  # bits, not bytes
-    cells[2]["source"] = "matvec_flops = 6e6\ncompute_time_s = 5e-4"  # (b) off by 1000
-    cells[3]["source"] = "slower = 'compute'"
-    add("partly_right", partly, "graded", 2)
+    partly = answered(
+        student,
+        {
+            "vector_bytes": 4 * 2_500_000,
+            "graded_vector_bytes": 6e6,  # right: the one graded point it earns
+            "read_time_s": 8 * 1e7 / 400e9,  # bits, not bytes
+            "graded_read_time_s": 8 * 6e6 / 1.6e12,
+            "matvec_flops": 6e6,
+            "compute_time_s": 5e-4,  # off by 1000
+            "graded_compute_time_s": 1e-3,
+            "slower": "compute",
+            "graded_slower": "memory",
+        },
+    )
+    add("partly_right", partly, "graded", 1)
 
     def with_cell(name, base, source, status, total, phrase=""):
         add(name, with_code(base, q1_answer + 1, source), status, total, phrase)
@@ -191,7 +200,8 @@ def build_fixtures(workbook, folder: Path, out: Path) -> dict[str, tuple[str, fl
     )
     with_cell("rig_package", solved, RIG_PACKAGE, "graded", 5, "Read-only file system")
     with_cell("plant_startup", student, PLANT_STARTUP, "graded", 0)
-    with_cell("kill_everyone", solved, KILL_EVERYONE, "graded", 5)
+    # The worker shares the sandbox and its user: killing it fails only this row.
+    with_cell("kill_everyone", solved, KILL_EVERYONE, "failed", 0, "killed by SIGKILL")
     with_cell("daemon", solved, DAEMON, "graded", 5)
     with_cell("forge_hook", student, FORGE_HOOK, "graded", 0)
     with_cell("forge_report", student, FORGE_REPORT, "graded", 0)
@@ -216,12 +226,12 @@ def build_fixtures(workbook, folder: Path, out: Path) -> dict[str, tuple[str, fl
     )
 
     broken = copy.deepcopy(solved)
-    answer_cells(broken)[0]["source"] = "vector_bytes = = 4"
-    # q2 reads q1's variable, so a broken q1 sinks q2 too.
+    answer_cells(broken)[1]["source"] = "graded_vector_bytes = = 4"
+    # q2's graded part reads q1's, so a broken q1 sinks q2 too.
     add("syntax_error", broken, "graded", 3, "SyntaxError: invalid syntax (line 1)")
 
     raising = copy.deepcopy(solved)
-    answer_cells(raising)[1]["source"] = "read_time_s = 1 / 0"
+    answer_cells(raising)[3]["source"] = "graded_read_time_s = 1 / 0"
     add("exception", raising, "graded", 4, "ZeroDivisionError")
 
     add(
@@ -247,13 +257,13 @@ def build_fixtures(workbook, folder: Path, out: Path) -> dict[str, tuple[str, fl
     )
 
     deleted = copy.deepcopy(solved)
-    q3 = answer_cells(deleted)[2]
+    q3 = next(c for c in answer_cells(deleted) if "graded_compute_time_s" in "".join(c["source"]))
     position = deleted["cells"].index(q3)
-    del deleted["cells"][position - 1 : position + 2]  # prompt, answer, check
+    del deleted["cells"][position - 1 : position + 1]  # the graded part's prompt and answer
     add("deleted_cells", deleted, "graded", 3)
 
     reordered = copy.deepcopy(solved)
-    first, second = answer_cells(reordered)[:2]
+    first, second = answer_cells(reordered)[1], answer_cells(reordered)[3]
     i, j = reordered["cells"].index(first), reordered["cells"].index(second)
     reordered["cells"][i], reordered["cells"][j] = second, first
     add("reordered_cells", reordered, "graded", 4, "NameError")
@@ -280,10 +290,10 @@ def build_fixtures(workbook, folder: Path, out: Path) -> dict[str, tuple[str, fl
     )
     add("fork_few", with_code(solved, q1_answer + 1, FORK.format(count=5)), "graded", 5)
 
-    tamper = copy.deepcopy(student)
-    answer_cells(tamper)[0]["source"] = "vector_bytes = 1e7"
-    answer_cells(tamper)[1]["source"] = "read_time_s = 1.0"
-    answer_cells(tamper)[3]["source"] = "slower = 'compute'"
+    tamper = answered(
+        student,
+        {"vector_bytes": 1e7, "graded_vector_bytes": 6e6, "read_time_s": 1.0, "slower": "compute"},
+    )
     add("tamper_helpers", with_code(tamper, 1, TAMPER_HELPERS), "graded", 1)
     add(
         "tamper_output",
@@ -359,10 +369,10 @@ def test_fixture_folder_scores_exactly_as_expected(tmp_path):
 
     partly = read_json(out / "grades_feedback" / "partly_right.ipynb.json")
     q2 = next(q for q in partly["questions"] if q["name"] == "q2")
-    assert "about 8.00x too large" in q2["cases"][0]["message"]
-    hidden = next(q for q in partly["questions"] if q["name"] == "q3")["cases"][1]
+    assert "8x too large" in q2["cases"][0]["message"]
+    hidden = next(q for q in partly["questions"] if q["name"] == "q3")["cases"][-1]
     assert hidden["hidden"] and not hidden["passed"]
-    assert "5e-07" not in hidden["message"], "hidden feedback must not reveal the answer"
+    assert "1e-06" not in hidden["message"], "hidden feedback must not reveal the answer"
 
     feedback = sorted(p.name for p in (out / "grades_feedback").iterdir())
     assert feedback == sorted(f"{name}.json" for name in expected)

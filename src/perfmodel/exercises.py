@@ -476,11 +476,16 @@ def _check_value(
         return
     slip = _match_slip(value, parsed, slips)
     if slip:
-        raise AnswerError(f"{shown}: not yet, {slip}. Fix that and try again.")
+        raise AnswerError(f"{shown}: not yet, {_sentence(slip)} Fix that and try again.")
     raise AnswerError(
         f"{shown}: not yet. It is not off by any slip this question knows "
         f"({_slip_list(slips)}). Recheck the formula, one term at a time."
     )
+
+
+def _sentence(phrase: str) -> str:
+    """A phrase closed with a full stop, unless it already ends a sentence."""
+    return phrase if phrase.endswith((".", "?", "!")) else phrase + "."
 
 
 def _slip_list(slips: tuple[Slip, ...]) -> str:
@@ -530,7 +535,7 @@ def check_count(name: str, answer: object, key: str, *, slips: Iterable[Slip] = 
                     if slip.unit
                     else f"it looks like {slip.cause}"
                 )
-                raise AnswerError(f"`{name}` is {value}: not yet, {phrase}.")
+                raise AnswerError(f"`{name}` is {value}: not yet, {_sentence(phrase)}")
     raise AnswerError(f"`{name}` is {value}: not yet. Recount and try again.")
 
 
@@ -655,7 +660,29 @@ def check_implied_work(
         f"`{name}` implies {work:.4g}{f' {work_unit}' if work_unit else ''} at your "
         f"`{rate_name}` ({formula})"
     )
-    _check_value(shown, work, key, work_unit, slips)
+    try:
+        _check_value(shown, work, key, work_unit, slips)
+    except AnswerError:
+        if overhead:
+            _check_whole_time(name, seconds, overhead, rate, key)
+        raise
+
+
+def _check_whole_time(name: str, seconds: float, overhead: float, rate: float, key: str) -> None:
+    """Name a unit slip of the whole predicted time (overhead and all in ms, say), if it is one.
+
+    With an overhead in the prediction, a time given in the wrong unit does not imply a
+    clean multiple of the work, so it is tried here as a whole.
+    """
+    parsed = _NumberKey(key)
+    for slip in (*PREFIX_SLIPS, MINUTES_FOR_SECONDS, HOURS_FOR_SECONDS):
+        for direction, scale in (("large", slip.factor), ("small", 1 / slip.factor)):
+            if parsed.offset((seconds / scale - overhead) * rate) is not None:
+                raise AnswerError(
+                    f"`{name}` is {seconds:.4g} s: not yet, the whole time is "
+                    f"{_ratio_text(slip.factor)}x too {direction}: {slip.cause}. "
+                    f"Fix that and try again."
+                ) from None
 
 
 def feedback(message: str | None) -> str:

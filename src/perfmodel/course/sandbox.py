@@ -508,10 +508,15 @@ def execute_notebook(
 
 
 def _how_it_died(returncode: int | None, limits: Limits) -> str:
-    if returncode is not None and returncode < 0:
+    # A signal shows as a negative status, or as 128 + its number through the sandbox's shell.
+    number = -returncode if returncode and returncode < 0 else (returncode or 0) - 128
+    if number > 0:
         with contextlib.suppress(ValueError):
-            name = signal.Signals(-returncode).name
-            return f"the grading worker was killed by {name} before it reported"
+            name = signal.Signals(number).name
+            return (
+                f"the grading worker was killed by {name} before it reported (the notebook "
+                f"may have killed it, or run out of memory)"
+            )
     return (
         f"the grading worker stopped without a report (exit status {returncode}); the "
         f"submission may have used more than {limits.memory_bytes / 1024**3:g} GiB of memory"
