@@ -174,9 +174,9 @@ def build_fixtures(workbook, folder: Path, out: Path) -> dict[str, tuple[str, fl
         student,
         {
             "vector_bytes": 4 * 2_500_000,
-            "graded_vector_bytes": 6e6,  # right: the one graded point it earns
+            "graded_vector_bytes": 7e6,  # right: the one graded point it earns
             "read_time_s": 8 * 1e7 / 400e9,  # bits, not bytes
-            "graded_read_time_s": 8 * 6e6 / 1.6e12,
+            "graded_read_time_s": 8 * 7e6 / 1.6e12,
             "matvec_flops": 6e6,
             "compute_time_s": 5e-4,  # off by 1000
             "graded_compute_time_s": 1e-3,
@@ -292,7 +292,7 @@ def build_fixtures(workbook, folder: Path, out: Path) -> dict[str, tuple[str, fl
 
     tamper = answered(
         student,
-        {"vector_bytes": 1e7, "graded_vector_bytes": 6e6, "read_time_s": 1.0, "slower": "compute"},
+        {"vector_bytes": 1e7, "graded_vector_bytes": 7e6, "read_time_s": 1.0, "slower": "compute"},
     )
     add("tamper_helpers", with_code(tamper, 1, TAMPER_HELPERS), "graded", 1)
     add(

@@ -156,3 +156,35 @@ def test_the_instant_check_shows_the_hint_and_not_the_test_code(monkeypatch, tmp
     assert "8x too large" in shown and "bits-vs-bytes" in shown
     assert "pm1:" not in shown and "check_number" not in shown and "Error at line" not in shown
     assert "passed" in repr(grader.check("q1", {"vector_bytes": 1e7})).lower()
+
+
+@pytest.mark.parametrize("workbook", WORKBOOKS, ids=lambda workbook: workbook.name)
+def test_points_come_only_from_hidden_graded_parts(workbook):
+    """Practice is public and worth nothing; each question's points sit in hidden cases only,
+    on `graded_` variables whose answers no practice answer gives away."""
+    from perfmodel.course.grading import score_answers
+
+    student = read_json(workbook.student)
+    intro = next("".join(c["source"]) for c in student["cells"] if c["cell_type"] == "markdown")
+    assert "Practice, then graded" in intro and "no instant check" in intro
+    for question in score_answers(assigned(workbook).tests, {}):
+        hidden = [case["points"] for case in question.cases if case["hidden"]]
+        public = [case["points"] for case in question.cases if not case["hidden"]]
+        assert public and all(points == 0 for points in public), (workbook.name, question.name)
+        assert hidden and sum(hidden) == question.possible > 0, (workbook.name, question.name)
+    public_tests = "".join(student["metadata"]["otter"]["tests"].values())
+    assert "graded_" not in public_tests, "a graded part's check must not ship"
+    env = master_namespace(workbook)
+    graded = {name: value for name, value in env.items() if name.startswith("graded_")}
+    practice = {
+        name: value
+        for name, value in env.items()
+        if not name.startswith(("graded_", "_")) and isinstance(value, (int, float, str))
+    }
+    assert len(graded) >= len(assigned(workbook).tests)
+    for name, value in graded.items():
+        for other, known in practice.items():
+            if isinstance(value, str) or isinstance(known, str):
+                continue
+            same = value == known or (known and abs(value / known - 1) < 0.015)
+            assert not same, f"{workbook.name}: {name} = {value!r} is {other} = {known!r}"
