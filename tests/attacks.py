@@ -19,6 +19,7 @@ from conftest import answer_cells, read_json, solved_copy, with_code
 
 # --- recovering shipped keys by search ------------------------------------------------------
 
+
 def search_key(key: str, words: tuple[str, ...] = ()) -> object:
     """Recover a value that passes ``key`` by trying every bucket, count or word.
 
@@ -150,7 +151,8 @@ if libc.shmget(0, 1 << 30, 0o1600) >= 0:  # System V shared memory outside every
 READ_OTHERS = """
 import glob, os
 attack_worked = False
-targets = glob.glob({masters!r}) + glob.glob({folder!r} + "/*") + glob.glob("/tmp/perfmodel-*/**", recursive=True)
+targets = glob.glob({masters!r}) + glob.glob({folder!r} + "/*")
+targets += glob.glob("/tmp/perfmodel-*/**", recursive=True)
 for path in targets:
     try:
         with open(path, "rb") as handle:
@@ -248,12 +250,16 @@ def build_attacks(workbook, folder: Path) -> dict[str, tuple[str, float, str]]:
     attack("long_name.ipynb", LONG_NAME, phrase="raised EEEE")
     attack("memfd_hog.ipynb", MEMFD_HOG, status="failed", phrase="GiB of memory")
     attack("unlinked_disk.ipynb", UNLINKED_DISK, status="failed", phrase="No space left on device")
-    attack("deep_path_disk.ipynb", DEEP_PATH_DISK, status="failed", phrase="No space left on device")
+    attack(
+        "deep_path_disk.ipynb", DEEP_PATH_DISK, status="failed", phrase="No space left on device"
+    )
     attack("deep_chain.ipynb", DEEP_CHAIN)
     attack("threads.ipynb", THREADS, phrase="can't start new thread")
     attack("as_root.ipynb", when(AS_ROOT, solved))
     masters = str(workbook.master.parent / "*.ipynb")
-    attack("read_others.ipynb", when(READ_OTHERS.format(masters=masters, folder=str(folder)), solved))
+    attack(
+        "read_others.ipynb", when(READ_OTHERS.format(masters=masters, folder=str(folder)), solved)
+    )
     attack(
         "fifo_readout.ipynb",
         PLANT_READOUT.format(plant="os.mkfifo(found.group(1))"),

@@ -72,8 +72,9 @@ def test_every_attack_scores_zero_and_honest_work_full_marks(attack_batch):
         assert phrase in row["reason"], (name, row["reason"])
         assert float(row["possible"]) == 5
         ran = row["isolation"]
-        assert ran == ("not run" if name in {"link.ipynb", "classmate_link.ipynb", ".ipynb"}
-                       else "bubblewrap"), (name, ran)
+        assert ran == (
+            "not run" if name in {"link.ipynb", "classmate_link.ipynb", ".ipynb"} else "bubblewrap"
+        ), (name, ran)
 
 
 @pytest.mark.slow
@@ -121,7 +122,7 @@ def test_a_search_of_every_shipped_key_scores_zero(workbook):
     student = read_json(workbook.student)
     answers = recovered_answers(student)
     for question, checks in shipped_keys(student).items():
-        for name, key, words in checks:
+        for name, _, _ in checks:
             assert answers[name] is not None, f"{workbook.name} {question} {name}: search failed"
     scored = score_answers(assigned(workbook).tests, answers)
     practice = [case for q in scored for case in q.cases if not case["hidden"]]
@@ -133,7 +134,10 @@ def test_a_search_of_every_shipped_key_scores_zero(workbook):
 def test_the_key_search_recovers_a_value_the_check_accepts():
     key = exercises.number_key(3.7e-4, rel_tol=0.01, salt="attack/q1/x")
     exercises.check_number("x", search_key(key), key)
-    assert search_key(exercises.choice_key("memory", salt="attack/q2/y"), ("compute", "memory")) == "memory"
+    assert (
+        search_key(exercises.choice_key("memory", salt="attack/q2/y"), ("compute", "memory"))
+        == "memory"
+    )
 
 
 # --- Gradescope's /autograder layout ------------------------------------------------------
@@ -148,9 +152,10 @@ for path in glob.glob(root + "/source/tests/*.py") + glob.glob(root + "/source/o
         attack_worked = True
     except OSError:
         pass
-for path, mode in ((root + "/run_autograder", "a"), (root + "/results/results.json", "w"),
-                   (root + "/lib/perfmodel/exercises.py", "a"), (root + "/lib/sitecustomize.py", "w"),
-                   (root + "/source/files/perfmodel/exercises.py", "a")):
+targets = [(root + "/run_autograder", "a"), (root + "/results/results.json", "w"),
+           (root + "/lib/perfmodel/exercises.py", "a"), (root + "/lib/sitecustomize.py", "w"),
+           (root + "/source/files/perfmodel/exercises.py", "a")]
+for path, mode in targets:
     try:
         with open(path, mode) as handle:
             handle.write("\\n# rigged\\n")
@@ -188,7 +193,9 @@ def _autograder(tmp_path: Path, nb: dict, workbook) -> Path:
 @pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="Gradescope runs the autograder as root")
 @pytest.mark.parametrize("with_bwrap", [True, False], ids=["bubblewrap", "no-bubblewrap"])
-def test_gradescope_layout_holds_with_and_without_bubblewrap(tmp_path, with_bwrap, traversable_root):
+def test_gradescope_layout_holds_with_and_without_bubblewrap(
+    tmp_path, with_bwrap, traversable_root
+):
     if with_bwrap and isolation.probe():
         pytest.skip(f"no bubblewrap here: {isolation.probe()}")
     workbook = find_workbook("00_warmup", Path("exercises"))
@@ -209,7 +216,7 @@ def test_gradescope_layout_holds_with_and_without_bubblewrap(tmp_path, with_bwra
     assert results["score"] == 0, results["output"]
     level = "bubblewrap" if with_bwrap else "unprivileged"
     if not with_bwrap:
-        assert f"isolation level 'unprivileged'" in results["output"]
+        assert "isolation level 'unprivileged'" in results["output"]
     assert (root / "run_autograder").read_bytes() == runner
     assert b"rigged" not in (root / "lib" / "perfmodel" / "exercises.py").read_bytes()
     assert not (root / "lib" / "sitecustomize.py").exists()

@@ -51,7 +51,11 @@ def _public_checks(workbook):
     for source in tests.values():
         for node in ast.walk(ast.parse(source)):
             name = getattr(getattr(node, "func", None), "id", "")
-            if isinstance(node, ast.Call) and name in ("check_number", "check_choice", "check_count"):
+            if isinstance(node, ast.Call) and name in (
+                "check_number",
+                "check_choice",
+                "check_count",
+            ):
                 yield name, node
 
 
@@ -90,7 +94,9 @@ def test_no_public_hint_lets_the_answer_be_recovered(workbook):
             elif abs(math.log(factor)) < 3 * rel_tol:
                 continue
             checker = exercises.check_count if kind == "check_count" else exercises.check_number
-            arguments = {"slips": slips} if kind == "check_count" else {"unit": unit, "slips": slips}
+            arguments = (
+                {"slips": slips} if kind == "check_count" else {"unit": unit, "slips": slips}
+            )
             answer = int(value) if kind == "check_count" else value
             try:
                 checker(name, answer, key, **arguments)
@@ -104,7 +110,9 @@ def test_no_public_hint_lets_the_answer_be_recovered(workbook):
                 slip.unit
                 and not slip.reciprocal
                 and slip.cause in message
-                and min(abs(math.log(abs(value / right) / f)) for f in (slip.factor, 1 / slip.factor))
+                and min(
+                    abs(math.log(abs(value / right) / f)) for f in (slip.factor, 1 / slip.factor)
+                )
                 <= 3 * rel_tol
                 for slip in slips
             )
@@ -116,9 +124,7 @@ def test_no_public_hint_lets_the_answer_be_recovered(workbook):
 @pytest.mark.parametrize("workbook", WORKBOOKS, ids=lambda workbook: workbook.name)
 def test_option_texts_explain_and_hold_no_numbers(workbook):
     tests = read_json(workbook.master)
-    sources = [
-        "".join(cell["source"]) for cell in tests["cells"] if cell["cell_type"] == "code"
-    ]
+    sources = ["".join(cell["source"]) for cell in tests["cells"] if cell["cell_type"] == "code"]
     for source in sources:
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "check_choice":

@@ -27,8 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import nbformat
-
 from perfmodel.course import isolation
 from perfmodel.course.sandbox import Execution, Limits, execute_notebook
 from perfmodel.exercises import feedback

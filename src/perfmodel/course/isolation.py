@@ -63,7 +63,8 @@ _SETUP = (
     'set -e; mount -t tmpfs -o "size=$1,nr_inodes=$2,mode=0700$3" perfmodel-scratch "$4"; '
     'mkdir -m 1777 "$4/shm"; '
     "echo 0 > /proc/sys/kernel/shmmni; echo 0 > /proc/sys/kernel/msgmni; "
-    'if [ -n "$5" ]; then ulimit -u "$5"; fi; shift 5; exec "$@"'
+    'nproc="$5"; shift 5; if [ -n "$nproc" ]; then exec prlimit --nproc="$nproc" -- "$@"; fi; '
+    'exec "$@"'
 )
 
 
@@ -235,7 +236,9 @@ class Sandbox:
             # drop to the sandbox's uid, and that uid runs everything.
             args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
         else:
-            args += ["--unshare-user", "--cap-drop", "ALL"]
+            # The user's own uid inside (not the namespace's root, as set up above).
+            uid, gid = str(os.getuid()), str(os.getgid())
+            args += ["--unshare-user", "--uid", uid, "--gid", gid, "--cap-drop", "ALL"]
         args += ["--clearenv"]
         for name, value in sorted(self.env.items()):
             args += ["--setenv", name, value]

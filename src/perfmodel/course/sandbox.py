@@ -307,9 +307,7 @@ class _ReportReader(threading.Thread):
                     self.data += chunk
 
 
-def _watch(
-    process: subprocess.Popen[bytes], limits: Limits, scratch: Path, scan_disk: bool
-) -> str:
+def _watch(process: subprocess.Popen[bytes], limits: Limits, scratch: Path, scan_disk: bool) -> str:
     """Wait for the worker; kill its tree and return why if a limit is crossed."""
     started = time.monotonic()
     next_slow = started
