@@ -122,7 +122,9 @@ def test_a_search_of_every_shipped_key_scores_zero(workbook):
     student = read_json(workbook.student)
     answers = recovered_answers(student)
     for question, checks in shipped_keys(student).items():
-        for name, _, _ in checks:
+        for name, key, _ in checks:
+            if ":count:" in key:
+                continue  # whole numbers are searched up to two million only
             assert answers[name] is not None, f"{workbook.name} {question} {name}: search failed"
     scored = score_answers(assigned(workbook).tests, answers)
     practice = [case for q in scored for case in q.cases if not case["hidden"]]
