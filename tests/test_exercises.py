@@ -234,8 +234,8 @@ def test_check_count_is_exact_and_names_off_by_one():
     check_count("stages", 3, key)
     check_count("stages", np.int64(3), key)
     check_count("stages", 3.0, key)
-    for off_by_one in (2, 4):  # the same words either way: no direction to read
-        with pytest.raises(AnswerError, match=r"`stages` is \d: not yet, it is off by one"):
+    for off_by_one in (2, 4):  # never named: it would leave two candidates to try
+        with pytest.raises(AnswerError, match=r"`stages` is \d: not yet. Recount and try again.$"):
             check_count("stages", off_by_one, key)
     with pytest.raises(AnswerError, match="not yet. Recount"):
         check_count("stages", 9, key)
@@ -245,12 +245,26 @@ def test_check_count_is_exact_and_names_off_by_one():
     unit = Slip(factor=1000, name="k", cause="thousands for units", unit=True)
     with pytest.raises(AnswerError, match="1,000x too large: thousands for units"):
         check_count("stages", 3000, key, slips=(unit,))
+    one_way = Slip(factor=2, name="halved", cause="each stage counted half", direction="small")
+    with pytest.raises(AnswerError, match="not yet. Recount"):
+        check_count("stages", 6, key, slips=(one_way,))  # too large: not this slip's way
     with pytest.raises(AnswerError, match="must be a whole number"):
         check_count("stages", 2.5, key)
     with pytest.raises(AnswerError, match="must be a whole number"):
         check_count("stages", True, key)
     with pytest.raises(TypeError, match="`expected` must be an int"):
         count_key(1.5, salt=SALT)
+
+
+def test_a_one_way_slip_is_named_only_in_its_direction():
+    key = number_key(100.0, rel_tol=0.01, salt=SALT)
+    both = Slip(
+        factor=2, name="d", cause="one link direction for both", unit=True, direction="small"
+    )
+    assert "2x too small: one link direction" in fails(50.0, key, slips=(both,))
+    assert "one link direction" not in fails(200.0, key, slips=(both,))
+    with pytest.raises(ValueError, match="`direction` must be"):
+        Slip(factor=2, name="d", cause="c", direction="up")
 
 
 def test_feedback_keeps_the_message_and_drops_the_test_code():

@@ -111,6 +111,11 @@ class Slip:
         A unit slip (a prefix, bits for bytes, FLOPs for multiply-adds...), whose factor is
         the same in every problem and is printed. A conceptual slip (the default) is named
         by its ``cause`` alone, which must not state the factor.
+    direction : {"both", "large", "small"}, optional
+        Which way the slip moves the answer: ``"large"`` checks only ``answer * factor``,
+        ``"small"`` only ``answer / factor``. Give it when the slip can only go one way (one
+        link direction counted for both makes a time too small), so the hint never names it
+        for the opposite mistake.
     """
 
     factor: float = 1.0
@@ -118,16 +123,26 @@ class Slip:
     cause: str
     reciprocal: bool = False
     unit: bool = False
+    direction: str = "both"
 
     def __post_init__(self) -> None:
         if not isinstance(self.reciprocal, bool):
             raise TypeError(f"`reciprocal` must be a bool (got {self.reciprocal!r}).")
         if not isinstance(self.unit, bool):
             raise TypeError(f"`unit` must be a bool (got {self.unit!r}).")
+        if self.direction not in ("both", "large", "small"):
+            raise ValueError(
+                f"`direction` must be 'both', 'large' or 'small' (got {self.direction!r})."
+            )
         if not self.reciprocal and not (
             _is_real(self.factor) and math.isfinite(self.factor) and self.factor > 1
         ):
             raise ValueError(f"`factor` must be a finite number above 1 (got {self.factor!r}).")
+
+    def scales(self) -> tuple[tuple[str, float], ...]:
+        """(direction, multiple of the right answer) for each way this slip is checked."""
+        both = (("large", self.factor), ("small", 1 / self.factor))
+        return tuple(item for item in both if self.direction in ("both", item[0]))
 
     def distinguishable(self, rel_tol: float) -> bool:
         """Whether this factor can be told apart from rounding at ``rel_tol`` (checks name
@@ -399,7 +414,7 @@ def _match_slip(value: float, key: _NumberKey, slips: Iterable[Slip]) -> str | N
             continue
         if not slip.distinguishable(key.rel_tol):
             continue
-        for direction, scale in (("large", slip.factor), ("small", 1 / slip.factor)):
+        for direction, scale in slip.scales():
             shift = key.offset(value / scale)
             if shift is None:
                 continue
@@ -495,7 +510,8 @@ def _slip_list(slips: tuple[Slip, ...]) -> str:
 def check_count(name: str, answer: object, key: str, *, slips: Iterable[Slip] = ()) -> None:
     """Check a whole-number answer (a count of stages, GPUs, steps...) exactly.
 
-    Off by one is always recognised; ``slips`` adds factors (a count doubled, say).
+    ``slips`` adds the factors it recognises (a count doubled, say). Off by one is not named:
+    with a count, naming it would leave two candidates to try.
 
     Examples
     --------
@@ -504,7 +520,7 @@ def check_count(name: str, answer: object, key: str, *, slips: Iterable[Slip] = 
     >>> check_count("stages", 4, key)
     Traceback (most recent call last):
     ...
-    perfmodel.exercises.AnswerError: `stages` is 4: not yet, it is off by one. Check ...
+    perfmodel.exercises.AnswerError: `stages` is 4: not yet. Recount and try again.
     """
     _, salt, digest = _parse_key(key, "count")
     missing = _missing(name, answer)
@@ -522,20 +538,17 @@ def check_count(name: str, answer: object, key: str, *, slips: Iterable[Slip] = 
 
     if right(float(value)):
         return
-    if right(float(value - 1)) or right(float(value + 1)):
-        raise AnswerError(
-            f"`{name}` is {value}: not yet, it is off by one. Check whether the first and the "
-            f"last are counted, and recount."
-        )
     for slip in slips:
-        for direction, scale in (("large", slip.factor), ("small", 1 / slip.factor)):
+        for direction, scale in slip.scales():
             if right(value / scale):
                 phrase = (
                     f"{_ratio_text(slip.factor)}x too {direction}: {slip.cause}"
                     if slip.unit
                     else f"it looks like {slip.cause}"
                 )
-                raise AnswerError(f"`{name}` is {value}: not yet, {_sentence(phrase)}")
+                raise AnswerError(
+                    f"`{name}` is {value}: not yet, {_sentence(phrase)} Fix that and try again."
+                )
     raise AnswerError(f"`{name}` is {value}: not yet. Recount and try again.")
 
 
@@ -573,7 +586,7 @@ def check_choice(name: str, answer: object, key: str, options: Mapping[str, str]
         described = "; ".join(f"{option!r}: {text}" for option, text in options.items())
         raise AnswerError(
             f"`{name}` is {word!r}: not yet. The options are {described}. "
-            f"Which one do your numbers show?"
+            f"Which one does your reasoning support?"
         )
 
 
