@@ -426,13 +426,17 @@ def _match_slip(value: float, key: _NumberKey, slips: Iterable[Slip]) -> str | N
     shift = key.offset(-value)
     if shift is not None:
         found.append((abs(shift), _SIGN))
-    return min(found)[1] if found else None
+    if not found:
+        return None
+    # Two slips can share a factor (multiply-adds and a 2-byte dtype): name every one that fits.
+    best = min(shift for shift, _ in found)
+    return "; or ".join(dict.fromkeys(phrase for shift, phrase in found if shift == best))
 
 
 def _ratio_text(ratio: float) -> str:
     """A factor as a person writes it: 8, 60, 1,000, 1e+06, 1.074."""
     if ratio >= 1e5:
-        return f"{ratio:.0e}".replace("e+0", "e")
+        return f"{ratio:.4g}".replace("e+0", "e").replace("e+", "e")
     if float(ratio).is_integer():
         return f"{int(ratio):,}"
     return f"{ratio:.4g}"

@@ -76,13 +76,17 @@ def grade_autograder_folder(root: Path) -> dict[str, Any]:
     dict
         The results, as written.
     """
-    from perfmodel.course.grading import grade_submission, safe_text, score_answers
+    import otter.test_files.exception_test  # noqa: F401 - imported before any student code
+
+    from perfmodel.course.grading import grade_submission, score_answers
     from perfmodel.course.sandbox import Limits
     from perfmodel.course.workbooks import tests_from_folder
 
     source = root / "source"
     config = json.loads((source / "otter_config.json").read_text(encoding="utf-8"))
     tests = tests_from_folder(source / "tests")
+    # A zero result first, so that Gradescope reads one even if this process dies.
+    _write_results(root, _results(score_answers(tests, {}), "not graded", config))
     folder = root / "submission"
     notebooks = sorted(
         (path for path in folder.iterdir() if path.name.endswith(".ipynb")),
@@ -103,8 +107,17 @@ def grade_autograder_folder(root: Path) -> dict[str, Any]:
     else:
         questions = score_answers(tests, {})
         output = "no .ipynb file was submitted"
+    results = _results(questions, output, config)
+    _write_results(root, results)
+    return results
+
+
+def _results(questions: tuple[Any, ...], output: str, config: dict[str, Any]) -> dict[str, Any]:
+    """Gradescope's results for scored questions."""
+    from perfmodel.course.grading import safe_text
+
     after = "after_published" if config.get("show_hidden") else "hidden"
-    results = {
+    return {
         "score": round(sum(question.score for question in questions), 4),
         "output": safe_text(output.strip()),
         "tests": [
@@ -120,13 +133,15 @@ def grade_autograder_folder(root: Path) -> dict[str, Any]:
             for number, case in enumerate(question.cases, start=1)
         ],
     }
+
+
+def _write_results(root: Path, results: dict[str, Any]) -> None:
     target = root / "results" / "results.json"
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(".results.json.partial")
     partial.write_text(json.dumps(results, indent=2), encoding="utf-8")
     os.replace(partial, target)
     os.chmod(target, 0o644)
-    return results
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,7 +153,12 @@ def main(argv: list[str] | None = None) -> int:
         lock_down(root)
         # Start again on the locked copy, so that the grader and the sandbox import the
         # package from a folder no student can write.
-        env = {**os.environ, "PYTHONPATH": str(lib), "PERFMODEL_LOCKED": str(lib)}
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(lib),
+            "PERFMODEL_LOCKED": str(lib),
+            "PYTHONSAFEPATH": "1",  # the working folder is never on the path
+        }
         command = [sys.executable, "-m", "perfmodel.course.gradescope", str(root)]
         os.execve(sys.executable, command, env)
     grade_autograder_folder(root)

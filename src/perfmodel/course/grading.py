@@ -20,6 +20,7 @@ import re
 import shutil
 import stat
 import sys
+import unicodedata
 import tempfile
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -119,29 +120,27 @@ def score_answers(tests: dict[str, str], answers: dict[str, Any]) -> tuple[Quest
 
     env = {name: _from_readout(value) for name, value in answers.items()}
     results = []
-    with tempfile.TemporaryDirectory(prefix="perfmodel-tests-") as scratch:
-        for name, source in tests.items():
-            path = Path(scratch) / f"{name}.py"
-            path.write_text(source, encoding="utf-8")
-            test_file = ExceptionTestFile.from_file(str(path))
-            test_file.run(dict(env))
-            cases = tuple(
-                {
-                    "hidden": bool(result.test_case.hidden),
-                    "points": round(float(result.test_case.points or 0), 4),
-                    "passed": bool(result.passed),
-                    "message": feedback(result.message),
-                }
-                for result in test_file.test_case_results
+    # Parsed from strings, not files: scoring needs no disk, so a full TMPDIR cannot stop it.
+    for name, source in tests.items():
+        test_file = ExceptionTestFile.from_string(source, path=f"{name}.py")
+        test_file.run(dict(env))
+        cases = tuple(
+            {
+                "hidden": bool(result.test_case.hidden),
+                "points": round(float(result.test_case.points or 0), 4),
+                "passed": bool(result.passed),
+                "message": feedback(result.message),
+            }
+            for result in test_file.test_case_results
+        )
+        results.append(
+            QuestionResult(
+                name=name,
+                score=round(float(test_file.score), 4),
+                possible=round(float(test_file.possible), 4),
+                cases=cases,
             )
-            results.append(
-                QuestionResult(
-                    name=name,
-                    score=round(float(test_file.score), 4),
-                    possible=round(float(test_file.possible), 4),
-                    cases=cases,
-                )
-            )
+        )
     return tuple(results)
 
 
@@ -250,7 +249,9 @@ def display_name(path: Path) -> str:
             out.append(f"\\x{code - 0xDC00:02x}")
         elif char == "\\":
             out.append("\\\\")
-        elif code < 32 or code == 0x7F or 0xD800 <= code <= 0xDFFF:
+        elif unicodedata.category(char) in ("Cc", "Cf", "Cs", "Zl", "Zp", "Co", "Cn"):
+            # Controls, format marks (bidi overrides, zero widths), separators: invisible or
+            # misleading in a sheet, so written out.
             out.append(f"\\x{code:02x}" if code < 256 else f"\\u{code:04x}")
         else:
             out.append(char)
@@ -343,6 +344,9 @@ def grade_folder(
     progress : bool, optional
         Show a tqdm progress bar on stderr.
     """
+    # Everything scoring imports is imported now, before any student code runs: a module
+    # planted later in a folder on sys.path can never be picked up by this process.
+    import otter.test_files.exception_test  # noqa: F401
     from tqdm.auto import tqdm
 
     if jobs < 1:

@@ -35,17 +35,29 @@ wall clock, the memory of the whole tree (memfds included) and its threads.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["LEVELS", "Sandbox", "level", "probe", "sandbox_uid", "tool", "why_not"]
+__all__ = [
+    "LEVELS",
+    "Sandbox",
+    "level",
+    "probe",
+    "sandbox_uid",
+    "seccomp_pipe",
+    "tool",
+    "why_not",
+]
 
 #: The isolation levels, strongest first.
 LEVELS = ("bubblewrap", "unprivileged", "none")
@@ -77,6 +89,20 @@ def tool(name: str) -> str | None:
         if os.access(f"{folder}/{name}", os.X_OK):
             return f"{folder}/{name}"
     return None
+
+
+def seccomp_pipe() -> int | None:
+    """A pipe's read end holding the seccomp filter for bubblewrap, or ``None`` (no filter for
+    this machine). The caller passes it to the child and closes it afterwards."""
+    from perfmodel.course.seccomp import program
+
+    code = program()
+    if code is None:
+        return None
+    read, write = os.pipe()
+    os.write(write, code)
+    os.close(write)
+    return read
 
 
 def sandbox_uid() -> int:
@@ -148,24 +174,55 @@ class Sandbox:
         return INBOX if self.level == "bubblewrap" else str(self.inbox)
 
     def prepare(self) -> None:
-        """Give the sandbox's user its folders (root only): the scratch, the inbox read-only."""
+        """Give the sandbox's user its folders (root only): the scratch, and the inbox to read
+        only (it is its alone: no other sandbox's user may read it)."""
         if self.uid is None:
             return
-        os.chmod(self.inbox, 0o755)
         for path in self.inbox.iterdir():
-            os.chmod(path, 0o644)
+            os.chown(path, self.uid, self.uid)
+            os.chmod(path, 0o400)
+        os.chown(self.inbox, self.uid, self.uid)
+        os.chmod(self.inbox, 0o500)
         if self.level == "unprivileged":
             os.chown(self.scratch, self.uid, self.uid)
             os.chmod(self.scratch, 0o700)
 
-    def command(self, argv: list[str]) -> list[str]:
-        """The whole command line that runs ``argv`` inside the sandbox."""
+    def command(self, argv: list[str], *, seccomp_fd: int | None = None) -> list[str]:
+        """The whole command line that runs ``argv`` inside the sandbox.
+
+        ``seccomp_fd`` is a file descriptor the command inherits, holding the
+        :mod:`~perfmodel.course.seccomp` filter, which bubblewrap applies last, just before
+        ``argv`` starts (the other levels install it themselves: :meth:`preexec`).
+        """
         if self.level == "none":
             return list(argv)
         drop = self._drop_privileges()
         if self.level == "unprivileged":
             return [*drop, *argv]
-        return [*self._setup(), *self._bwrap(), *drop, *argv]
+        return [*self._setup(), *self._bwrap(seccomp_fd), *drop, *argv]
+
+    def preexec(self) -> None:  # pragma: no cover - runs in the child between fork and exec
+        """The filter for the levels without bubblewrap, set in the child before ``exec``."""
+        if self.level != "bubblewrap" and sys.platform.startswith("linux"):
+            from perfmodel.course import seccomp
+
+            seccomp.install()
+
+    def clean_up(self) -> None:
+        """Kill whatever the sandbox's own uid still runs, and delete what it left in the
+        shared temporary folders (the unprivileged level has no namespace to do it)."""
+        if self.uid is None or self.level != "unprivileged":
+            return
+        for _ in range(5):
+            found = _processes_of(self.uid)
+            if not found:
+                break
+            for pid in found:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.05)
+        for shared in ("/tmp", "/var/tmp", "/dev/shm"):
+            _remove_owned(Path(shared), self.uid)
 
     def _drop_privileges(self) -> list[str]:
         if self.uid is None:
@@ -192,7 +249,7 @@ class Sandbox:
             str(self.disk_bytes), str(self.max_files), owner, str(self.scratch), nproc,
         ]  # fmt: skip
 
-    def _bwrap(self) -> list[str]:
+    def _bwrap(self, seccomp_fd: int | None) -> list[str]:
         bwrap = shutil.which("bwrap")
         if bwrap is None:
             raise RuntimeError("bubblewrap (`bwrap`) is not installed")
@@ -239,10 +296,39 @@ class Sandbox:
             # The user's own uid inside (not the namespace's root, as set up above).
             uid, gid = str(os.getuid()), str(os.getgid())
             args += ["--unshare-user", "--uid", uid, "--gid", gid, "--cap-drop", "ALL"]
+        if seccomp_fd is not None:
+            args += ["--seccomp", str(seccomp_fd)]
         args += ["--clearenv"]
         for name, value in sorted(self.env.items()):
             args += ["--setenv", name, value]
         return [*args, "--"]
+
+
+def _processes_of(uid: int) -> list[int]:
+    """Processes whose real uid is ``uid`` (read from ``/proc``)."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if os.stat(entry.path).st_uid == uid:
+                    found.append(int(entry.name))
+    return found
+
+
+def _remove_owned(folder: Path, uid: int) -> None:
+    """Delete every entry directly in ``folder`` that ``uid`` owns (folders with all inside)."""
+    if not folder.is_dir():
+        return
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                if entry.stat(follow_symlinks=False).st_uid != uid:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    rm = tool("rm") or "rm"
+                    subprocess.run([rm, "-rf", "--", entry.path], check=False, timeout=300)
+                else:
+                    os.unlink(entry.path)
 
 
 def _try(isolation: str) -> str:
@@ -268,13 +354,25 @@ def _try(isolation: str) -> str:
             "import subprocess, sys; import perfmodel, jupyter_client, nbclient; "
             "subprocess.run([sys.executable, '-c', 'import ipykernel'], check=True)"
         )
-        command = sandbox.command([sys.executable, "-c", check])
+        filter_fd = seccomp_pipe() if isolation == "bubblewrap" else None
+        command = sandbox.command([sys.executable, "-c", check], seccomp_fd=filter_fd)
         try:
             done = subprocess.run(
-                command, capture_output=True, text=True, timeout=60, check=False, env=env
+                command,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+                env=env,
+                pass_fds=() if filter_fd is None else (filter_fd,),
+                preexec_fn=sandbox.preexec,
             )
         except (OSError, subprocess.TimeoutExpired) as error:
             return f"it could not start: {error}"
+        finally:
+            if filter_fd is not None:
+                os.close(filter_fd)
+            sandbox.clean_up()
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no message"])[-1]
         return last[:300]

@@ -50,8 +50,12 @@ __all__ = [
     "remove_tree",
 ]
 
-#: The largest worker report read back; answers are capped well below it.
-MAX_REPORT_BYTES = 32 * 1024**2
+#: The largest worker report read back; answers are capped below it (8 MB of JSON).
+MAX_REPORT_BYTES = 12 * 1024**2
+#: Files one process of a submission may hold open.
+MAX_OPEN_FILES = 1024
+#: Errors and timed-out cells kept from a report (the worker keeps no more).
+MAX_REPORT_ITEMS = 50
 _POLL_S = 0.05
 _DISK_POLL_S = 0.25
 
@@ -249,14 +253,17 @@ def _kernel_env(scratch: Path) -> dict[str, str]:
     }
 
 
-def _preexec(limits: Limits, cap_threads: bool) -> None:  # pragma: no cover - in the child
+def _preexec(limits: Limits, sandbox: isolation.Sandbox) -> None:  # pragma: no cover - child
     os.setsid()
     resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if cap_threads:
+    # Open files bound the memory a submission can keep in socket buffers.
+    resource.setrlimit(resource.RLIMIT_NOFILE, (MAX_OPEN_FILES, MAX_OPEN_FILES))
+    if sandbox.uid is not None:
         # Root ignores it; the sandbox's own uid, once dropped to, does not.
         resource.setrlimit(resource.RLIMIT_NPROC, (limits.max_processes, limits.max_processes))
+    sandbox.preexec()
 
 
 def _threads(pids: list[int]) -> int:
@@ -382,6 +389,9 @@ def _parse_report(data: bytes) -> dict[str, Any] | str:
         isinstance(report, dict)
         and (report.get("answers") is None or isinstance(report["answers"], dict))
         and isinstance(report.get("cell_errors"), list)
+        and len(report["cell_errors"]) <= MAX_REPORT_ITEMS
+        and isinstance(report.get("timed_out_cells"), list)
+        and len(report["timed_out_cells"]) <= MAX_REPORT_ITEMS
         and all(
             isinstance(e, list)
             and len(e) == 3
@@ -434,6 +444,7 @@ def execute_notebook(
     data = path if isinstance(path, bytes) else Path(path).read_bytes()
     private = Path(tempfile.mkdtemp(prefix="perfmodel-grade-"))
     process: subprocess.Popen[bytes] | None = None
+    sandbox: isolation.Sandbox | None = None
     problem = ""
     try:
         os.chmod(private, 0o711)  # traversable, not listable: the inbox and scratch below
@@ -467,15 +478,21 @@ def execute_notebook(
             "perfmodel.course.sandbox_worker",
             f"{sandbox.inbox_inside}/request.json",
         ]
-        process = subprocess.Popen(
-            sandbox.command(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            cwd="/",
-            env={**env, "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"} if level != "none" else env,
-            preexec_fn=lambda: _preexec(limits, sandbox.uid is not None),
-        )
+        filter_fd = isolation.seccomp_pipe() if level == "bubblewrap" else None
+        try:
+            process = subprocess.Popen(
+                sandbox.command(argv, seccomp_fd=filter_fd),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                cwd="/",
+                env={**env, "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"} if level != "none" else env,
+                pass_fds=() if filter_fd is None else (filter_fd,),
+                preexec_fn=lambda: _preexec(limits, sandbox),
+            )
+        finally:
+            if filter_fd is not None:
+                os.close(filter_fd)
         reader = _ReportReader(process.stdout)
         reader.start()
         problem = _watch(process, limits, scratch, scan_disk=level != "bubblewrap")
@@ -484,6 +501,8 @@ def execute_notebook(
     finally:
         if process is not None and process.poll() is None:
             _kill_tree(process)
+        if sandbox is not None:
+            sandbox.clean_up()
         remove_tree(private)
     seconds = time.monotonic() - started
     report = (

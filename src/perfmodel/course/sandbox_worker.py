@@ -258,12 +258,16 @@ def _read_answers(path: Path) -> dict[str, Any] | None:
 
 
 def _become_subreaper() -> None:
-    """Adopt orphaned descendants (Linux), so that none escapes the final clean-up."""
+    """Adopt orphaned descendants, so that none escapes the final clean-up; and become
+    undumpable, so that the kernel, which shares this user, cannot trace this process or take
+    its file descriptors (its report pipe) through ``/proc`` or ``pidfd_getfd`` (Linux)."""
     if sys.platform.startswith("linux"):
         import ctypes
 
-        pr_set_child_subreaper = 36
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_child_subreaper, 1, 0, 0, 0)
+        pr_set_dumpable, pr_set_child_subreaper = 4, 36
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(pr_set_child_subreaper, 1, 0, 0, 0)
+        libc.prctl(pr_set_dumpable, 0, 0, 0, 0)
 
 
 def main(argv: list[str]) -> int:  # pragma: no cover - exercised through execute_notebook

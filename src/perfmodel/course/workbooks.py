@@ -137,7 +137,8 @@ _PERFMODEL_RUN = (
     "# as data, score outside it). /root stays unlistable but traversable, so that user can\n"
     "# run the conda Python under it; the runner locks /autograder down before any student code.\n"
     "chmod o+x,o-rw /root\n"
-    "PYTHONPATH=/autograder/source/files python -m perfmodel.course.gradescope /autograder"
+    "PYTHONSAFEPATH=1 PYTHONPATH=/autograder/source/files python -m perfmodel.course.gradescope "
+    "/autograder"
 )
 
 
@@ -242,6 +243,10 @@ def assign(workbook: Workbook, *, cache: bool = True) -> Assigned:
     if not cache:
         return _assign(workbook)
     folder = cache_dir() / "assign"
+    # The cache holds hidden tests: only this user may read it (a grading sandbox's user,
+    # say, may not).
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(folder, 0o700)
     key = _cache_key(workbook)
     student, archive = folder / f"{key}.ipynb", folder / f"{key}.zip"
     with _locked(folder / f"{key}.lock"):
@@ -252,6 +257,7 @@ def assign(workbook: Workbook, *, cache: bool = True) -> Assigned:
                 (student, assigned.student_text.encode("utf-8")),
             ):
                 partial = target.with_suffix(".partial")
+                partial.touch(mode=0o600)
                 partial.write_bytes(data)
                 os.replace(partial, target)
             return assigned
