@@ -213,6 +213,51 @@ for _ in range(1500):
     threading.Thread(target=time.sleep, args=(20,), daemon=True).start()
 """
 
+INFLIGHT_MEMFD = """
+import array, os, socket
+a, b = socket.socketpair()
+for _ in range(24):  # 1.5 GiB in memfds closed while in flight on a socket: no process holds them
+    fd = os.memfd_create("inflight")
+    os.write(fd, b"m" * (64 * 1024**2))
+    a.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
+    os.close(fd)
+"""
+
+NESTED_USERNS = """
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+# A user namespace of its own would let it mount a tmpfs outside the disk cap.
+attack_worked = libc.unshare(0x10000000) == 0
+"""
+
+TAKE_REPORT_PIPE = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+attack_worked = False
+try:
+    pidfd = os.pidfd_open(os.getppid())
+    attack_worked = libc.syscall(438, pidfd, 3, 0) >= 0  # pidfd_getfd: the worker's report pipe
+except OSError:
+    pass
+for fd in range(3, 10):
+    try:
+        open(f"/proc/{os.getppid()}/fd/{fd}", "wb").close()
+        attack_worked = True
+    except OSError:
+        pass
+"""
+
+NETWORK = """
+import socket
+attack_worked = False
+for family in (socket.AF_INET, socket.AF_INET6):
+    try:
+        socket.socket(family, socket.SOCK_STREAM).close()
+        attack_worked = True
+    except OSError:
+        pass
+"""
+
 PLANT_READOUT = """
 import os, re
 def plant(info):
@@ -240,7 +285,8 @@ def build_attacks(workbook, folder: Path) -> dict[str, tuple[str, float, str]]:
         expected[name] = (status, total, phrase)
 
     def attack(name: str, code: str, status: str = "graded", phrase: str = ""):
-        add(name, with_code(student, 1, code), status, 0, phrase)
+        # Last, after the answer cells: an attack that works keeps the answers it sets.
+        add(name, with_code(student, len(student["cells"]), code), status, 0, phrase)
 
     add("honest.ipynb", solved, "graded", 5)
     add("key_search.ipynb", answered(student, recovered_answers(student)), "graded", 0)
@@ -248,13 +294,17 @@ def build_attacks(workbook, folder: Path) -> dict[str, tuple[str, float, str]]:
     surrogates = answered(student, {"vector_bytes": "\udcff", "slower": "\udcff\u202e"})
     add("surrogate_answers.ipynb", surrogates, "graded", 0)
     attack("long_name.ipynb", LONG_NAME, phrase="raised EEEE")
-    attack("memfd_hog.ipynb", MEMFD_HOG, status="failed", phrase="GiB of memory")
+    attack("memfd_hog.ipynb", MEMFD_HOG, phrase="PermissionError")  # memfd_create is refused
     attack("unlinked_disk.ipynb", UNLINKED_DISK, status="failed", phrase="No space left on device")
     attack(
         "deep_path_disk.ipynb", DEEP_PATH_DISK, status="failed", phrase="No space left on device"
     )
     attack("deep_chain.ipynb", DEEP_CHAIN)
     attack("threads.ipynb", THREADS, phrase="can't start new thread")
+    attack("inflight_memfd.ipynb", INFLIGHT_MEMFD, phrase="PermissionError")
+    attack("nested_userns.ipynb", when(NESTED_USERNS, solved))
+    attack("take_report_pipe.ipynb", when(TAKE_REPORT_PIPE, solved))
+    attack("network.ipynb", when(NETWORK, solved))
     attack("as_root.ipynb", when(AS_ROOT, solved))
     masters = str(workbook.master.parent / "*.ipynb")
     attack(

@@ -18,7 +18,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from attacks import answered, build_attacks, recovered_answers, search_key, shipped_keys
+from attacks import answered, build_attacks, recovered_answers, search_key, shipped_keys, when
 from conftest import WORKBOOKS, assigned, read_json, solved_copy, with_code
 from test_grading_hostile import leftover_kernels, package_fingerprint
 
@@ -211,7 +211,8 @@ def test_gradescope_layout_holds_with_and_without_bubblewrap(
         results = _run_autograder(root, with_bwrap)
         assert results["score"] == total, (name, results["output"])
     root = _autograder(tmp_path / "hostile", {}, workbook)
-    hostile = with_code(student, 1, GRADESCOPE_HOSTILE.format(root=str(root)))
+    attack = when(GRADESCOPE_HOSTILE.format(root=str(root)), solved_copy(workbook))
+    hostile = with_code(student, len(student["cells"]), attack)
     (root / "submission" / "anything.ipynb").write_text(json.dumps(hostile), encoding="utf-8")
     runner = (root / "run_autograder").read_bytes()
     results = _run_autograder(root, with_bwrap)
@@ -235,3 +236,116 @@ def _run_autograder(root: Path, with_bwrap: bool) -> dict:
         check=True, env=env, cwd=root, capture_output=True,
     )  # fmt: skip
     return read_json(root / "results" / "results.json")
+
+
+def test_the_seccomp_filter_refuses_what_reaches_around_the_caps():
+    """In a child under the filter: no memfds, user namespaces or inet sockets; threads,
+    processes and Unix sockets as usual."""
+    import ctypes
+    import socket
+
+    from perfmodel.course import seccomp
+
+    if seccomp.program() is None:
+        pytest.skip("no filter for this machine's architecture")
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through the pipe
+        outcome = {"installed": seccomp.install()}
+        libc = ctypes.CDLL(None, use_errno=True)
+        for name, attempt in {
+            "memfd": lambda: os.memfd_create("x"),
+            "inet": lambda: socket.socket(socket.AF_INET),
+            "inet6": lambda: socket.socket(socket.AF_INET6),
+            "unix": lambda: socket.socketpair(),
+            "subprocess": lambda: subprocess.run(["true"], check=True),
+        }.items():
+            try:
+                attempt()
+                outcome[name] = "ok"
+            except OSError:
+                outcome[name] = "refused"
+        outcome["userns"] = "ok" if libc.unshare(0x10000000) == 0 else "refused"
+        os.write(write, json.dumps(outcome).encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    outcome = json.loads(os.read(read, 4096))
+    assert outcome == {
+        "installed": True, "memfd": "refused", "inet": "refused", "inet6": "refused",
+        "unix": "ok", "subprocess": "ok", "userns": "refused",
+    }  # fmt: skip
+
+
+def _running(command: bytes) -> list[int]:
+    """Processes whose command line is ``command`` (arguments joined by NUL bytes)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "cmdline").read_bytes().rstrip(b"\0") == command:
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+CLASSMATE_READER = """
+import glob, os, time
+attack_worked = False
+deadline = time.time() + 15
+while time.time() < deadline and not attack_worked:
+    # The grader's folders are traversable, not listable: try each one's inbox by name.
+    own = os.path.dirname(os.getcwd())  # this sandbox's own grading folder
+    for folder in glob.glob("/tmp/perfmodel-grade-*"):
+        if folder == own:
+            continue
+        try:
+            open(folder + "/inbox/submission.ipynb").read(1)
+            attack_worked = True
+        except OSError:
+            pass
+    time.sleep(0.2)
+"""
+
+DAEMON_AFTER = """
+import os
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        open(os.path.join("/tmp", "left-behind-%d" % os.getpid()), "w").write("x")
+        os.execv("/bin/sleep", ["sleep", "299.25"])
+    os._exit(0)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="the unprivileged level needs a root grader")
+def test_the_unprivileged_level_keeps_classmates_apart_and_cleans_up(tmp_path, traversable_root):
+    """Without bubblewrap on PATH: classmates' inboxes stay unreadable, and nothing a
+    submission starts or writes in the shared temporary folders outlives its row."""
+    workbook = find_workbook("00_warmup", Path("exercises"))
+    student, solved = read_json(workbook.student), solved_copy(workbook)
+    folder, out = tmp_path / "submissions", tmp_path / "out"
+    folder.mkdir()
+    reader = with_code(student, len(student["cells"]), when(CLASSMATE_READER, solved))
+    (folder / "a_reader.ipynb").write_text(json.dumps(reader), encoding="utf-8")
+    (folder / "b_honest.ipynb").write_text(json.dumps(solved), encoding="utf-8")
+    daemon = with_code(solved, 1, DAEMON_AFTER)
+    (folder / "c_daemon.ipynb").write_text(json.dumps(daemon), encoding="utf-8")
+    env = {**os.environ, "PATH": str(tmp_path / "no-tools-here")}
+    command = [
+        sys.executable, "-m", "perfmodel.course.cli", "grade", "00_warmup", str(folder),
+        "--out", str(out / "grades.csv"), "--jobs", "2", "--no-progress", "--timeout", "60",
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = {row["submission"]: row for row in csv.DictReader(io.StringIO(
+        (out / "grades.csv").read_text("utf-8")))}  # fmt: skip
+    assert {name: (row["total"], row["isolation"]) for name, row in rows.items()} == {
+        "a_reader.ipynb": ("0", "unprivileged"),
+        "b_honest.ipynb": ("5", "unprivileged"),
+        "c_daemon.ipynb": ("5", "unprivileged"),
+    }
+    assert _running(b"sleep\0" + b"299.25") == [], "a sandbox's daemon outlived its row"
+    assert not list(Path("/tmp").glob("left-behind-*")), "a sandbox's file outlived its row"
