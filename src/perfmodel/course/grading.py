@@ -20,8 +20,8 @@ import re
 import shutil
 import stat
 import sys
-import unicodedata
 import tempfile
+import unicodedata
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
