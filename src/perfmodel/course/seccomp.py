@@ -133,4 +133,4 @@ def install() -> bool:
     fprog = Program(len(code) // 8, ctypes.cast(buffer, ctypes.c_char_p))
     if libc.prctl(pr_set_no_new_privs, 1, 0, 0, 0) != 0:
         return False
-    return libc.prctl(pr_set_seccomp, seccomp_mode_filter, ctypes.byref(fprog), 0, 0) == 0
+    return bool(libc.prctl(pr_set_seccomp, seccomp_mode_filter, ctypes.byref(fprog), 0, 0) == 0)
