@@ -314,8 +314,15 @@ class _ReportReader(threading.Thread):
                     self.data += chunk
 
 
-def _watch(process: subprocess.Popen[bytes], limits: Limits, scratch: Path, scan_disk: bool) -> str:
-    """Wait for the worker; kill its tree and return why if a limit is crossed."""
+def _watch(process: subprocess.Popen[bytes], limits: Limits, scratch: Path, level: str) -> str:
+    """Wait for the worker; kill its tree and return why if a limit is crossed.
+
+    In a sandbox the kernel enforces the task cap (``RLIMIT_NPROC``: a fork or thread past it
+    fails in the notebook), so the watchdog only backs it up, at twice the cap; without one,
+    the watchdog is the cap. The scratch folder is scanned only where it is no tmpfs.
+    """
+    scan_disk = level != "bubblewrap"
+    task_cap = limits.max_processes if level == "none" else 2 * limits.max_processes
     started = time.monotonic()
     next_slow = started
     watch_tree = os.path.isdir("/proc")
@@ -329,8 +336,8 @@ def _watch(process: subprocess.Popen[bytes], limits: Limits, scratch: Path, scan
             tree = [process.pid, *_descendants(process.pid)]
             if now >= next_slow:
                 memfd = _memfd_bytes(tree)
-            if _threads(tree[1:]) > limits.max_processes:
-                problem = f"stopped for starting more than {limits.max_processes} processes"
+            if _threads(tree[1:]) > task_cap:
+                problem = f"stopped for running more than {task_cap} processes and threads"
             elif _memory_bytes(tree) + memfd > limits.memory_bytes:
                 problem = (
                     f"stopped for using more than {limits.memory_bytes / 1024**3:g} GiB of "
@@ -495,7 +502,7 @@ def execute_notebook(
                 os.close(filter_fd)
         reader = _ReportReader(process.stdout)
         reader.start()
-        problem = _watch(process, limits, scratch, scan_disk=level != "bubblewrap")
+        problem = _watch(process, limits, scratch, level)
         _kill_tree(process)
         reader.join(timeout=10)
     finally:
