@@ -52,6 +52,7 @@ __all__ = [
     "LEVELS",
     "Sandbox",
     "level",
+    "package_parent",
     "probe",
     "sandbox_uid",
     "seccomp_pipe",
@@ -123,7 +124,7 @@ def _python_roots() -> list[Path]:
     return kept
 
 
-def _package_parent() -> str:
+def package_parent() -> str:
     """The folder to put on ``PYTHONPATH`` so that ``import perfmodel`` finds this copy."""
     import perfmodel
 
@@ -337,7 +338,7 @@ def _try(isolation: str) -> str:
         scratch, inbox = Path(folder) / "work", Path(folder) / "inbox"
         scratch.mkdir()
         inbox.mkdir()
-        env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": _package_parent()}
+        env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": package_parent()}
         sandbox = Sandbox(
             scratch,
             inbox,

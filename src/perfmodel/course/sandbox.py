@@ -229,11 +229,9 @@ def _disk_usage(folder: Path, max_files: int) -> tuple[int, int]:
 
 def _kernel_env(scratch: Path) -> dict[str, str]:
     """The whole environment of the worker and kernel: nothing inherited from the grader."""
-    from perfmodel.course.isolation import _package_parent
-
     return {
         # The kernel imports the same perfmodel as the grader (a bundled copy on Gradescope).
-        "PYTHONPATH": _package_parent(),
+        "PYTHONPATH": isolation.package_parent(),
         "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
         "HOME": str(scratch),
         "TMPDIR": str(scratch / "tmp"),
