@@ -335,6 +335,8 @@ def build_attacks(workbook, folder: Path) -> dict[str, tuple[str, float, str]]:
     add("version3.ipynb", nbformat.writes(version3, version=3), "graded", 5)
     add("deep_json.ipynb", "[" * 200_000 + "]" * 200_000, "failed", 0, "not a notebook")
     add("=HYPERLINK(1).ipynb", solved, "graded", 5)
+    add("'=HYPERLINK(1).ipynb", student, "graded", 0)  # must not print as the quoted one
+    expected["\\x27=HYPERLINK(1).ipynb"] = expected.pop("'=HYPERLINK(1).ipynb")
     (folder / os.fsdecode(b"caf\xe9.ipynb")).write_text(json.dumps(solved), encoding="utf-8")
     expected["caf\\xe9.ipynb"] = ("graded", 5, "")
     (folder / "caf\\xe9.ipynb").write_text(json.dumps(student), encoding="utf-8")

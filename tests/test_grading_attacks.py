@@ -172,13 +172,23 @@ with open("perfmodel/__init__.py", "w") as handle:  # a shadow package in its ow
 
 @pytest.fixture
 def traversable_root():
-    """Let an unprivileged user reach a Python installed under /root, as run_autograder does."""
-    before = os.stat("/root").st_mode if os.path.isdir("/root") else None
-    if before is not None and os.geteuid() == 0:
+    """Let an unprivileged user reach a Python installed under /root, as run_autograder does.
+
+    A lock held for the whole test keeps two test runs (two checkouts, say) from each
+    restoring the other's change."""
+    import fcntl
+
+    if not os.path.isdir("/root") or os.geteuid() != 0:
+        yield
+        return
+    with open("/tmp/perfmodel-traversable-root.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        before = stat.S_IMODE(os.stat("/root").st_mode)
         os.chmod("/root", before | stat.S_IXOTH)
-    yield
-    if before is not None and os.geteuid() == 0:
-        os.chmod("/root", stat.S_IMODE(before))
+        try:
+            yield
+        finally:
+            os.chmod("/root", before)
 
 
 def _autograder(tmp_path: Path, nb: dict, workbook) -> Path:
@@ -266,6 +276,16 @@ def test_the_seccomp_filter_refuses_what_reaches_around_the_caps():
             except OSError:
                 outcome[name] = "refused"
         outcome["userns"] = "ok" if libc.unshare(0x10000000) == 0 else "refused"
+        # memfd_secret and io_uring_setup share their numbers on x86-64 and AArch64.
+        outcome["memfd_secret"] = "ok" if libc.syscall(447, 0) >= 0 else "refused"
+        outcome["io_uring"] = "ok" if libc.syscall(425, 8, None) >= 0 else "refused"
+        outcome["shmget"] = "ok" if libc.shmget(0, 4096, 0o1600) >= 0 else "refused"
+        one, _ = socket.socketpair()
+        try:
+            one.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 22)
+            outcome["sndbuf"] = "ok"
+        except OSError:
+            outcome["sndbuf"] = "refused"
         os.write(write, json.dumps(outcome).encode())
         os._exit(0)
     os.close(write)
@@ -273,7 +293,8 @@ def test_the_seccomp_filter_refuses_what_reaches_around_the_caps():
     outcome = json.loads(os.read(read, 4096))
     assert outcome == {
         "installed": True, "memfd": "refused", "inet": "refused", "inet6": "refused",
-        "unix": "ok", "subprocess": "ok", "userns": "refused",
+        "unix": "ok", "subprocess": "ok", "userns": "refused", "memfd_secret": "refused",
+        "io_uring": "refused", "shmget": "refused", "sndbuf": "refused",
     }  # fmt: skip
 
 
@@ -334,9 +355,28 @@ def test_the_unprivileged_level_keeps_classmates_apart_and_cleans_up(tmp_path, t
     daemon = with_code(solved, 1, DAEMON_AFTER)
     (folder / "c_daemon.ipynb").write_text(json.dumps(daemon), encoding="utf-8")
     env = {**os.environ, "PATH": str(tmp_path / "no-tools-here")}
+    import tempfile
+
+    # A master every user may read is refused: the submissions would run as other users.
+    with tempfile.TemporaryDirectory(prefix="perfmodel-open-") as open_folder:
+        os.chmod(open_folder, 0o755)
+        exposed = Path(open_folder) / "00_warmup.ipynb"
+        shutil.copy(workbook.master, exposed)
+        os.chmod(exposed, 0o644)
+        refused = subprocess.run(
+            [sys.executable, "-m", "perfmodel.course.cli", "grade", str(exposed), str(folder),
+             "--out", str(out / "grades.csv"), "--no-progress"],
+            capture_output=True, text=True, env=env, check=False,
+        )  # fmt: skip
+    assert refused.returncode == 2 and "unreadable to other users" in refused.stderr
+    assert not (out / "grades.csv").exists()
+    private = tmp_path / "keys"  # under pytest's own 0700 folder
+    private.mkdir(mode=0o700)
+    shutil.copy(workbook.master, private / "00_warmup.ipynb")
     command = [
-        sys.executable, "-m", "perfmodel.course.cli", "grade", "00_warmup", str(folder),
-        "--out", str(out / "grades.csv"), "--jobs", "2", "--no-progress", "--timeout", "60",
+        sys.executable, "-m", "perfmodel.course.cli", "grade", str(private / "00_warmup.ipynb"),
+        str(folder), "--out", str(out / "grades.csv"), "--jobs", "2", "--no-progress",
+        "--timeout", "60",
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -349,3 +389,17 @@ def test_the_unprivileged_level_keeps_classmates_apart_and_cleans_up(tmp_path, t
     }
     assert _running(b"sleep\0" + b"299.25") == [], "a sandbox's daemon outlived its row"
     assert not list(Path("/tmp").glob("left-behind-*")), "a sandbox's file outlived its row"
+
+
+def test_names_that_look_alike_print_apart():
+    from perfmodel.course.grading import display_name, sheet_cell
+
+    names = [
+        "=a.ipynb", "'=a.ipynb", "alice smith", "alice\u0085smith", "alice\u00a0smith",
+        "bob\uf0000", "bob\U000f0000", "carol", "carol\u3164", "d\u202eb", "db",
+        os.fsdecode(b"caf\xe9"), "caf\\xe9", "e\u200bf", "ef",
+    ]  # fmt: skip
+    shown = [sheet_cell(display_name(Path(name))) for name in names]
+    assert len(set(shown)) == len(names), shown
+    for text in shown:
+        assert all(char == " " or char.isprintable() for char in text), text

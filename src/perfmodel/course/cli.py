@@ -166,15 +166,37 @@ def _key(args: argparse.Namespace) -> int:
 
 
 def _tests_for(workbook: str, exercises: Path) -> tuple[str, dict[str, str]]:
+    name, tests, _ = _tests_and_source(workbook, exercises)
+    return name, tests
+
+
+def _tests_and_source(workbook: str, exercises: Path) -> tuple[str, dict[str, str], Path]:
+    """The workbook's name, its tests (hidden cases included), and the file they came from."""
     from perfmodel.course import workbooks
 
     path = Path(workbook)
     if path.suffix == ".zip":
         if not path.is_file():
             raise ValueError(f"`workbook` zip {workbook!r} does not exist.")
-        return workbooks.assignment_name(path), workbooks.load_tests(path)
+        return workbooks.assignment_name(path), workbooks.load_tests(path), path
     found = workbooks.find_workbook(workbook, exercises)
-    return found.name, workbooks.assign(found).tests
+    return found.name, workbooks.assign(found).tests, found.master
+
+
+def _refuse_readable_keys(source: Path) -> None:
+    """Without bubblewrap, a submission runs as another user: it must not be able to read the
+    answer key (the master or zip, or any master beside it)."""
+    from perfmodel.course import isolation
+
+    if isolation.level() != "unprivileged":
+        return
+    exposed = [p for p in (source, source.parent) if isolation.readable_by_others(p)]
+    if exposed:
+        raise ValueError(
+            f"grading without bubblewrap runs each submission as another user, who could read "
+            f"{exposed[0]}: make it unreadable to other users (chmod o-rx "
+            f"{source.parent}), or install bubblewrap."
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -206,7 +228,8 @@ def _grade(args: argparse.Namespace) -> int:
     from perfmodel.course.grading import PartialSheet, grade_folder, write_csv, write_feedback
     from perfmodel.course.sandbox import Limits
 
-    name, tests = _tests_for(args.workbook, args.exercises)
+    name, tests, source = _tests_and_source(args.workbook, args.exercises)
+    _refuse_readable_keys(source.resolve())
     if args.timeout < args.cell_timeout:
         args.cell_timeout = args.timeout
     limits = Limits(

@@ -249,13 +249,33 @@ def display_name(path: Path) -> str:
             out.append(f"\\x{code - 0xDC00:02x}")
         elif char == "\\":
             out.append("\\\\")
-        elif unicodedata.category(char) in ("Cc", "Cf", "Cs", "Zl", "Zp", "Co", "Cn"):
-            # Controls, format marks (bidi overrides, zero widths), separators: invisible or
-            # misleading in a sheet, so written out.
-            out.append(f"\\x{code:02x}" if code < 256 else f"\\u{code:04x}")
+        elif _hidden(char) or (char == "'" and not out):
+            # Controls, format marks (bidi overrides, zero widths), separators and blank
+            # letters are invisible or misleading in a sheet; a leading quote would read as
+            # the sheet's own (see sheet_cell). All are written out.
+            out.append(_escape(code))
         else:
             out.append(char)
     return "".join(out)
+
+
+#: Letters that print as nothing (Hangul fillers, the Braille blank).
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+
+def _hidden(char: str) -> bool:
+    category = unicodedata.category(char)
+    return (
+        category in ("Cc", "Cf", "Cs", "Zl", "Zp", "Co", "Cn")
+        or (category == "Zs" and char != " ")
+        or char in _BLANK_LETTERS
+    )
+
+
+def _escape(code: int) -> str:
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def grade_submission(

@@ -53,6 +53,7 @@ __all__ = [
     "Sandbox",
     "level",
     "package_parent",
+    "readable_by_others",
     "probe",
     "sandbox_uid",
     "seccomp_pipe",
@@ -222,8 +223,9 @@ class Sandbox:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
             time.sleep(0.05)
-        for shared in ("/tmp", "/var/tmp", "/dev/shm"):
-            _remove_owned(Path(shared), self.uid)
+        shared = {"/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock", tempfile.gettempdir()}
+        for folder in sorted(shared):
+            _remove_owned(Path(folder), self.uid)
 
     def _drop_privileges(self) -> list[str]:
         if self.uid is None:
@@ -303,6 +305,24 @@ class Sandbox:
         for name, value in sorted(self.env.items()):
             args += ["--setenv", name, value]
         return [*args, "--"]
+
+
+def readable_by_others(path: Path) -> bool:
+    """Whether a user other than the owner can read ``path`` (a file, or list a folder): it
+    and every folder above it grant others the right, through the "other" bits.
+
+    Examples
+    --------
+    >>> readable_by_others(Path("/"))
+    True
+    """
+    path = Path(path).resolve()
+    try:
+        if not os.stat(path).st_mode & 0o004:
+            return False
+        return all(os.stat(parent).st_mode & 0o001 for parent in path.parents)
+    except OSError:
+        return False
 
 
 def _processes_of(uid: int) -> list[int]:

@@ -53,7 +53,7 @@ __all__ = [
 #: The largest worker report read back; answers are capped below it (8 MB of JSON).
 MAX_REPORT_BYTES = 12 * 1024**2
 #: Files one process of a submission may hold open.
-MAX_OPEN_FILES = 1024
+MAX_OPEN_FILES = 256
 #: Errors and timed-out cells kept from a report (the worker keeps no more).
 MAX_REPORT_ITEMS = 50
 _POLL_S = 0.05

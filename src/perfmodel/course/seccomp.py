@@ -3,8 +3,12 @@
 Namespaces and rlimits bound most of what a notebook can take; a few system calls reach
 around them, and none of them is needed to run a notebook:
 
-* ``memfd_create``: memory held in a file that no process maps, passed around or closed
-  while in flight on a socket, is seen by no per-process count;
+* ``memfd_create`` and ``memfd_secret``: memory held in a file that no process maps, passed
+  around or closed while in flight on a socket, is seen by no per-process count; so are huge
+  pages held in pipes (``vmsplice``), grown socket buffers (``setsockopt`` of ``SO_SNDBUF`` and
+  its kin), and System V and POSIX IPC objects (``shmget``, ``msgget``, ``semget``,
+  ``mq_open``), which also outlive the process;
+* ``io_uring``: it makes sockets and files without the system calls this filter reads;
 * ``clone``/``unshare`` with ``CLONE_NEWUSER``: a user namespace of its own would let the
   notebook mount a tmpfs outside the disk cap (and reach kernel code meant for root);
   ``clone3`` is refused with ``ENOSYS``, so the C library falls back to ``clone``, whose
@@ -30,6 +34,7 @@ import ctypes
 import errno
 import platform
 import struct
+from typing import Any
 
 __all__ = ["install", "program"]
 
@@ -45,18 +50,23 @@ _NETWORK_FAMILIES = (2, 10, 17)  # AF_INET, AF_INET6, AF_PACKET
 _NR, _ARCH, _ARG0 = 0, 4, 16
 
 #: (audit architecture, syscall numbers) per machine.
-_ARCHES: dict[str, tuple[int, dict[str, int]]] = {
+_ARCHES: dict[str, tuple[int, dict[str, Any]]] = {
     "x86_64": (
         0xC000003E,
-        {"memfd_create": 319, "clone3": 435, "clone": 56, "unshare": 272,
-         "pidfd_getfd": 438, "ptrace": 101, "socket": 41},
+        {"clone3": 435, "clone": 56, "unshare": 272, "socket": 41, "setsockopt": 54,
+         "denied": (319, 447, 438, 101, 278, 425, 426, 427, 29, 68, 64, 240)},
     ),
     "aarch64": (
         0xC00000B7,
-        {"memfd_create": 279, "clone3": 435, "clone": 220, "unshare": 97,
-         "pidfd_getfd": 438, "ptrace": 117, "socket": 198},
+        {"clone3": 435, "clone": 220, "unshare": 97, "socket": 198, "setsockopt": 208,
+         "denied": (279, 447, 438, 117, 75, 425, 426, 427, 194, 186, 190, 180)},
     ),
 }  # fmt: skip
+#: What "denied" lists, in order: memfd_create, memfd_secret, pidfd_getfd, ptrace, vmsplice,
+#: io_uring_setup, io_uring_enter, io_uring_register, shmget, msgget, semget, mq_open.
+_SOL_SOCKET = 1
+_BUFFER_OPTIONS = (7, 8, 32, 33)  # SO_SNDBUF, SO_RCVBUF, SO_SNDBUFFORCE, SO_RCVBUFFORCE
+_ARG1, _ARG2 = 24, 32
 
 
 def _assemble(lines: list[tuple[int, str | int, str | int, int] | str]) -> bytes:
@@ -87,21 +97,28 @@ def program(machine: str | None = None) -> bytes | None:
         return None
     arch, nr = found
     deny = _ERRNO | errno.EPERM
+    denied = nr["denied"]
+    assert isinstance(denied, tuple)
     lines: list[tuple[int, str | int, str | int, int] | str] = [
         (_LD_ABS, 0, 0, _ARCH),
         (_JEQ, 0, "deny", arch),  # another ABI (i386 on x86-64): refuse everything
         (_LD_ABS, 0, 0, _NR),
         (_JGE, "deny", 0, 0x40000000),  # the x32 ABI's numbers
-        (_JEQ, "deny", 0, nr["memfd_create"]),
-        (_JEQ, "deny", 0, nr["pidfd_getfd"]),
-        (_JEQ, "deny", 0, nr["ptrace"]),
+        *[(_JEQ, "deny", 0, number) for number in denied],
         (_JEQ, "nosys", 0, nr["clone3"]),
         (_JEQ, "flags", 0, nr["clone"]),
         (_JEQ, "flags", 0, nr["unshare"]),
+        (_JEQ, "option", 0, nr["setsockopt"]),
         (_JEQ, "family", "allow", nr["socket"]),
         "flags",
         (_LD_ABS, 0, 0, _ARG0),
         (_JSET, "deny", "allow", _CLONE_NEWUSER),
+        "option",  # socket buffers grown past their default hold kernel memory no one counts
+        (_LD_ABS, 0, 0, _ARG1),
+        (_JEQ, 0, "allow", _SOL_SOCKET),
+        (_LD_ABS, 0, 0, _ARG2),
+        *[(_JEQ, "deny", 0, option) for option in _BUFFER_OPTIONS],
+        (_RET, 0, 0, _ALLOW),
         "family",
         (_LD_ABS, 0, 0, _ARG0),
         *[(_JEQ, "deny", 0, family) for family in _NETWORK_FAMILIES],
