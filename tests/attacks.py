@@ -17,6 +17,29 @@ from pathlib import Path
 
 from conftest import answer_cells, read_json, solved_copy, with_code
 
+
+def write_submission(path: Path, nb: dict | bytes | str) -> None:
+    """Write a notebook (a dict), raw bytes or text at ``path``."""
+    if isinstance(nb, dict):
+        path.write_text(json.dumps(nb), encoding="utf-8")
+    elif isinstance(nb, bytes):
+        path.write_bytes(nb)
+    else:
+        path.write_text(nb, encoding="utf-8")
+
+
+def grade_command(folder: Path, out: Path, *, cell_s: int, memory_gib: int, disk_mib: int) -> list:
+    """``perfmodel grade 00_warmup`` on ``folder`` with two jobs and the given limits."""
+    import sys
+
+    return [
+        sys.executable, "-m", "perfmodel.course.cli", "grade", "00_warmup", str(folder),
+        "--out", str(out / "grades.csv"), "--timeout", "90", "--cell-timeout", str(cell_s),
+        "--memory-gib", str(memory_gib), "--disk-mib", str(disk_mib), "--jobs", "2",
+        "--no-progress",
+    ]  # fmt: skip
+
+
 # --- recovering shipped keys by search ------------------------------------------------------
 
 
@@ -275,13 +298,7 @@ def build_attacks(workbook, folder: Path) -> dict[str, tuple[str, float, str]]:
     expected: dict[str, tuple[str, float, str]] = {}
 
     def add(name: str, nb: dict | bytes | str, status: str, total: float, phrase: str = ""):
-        path = folder / name
-        if isinstance(nb, dict):
-            path.write_text(json.dumps(nb), encoding="utf-8")
-        elif isinstance(nb, bytes):
-            path.write_bytes(nb)
-        else:
-            path.write_text(nb, encoding="utf-8")
+        write_submission(folder / name, nb)
         expected[name] = (status, total, phrase)
 
     def attack(name: str, code: str, status: str = "graded", phrase: str = ""):

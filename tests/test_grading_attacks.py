@@ -18,7 +18,15 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from attacks import answered, build_attacks, recovered_answers, search_key, shipped_keys, when
+from attacks import (
+    answered,
+    build_attacks,
+    grade_command,
+    recovered_answers,
+    search_key,
+    shipped_keys,
+    when,
+)
 from conftest import WORKBOOKS, assigned, read_json, solved_copy, with_code
 from test_grading_hostile import leftover_kernels, package_fingerprint
 
@@ -42,11 +50,7 @@ def attack_batch(tmp_path_factory):
         path.mkdir()
     expected = build_attacks(workbook, folder)
     package_before = package_fingerprint()
-    command = [
-        sys.executable, "-m", "perfmodel.course.cli", "grade", "00_warmup", str(folder),
-        "--out", str(out / "grades.csv"), "--timeout", "90", "--cell-timeout", "30",
-        "--memory-gib", "1", "--disk-mib", "64", "--jobs", "2", "--no-progress",
-    ]  # fmt: skip
+    command = grade_command(folder, out, cell_s=30, memory_gib=1, disk_mib=64)
     env = {**os.environ, "TMPDIR": str(private_tmp)}
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     return {

@@ -9,11 +9,10 @@ import csv
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from attacks import answered
+from attacks import answered, grade_command, write_submission
 from conftest import answer_cells, read_json, solved_copy, with_code
 
 from perfmodel.course import isolation
@@ -158,14 +157,8 @@ def build_fixtures(workbook, folder: Path, out: Path) -> dict[str, tuple[str, fl
     expected: dict[str, tuple[str, float, str]] = {}
 
     def add(name: str, nb: dict | bytes | str, status: str, total: float, phrase: str = ""):
-        path = folder / f"{name}.ipynb"
-        if isinstance(nb, dict):
-            path.write_text(json.dumps(nb), encoding="utf-8")
-        elif isinstance(nb, bytes):
-            path.write_bytes(nb)
-        else:
-            path.write_text(nb, encoding="utf-8")
-        expected[path.name] = (status, total, phrase)
+        write_submission(folder / f"{name}.ipynb", nb)
+        expected[f"{name}.ipynb"] = (status, total, phrase)
 
     add("right", solved, "graded", 5)
     add("untouched", student, "graded", 0)
@@ -348,11 +341,7 @@ def test_fixture_folder_scores_exactly_as_expected(tmp_path):
     package_before = package_fingerprint()
     private_tmp = tmp_path / "tmp"
     private_tmp.mkdir()
-    command = [
-        sys.executable, "-m", "perfmodel.course.cli", "grade", "00_warmup", str(folder),
-        "--out", str(out / "grades.csv"), "--timeout", "90", "--cell-timeout", "20",
-        "--memory-gib", "2", "--disk-mib", "256", "--jobs", "2", "--no-progress",
-    ]  # fmt: skip
+    command = grade_command(folder, out, cell_s=20, memory_gib=2, disk_mib=256)
     env = {**os.environ, "TMPDIR": str(private_tmp)}
     first = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
     assert f"graded {len(expected)} submissions of 00_warmup" in first.stdout
