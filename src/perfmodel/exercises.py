@@ -693,7 +693,7 @@ def _check_whole_time(name: str, seconds: float, overhead: float, rate: float, k
     """
     parsed = _NumberKey(key)
     for slip in (*PREFIX_SLIPS, MINUTES_FOR_SECONDS, HOURS_FOR_SECONDS):
-        for direction, scale in (("large", slip.factor), ("small", 1 / slip.factor)):
+        for direction, scale in slip.scales():
             if parsed.offset((seconds / scale - overhead) * rate) is not None:
                 raise AnswerError(
                     f"`{name}` is {seconds:.4g} s: not yet, the whole time is "

@@ -153,7 +153,7 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 def safe_text(value: object, limit: int = MAX_TEXT) -> str:
     """Any object as printable text of at most ``limit`` characters, whatever it holds.
 
-    Lone surrogates and other characters UTF-8 cannot encode become ``\\uXXXX`` escapes,
+    Lone surrogates and other characters UTF-8 cannot encode become backslash escapes,
     control characters become spaces, and ``str()`` itself failing is survived.
 
     Examples

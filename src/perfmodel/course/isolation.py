@@ -54,11 +54,11 @@ __all__ = [
     "level",
     "package_parent",
     "readable_by_others",
+    "remove_tree",
     "probe",
     "sandbox_uid",
     "seccomp_pipe",
     "tool",
-    "why_not",
 ]
 
 #: The isolation levels, strongest first.
@@ -336,6 +336,24 @@ def _processes_of(uid: int) -> list[int]:
     return found
 
 
+def remove_tree(path: Path) -> None:
+    """Delete ``path`` however deep it goes (``rm -rf`` walks without recursion limits)."""
+    if not os.path.lexists(path):
+        return
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        subprocess.run(
+            [tool("rm") or "rm", "-rf", "--one-file-system", "--", str(path)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=300,
+            check=False,
+        )
+    if os.path.lexists(path):
+        with contextlib.suppress(OSError, RecursionError):
+            shutil.rmtree(path, ignore_errors=True)
+
+
 def _remove_owned(folder: Path, uid: int) -> None:
     """Delete every entry directly in ``folder`` that ``uid`` owns (folders with all inside)."""
     if not folder.is_dir():
@@ -346,8 +364,7 @@ def _remove_owned(folder: Path, uid: int) -> None:
                 if entry.stat(follow_symlinks=False).st_uid != uid:
                     continue
                 if entry.is_dir(follow_symlinks=False):
-                    rm = tool("rm") or "rm"
-                    subprocess.run([rm, "-rf", "--", entry.path], check=False, timeout=300)
+                    remove_tree(Path(entry.path))
                 else:
                     os.unlink(entry.path)
 
@@ -436,8 +453,3 @@ def level() -> str:
     if not _unprivileged_probe():
         return "unprivileged"
     return "none"
-
-
-def why_not(isolation: str) -> str:
-    """Why ``isolation`` is unavailable here, or ``""``."""
-    return {"bubblewrap": probe, "unprivileged": _unprivileged_probe}.get(isolation, str)()

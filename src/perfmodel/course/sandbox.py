@@ -28,7 +28,6 @@ import contextlib
 import json
 import os
 import resource
-import shutil
 import signal
 import subprocess
 import sys
@@ -47,7 +46,6 @@ __all__ = [
     "Limits",
     "execute_notebook",
     "kill_descendants",
-    "remove_tree",
 ]
 
 #: The largest worker report read back; answers are capped below it (8 MB of JSON).
@@ -364,24 +362,6 @@ def _kill_tree(process: subprocess.Popen[bytes]) -> None:
     kill_descendants(process.pid)
 
 
-def remove_tree(path: Path) -> None:
-    """Delete ``path`` however deep it goes (``rm -rf`` walks without recursion limits)."""
-    if not os.path.lexists(path):
-        return
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        subprocess.run(
-            [isolation.tool("rm") or "rm", "-rf", "--one-file-system", "--", str(path)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            timeout=300,
-            check=False,
-        )
-    if os.path.lexists(path):
-        with contextlib.suppress(OSError, RecursionError):
-            shutil.rmtree(path, ignore_errors=True)
-
-
 def _parse_report(data: bytes) -> dict[str, Any] | str:
     """The worker's report, or why it cannot be used. The worker is not trusted."""
     if not data.strip():
@@ -508,7 +488,7 @@ def execute_notebook(
             _kill_tree(process)
         if sandbox is not None:
             sandbox.clean_up()
-        remove_tree(private)
+        isolation.remove_tree(private)
     seconds = time.monotonic() - started
     report = (
         "the grading worker's report was over its size cap"
