@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import json
 import os
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,3 +88,21 @@ def master_namespace(workbook: Workbook) -> dict:
         elif cell["cell_type"] == "code" and not in_tests:
             exec(source, env)
     return env
+
+
+@contextlib.contextmanager
+def cpu_hog(processes: int | None = None) -> Iterator[None]:
+    """Keep every core busy with spinning processes while the block runs (a loaded machine).
+
+    ``processes`` defaults to the number of usable cores, so each measurement in the block
+    competes for its core with a process that never sleeps.
+    """
+    count = processes or len(os.sched_getaffinity(0))
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+        for spinner in spinners:
+            spinner.wait()
