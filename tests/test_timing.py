@@ -118,3 +118,31 @@ def test_bad_arguments_are_clear_errors(call, error, message):
 def test_rate_divides_by_the_median():
     m = Measurement(samples_s=[2.0, 1.0, 3.0], inner_loops=1)
     assert m.rate(10.0) == 5.0
+
+
+def test_a_measurement_beside_a_cpu_hog_says_the_machine_was_busy():
+    """A spinning process on every core makes the measured thread wait for one: the
+    measurement must say so (a busy machine can slow every sample alike, unseen by the
+    spread)."""
+    from conftest import cpu_hog
+
+    x = np.linspace(0.0, 1.0, 200_000)
+    with cpu_hog():
+        m = measure(lambda: np.sin(x), repeats=5, min_time_s=0.3)
+    if m.contention is None:
+        pytest.skip("this system keeps no scheduler statistics")
+    assert m.busy and "busy" in m.doubt
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.floats(0.0, 1.0), st.lists(st.floats(1e-6, 1.0), min_size=1, max_size=10))
+def test_doubt_names_each_reason_and_only_those(contention, samples):
+    m = Measurement(samples_s=samples, inner_loops=1, contention=contention)
+    assert m.busy == (contention > timing.BUSY_SHARE)
+    assert ("busy" in m.doubt) == m.busy and ("noisy" in m.doubt) == m.noisy
+    assert (m.doubt == "") == (not m.busy and not m.noisy)
+
+
+def test_contention_must_be_a_share():
+    with pytest.raises(ValueError, match="`contention`"):
+        Measurement(samples_s=[1.0], inner_loops=1, contention=1.5)

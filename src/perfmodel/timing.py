@@ -15,8 +15,10 @@ performance model needs on top:
   the measurement, and the result records the count.
 
 It returns a :class:`Measurement`: every sample, the median, the minimum, the
-interquartile range and a ``noisy`` flag. It never prints. :func:`sweep` measures over a
-list of parameters with a progress bar, and keeps what it measured if interrupted.
+interquartile range, a ``noisy`` flag and, on Linux, how long the measured threads waited for
+a core that something else held (``contention``, and a ``busy`` flag). It never prints.
+:func:`sweep` measures over a list of parameters with a progress bar, and keeps what it
+measured if interrupted.
 
 What a measurement means depends on the machine, so the lectures never compare printed
 times with stored ones; they check what holds on any machine.
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import statistics
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -39,9 +42,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from perfmodel._validate import count, non_negative, positive
+from perfmodel._validate import count, fraction, non_negative, positive
 
 __all__ = [
+    "BUSY_SHARE",
     "NOISY_SPREAD",
     "Measurement",
     "Sweep",
@@ -54,6 +58,9 @@ __all__ = [
 #: A measurement is flagged noisy when its interquartile range exceeds this share of its
 #: median: the machine was busy, or the clock too coarse for the work.
 NOISY_SPREAD = 0.1
+#: A measurement is flagged busy when its threads spent more than this share of the time they
+#: were ready to run waiting for a core (another program, or too many threads, held it).
+BUSY_SHARE = 0.1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,6 +81,9 @@ class Measurement:
         The data type of the work, when there is one.
     sizes : mapping of str to int
         The sizes of the work (``{"n": 4096}``).
+    contention : float or None
+        The share of the time this process's threads were ready to run but waited for a core,
+        while the samples were taken (Linux's scheduler statistics); None where unknown.
     """
 
     samples_s: tuple[float, ...]
@@ -82,6 +92,7 @@ class Measurement:
     threads: int | None = None
     dtype: str | None = None
     sizes: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    contention: float | None = None
 
     def __post_init__(self) -> None:
         samples = tuple(
@@ -92,6 +103,10 @@ class Measurement:
         object.__setattr__(self, "samples_s", samples)
         object.__setattr__(self, "inner_loops", count("inner_loops", self.inner_loops))
         object.__setattr__(self, "sizes", MappingProxyType(dict(self.sizes)))
+        if self.contention is not None:
+            object.__setattr__(
+                self, "contention", fraction("contention", self.contention, allow_zero=True)
+            )
 
     @property
     def median_s(self) -> float:
@@ -132,6 +147,33 @@ class Measurement:
         """
         return self.spread > NOISY_SPREAD
 
+    @property
+    def busy(self) -> bool:
+        """True when the threads waited for a core more than :data:`BUSY_SHARE` of the time.
+
+        A busy machine can slow every sample alike, so the spread alone may not show it.
+
+        >>> Measurement(samples_s=[1.0], inner_loops=1, contention=0.4).busy
+        True
+        """
+        return self.contention is not None and self.contention > BUSY_SHARE
+
+    @property
+    def doubt(self) -> str:
+        """Why this measurement cannot be trusted, in words; empty when it can.
+
+        >>> Measurement(samples_s=[1.0, 1.0], inner_loops=1, contention=0.0).doubt
+        ''
+        >>> Measurement(samples_s=[1.0, 1.6, 1.0, 1.9], inner_loops=1, contention=0.3).doubt
+        'noisy (spread 52% of the median); busy (waited for a core 30% of the time)'
+        """
+        reasons = []
+        if self.noisy:
+            reasons.append(f"noisy (spread {self.spread:.0%} of the median)")
+        if self.busy:
+            reasons.append(f"busy (waited for a core {self.contention:.0%} of the time)")
+        return "; ".join(reasons)
+
     def rate(self, amount: float) -> float:
         """``amount`` per second at the median time: bytes -> B/s, FLOPs -> FLOP/s."""
         amount = non_negative("amount", amount)
@@ -163,6 +205,34 @@ def thread_limit(threads: int | None) -> Iterator[None]:
 
     with threadpool_limits(limits=count("threads", threads)):
         yield
+
+
+def _scheduler_ns() -> tuple[int, int] | None:
+    """Nanoseconds this process's threads have run, and waited ready for a core, so far
+    (Linux's ``/proc/self/task/*/schedstat``); None where the system does not say."""
+    running = waiting = 0
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/schedstat", encoding="ascii") as stats:
+                ran, waited, *_ = stats.read().split()
+        except (OSError, ValueError):
+            continue  # the thread ended, or the kernel keeps no statistics
+        running, waiting = running + int(ran), waiting + int(waited)
+    return (running, waiting) if running else None
+
+
+def _contention(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+    """The share of the ready time between two :func:`_scheduler_ns` readings spent waiting."""
+    if before is None or after is None:
+        return None
+    ran, waited = after[0] - before[0], after[1] - before[1]
+    if ran <= 0 or waited < 0:
+        return None
+    return waited / (ran + waited)
 
 
 def _autorange(run: Callable[[int], int], min_sample_s: float, max_inner: int) -> tuple[int, float]:
@@ -265,12 +335,14 @@ def measure(
             fn()
         if sync is not None:
             sync()
+        before = _scheduler_ns()
         inner, first = _autorange(run, min_sample_s, max_inner)
         samples = [first]
         while len(samples) < max_repeats and (
             len(samples) < repeats or sum(samples) * inner < min_time_s
         ):
             samples.append(run(inner) / 1e9 / inner)
+        contention = _contention(before, _scheduler_ns())
     return Measurement(
         samples_s=tuple(samples),
         inner_loops=inner,
@@ -278,6 +350,7 @@ def measure(
         threads=threads,
         dtype=dtype,
         sizes=sizes,
+        contention=contention,
     )
 
 
