@@ -52,7 +52,7 @@ from typing import Any
 
 from perfmodel import ops
 from perfmodel._validate import choice, count, flag, non_negative, positive
-from perfmodel.empirical import MachineProfile, cpu_caches
+from perfmodel.empirical import MachineProfile, cpu_caches, usable_cores
 from perfmodel.hardware import Device
 from perfmodel.microbench import KernelResult
 from perfmodel.roofline import estimate
@@ -336,6 +336,16 @@ class Row:
         """Measured over the plain one-pass roofline."""
         return self.measured_s / self.roofline_s if self.roofline_s > 0 else math.inf
 
+    @property
+    def beats_roofline(self) -> bool:
+        """True when the op ran faster than the plain roofline said it could."""
+        return self.measured_s < self.roofline_s
+
+    @property
+    def doubt(self) -> str:
+        """Why the measurement cannot be trusted (noisy, or a busy machine); empty if it can."""
+        return self.measurement.doubt
+
 
 @dataclass(frozen=True, slots=True)
 class Comparison:
@@ -348,6 +358,12 @@ class Comparison:
     def median_abs_error(self) -> float:
         """Median over the ops of ``|measured / predicted - 1|`` for the calibrated model."""
         return statistics.median(abs(row.ratio - 1) for row in self.rows)
+
+    @property
+    def beat_roofline(self) -> tuple[Row, ...]:
+        """The ops measured faster than the plain roofline: where a measured ceiling was not
+        the machine's limit (see :attr:`Row.beats_roofline`)."""
+        return tuple(row for row in self.rows if row.beats_roofline)
 
     @property
     def roofline_median_abs_error(self) -> float:
@@ -565,7 +581,9 @@ def predict_vs_measure(
     progress : bool
         Show a progress bar.
     **timing
-        Passed to :func:`perfmodel.timing.measure` (default 5 repeats, at least 0.05 s).
+        Passed to :func:`perfmodel.timing.measure` (default 5 repeats, at least 0.05 s, and
+        BLAS on every usable core, as :func:`perfmodel.empirical.profile_machine` measured
+        the ceilings).
 
     Returns
     -------
@@ -581,7 +599,7 @@ def predict_vs_measure(
         raise ValueError("`cases` must hold at least one Case (got none).")
     from tqdm.auto import tqdm
 
-    options = {"repeats": 5, "min_time_s": 0.05, **timing}
+    options = {"repeats": 5, "min_time_s": 0.05, "threads": usable_cores(), **timing}
     rows = []
     for case in tqdm(cases, desc="predict, then measure", disable=not progress):
         plain = estimate(case.cost, calibration.device, dtype=calibration.dtype, ceiling="measured")

@@ -30,6 +30,7 @@ from perfmodel import microbench
 from perfmodel._validate import count, flag, text
 from perfmodel.hardware import Device
 from perfmodel.microbench import KernelResult
+from perfmodel.timing import combine
 
 __all__ = [
     "MachineProfile",
@@ -159,7 +160,10 @@ def profile_machine(
     :func:`perfmodel.calibration.calibrate` needs).
 
     Matmul (BLAS) and STREAM run on every core the process may use: they give the
-    machine's ceilings. The memory levels and the elementwise kernels run on one thread,
+    machine's ceilings. Each ceiling is the best of several rounds, interleaved (every
+    ceiling kernel once, then again), so that a moment when the machine was busy, or the
+    clock low, lowers one round of every kernel rather than every round of one. The memory
+    levels and the elementwise kernels run on one thread,
     as numpy's own elementwise loops do: ``memory_levels`` is what one core sees.
 
     Parameters
@@ -183,6 +187,9 @@ def profile_machine(
     timing: dict[str, Any] = (
         {"repeats": 3, "min_time_s": 0.05} if quick else {"repeats": 7, "min_time_s": 0.3}
     )
+    rounds = 3
+    # each round of a ceiling takes a share of the samples one measurement would
+    per_round = {"repeats": 1, "min_time_s": timing["min_time_s"] / rounds}
     sizes = (256, 512, 1024) if quick else (256, 512, 1024, 2048, 4096)
     stream_n = 4_000_000 if quick else 32_000_000
     ert_n = 1_000_000 if quick else 8_000_000
@@ -191,19 +198,24 @@ def profile_machine(
     levels_to_measure = [(level, size // 2) for level, size in caches]
     levels_to_measure.append(("DRAM", 4 * caches[-1][1]))
     # (what it feeds: a dtype's peak, "bandwidth" or a memory level; how to measure it)
-    steps: list[tuple[str, Callable[[], KernelResult]]] = [
+    ceilings: list[tuple[str, Callable[[], KernelResult]]] = [
         *(
-            (dtype, functools.partial(microbench.matmul, n, dtype=dtype, threads=cores, **timing))
+            (
+                dtype,
+                functools.partial(microbench.matmul, n, dtype=dtype, threads=cores, **per_round),
+            )
             for dtype in ("fp64", "fp32")
             for n in sizes
         ),
         *(  # main memory on every core: the machine's ceiling
             (
                 "bandwidth",
-                functools.partial(microbench.stream, kind, stream_n, threads=cores, **timing),
+                functools.partial(microbench.stream, kind, stream_n, threads=cores, **per_round),
             )
             for kind in microbench.STREAM_KERNELS
         ),
+    ]
+    steps: list[tuple[str, Callable[[], KernelResult]]] = [
         *(
             (level, functools.partial(microbench.working_set, nbytes, **timing))
             for level, nbytes in levels_to_measure
@@ -220,12 +232,26 @@ def profile_machine(
         ),
         *(("kernel", functools.partial(microbench.tiny_matmul, n, **timing)) for n in (1, 2, 4, 8)),
     ]
+    bar = tqdm(total=rounds * len(ceilings) + len(steps), desc="measuring this machine",
+               disable=not progress)  # fmt: skip
+    measured: list[list[KernelResult]] = [[] for _ in ceilings]
+    for _ in range(rounds):
+        for index, (_, run) in enumerate(ceilings):
+            measured[index].append(run())
+            bar.update()
+    results = [
+        (feeds, _best_of(rounds_measured))
+        for (feeds, _), rounds_measured in zip(ceilings, measured, strict=True)
+    ]
+    for feeds, run in steps:
+        results.append((feeds, run()))
+        bar.update()
+    bar.close()
     kernels: list[KernelResult] = []
     peaks: dict[str, float] = {}
     levels: dict[str, float] = {}
     bandwidth = 0.0
-    for feeds, run in tqdm(steps, desc="measuring this machine", disable=not progress):
-        result = run()
+    for feeds, result in results:
         kernels.append(result)
         if feeds in ("fp64", "fp32"):
             peaks[feeds] = max(peaks.get(feeds, 0.0), result.flops_per_s)
@@ -255,13 +281,21 @@ def profile_machine(
         measured_memory_bandwidth=max(bandwidth, levels.get("DRAM", 0.0)),
         measured_source=(
             f"perfmodel.empirical.profile_machine(quick={quick}): the best numpy matmul per "
-            f"dtype and the best STREAM kernel on {cores} thread(s), each at its fastest sample"
+            f"dtype and the best STREAM kernel on {cores} thread(s), each at its fastest sample "
+            f"of {rounds} interleaved rounds"
         ),
         memory_levels=levels,
         source="measured on this machine (lecture 06)",
         notes=" ".join(notes),
     )
     return MachineProfile(device=device, kernels=tuple(kernels))
+
+
+def _best_of(rounds: list[KernelResult]) -> KernelResult:
+    """One kernel measured in several rounds, as one result holding every round's samples."""
+    first = rounds[0]
+    measurement = combine([r.measurement for r in rounds])
+    return KernelResult(first.cost, measurement, first.kind, first.name)
 
 
 def empirical_roofline(

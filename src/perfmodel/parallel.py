@@ -10,10 +10,13 @@ parallel (BLAS has threads of its own, limited with :func:`perfmodel.timing.thre
 * :func:`parallel_cumsum`: a prefix sum, which does not split: element ``i`` needs every
   element before it. The blocked scan here sums each block on its own thread, adds up the
   block totals (serially, one number per block), then adds each block's offset on its own
-  thread: about twice the work of a serial ``np.cumsum``, for at most ``threads / 2``
-  times its speed.
+  thread. Every block but the first gets that second pass, so on ``t`` threads it makes
+  about ``1 + (t - 1) / t`` times the additions of a serial ``np.cumsum`` (1.5 on two
+  threads, approaching 2 on many): :func:`blocked_scan_additions` counts them exactly.
 * :func:`run_branches`: independent branches of a model at the same time, or in turn.
-* :func:`operation_scaling` and :func:`branch_scaling`: the measurements lecture 07 plots.
+* :func:`operation_scaling` and :func:`branch_scaling`: the measurements lecture 07 plots;
+  :func:`speedup_share` and :func:`where_it_pays` read them, and every point says when its
+  measurements were too disturbed to support a conclusion (``doubt``).
 
 Examples
 --------
@@ -34,13 +37,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from perfmodel._validate import count, flag
+from perfmodel._validate import count, flag, positive
 from perfmodel.timing import Measurement, measure, thread_limit
 
 __all__ = [
     "BranchPoint",
+    "Payoff",
     "ScalingPoint",
     "ScalingRun",
+    "blocked_scan_additions",
     "branch_scaling",
     "elementwise_work",
     "io_then_compute_work",
@@ -53,6 +58,8 @@ __all__ = [
     "parallel_cumsum",
     "run_branches",
     "sliced",
+    "speedup_share",
+    "where_it_pays",
 ]
 
 
@@ -120,6 +127,29 @@ def parallel_cumsum(x: Any, out: Any, *, threads: int = 1) -> None:
                   range(1, len(pieces))))  # fmt: skip
 
 
+def blocked_scan_additions(n: int, threads: int) -> int:
+    """Additions :func:`parallel_cumsum` makes on ``n`` elements and ``threads`` threads.
+
+    Each block of ``b`` elements takes ``b - 1`` additions for its own prefix sum; the
+    running total of the block ends takes ``blocks - 2``; every block but the first then
+    gets its offset added to each element. A serial ``np.cumsum`` takes ``n - 1``.
+
+    Examples
+    --------
+    >>> blocked_scan_additions(1000, 1)   # one block: the serial scan
+    999
+    >>> blocked_scan_additions(1000, 2)   # 2 x 499 within the blocks, then 500 offsets
+    1498
+    >>> round(blocked_scan_additions(10**6, 4) / (10**6 - 1), 3)   # about 1 + 3/4
+    1.75
+    """
+    pieces = _pieces(count("n", n), count("threads", threads))
+    within = sum(p.stop - p.start - 1 for p in pieces)
+    totals = max(0, len(pieces) - 2)
+    offsets = sum(p.stop - p.start for p in pieces[1:])
+    return within + totals + offsets
+
+
 def run_branches(branches: Sequence[Callable[[], Any]], *, concurrent: bool) -> list[Any]:
     """Run independent branches at the same time (one thread each) or one after another."""
     concurrent = flag("concurrent", concurrent)
@@ -128,15 +158,27 @@ def run_branches(branches: Sequence[Callable[[], Any]], *, concurrent: bool) -> 
     return list(_pool(len(branches)).map(lambda branch: branch(), branches))
 
 
+def _doubts(*measurements: Measurement | None) -> str:
+    return "; ".join(dict.fromkeys(m.doubt for m in measurements if m is not None and m.doubt))
+
+
 @dataclass(frozen=True, slots=True)
 class ScalingPoint:
-    """One operation at one length on some threads, and its speedup over one thread."""
+    """One operation at one length on some threads, and its speedup over one thread
+    (``baseline``, the one-thread measurement the speedup divides by)."""
 
     operation: str
     n: int
     threads: int
     measurement: Measurement
     speedup: float
+    baseline: Measurement | None = None
+
+    @property
+    def doubt(self) -> str:
+        """Why this speedup cannot be trusted (its or the baseline's measurement was noisy,
+        or the machine busy); empty when it can."""
+        return _doubts(self.measurement, self.baseline)
 
 
 def operation_scaling(
@@ -173,9 +215,48 @@ def operation_scaling(
                 run = functools.partial(parallel_cumsum, x, out, threads=t)
             m = measure(run, label=f"{op} of {n:,}", threads=t, dtype="fp64", sizes={"n": n},
                         **options)  # fmt: skip
-            base = m.minimum_s if base is None else base
-            points.append(ScalingPoint(op, n, t, m, base / m.minimum_s))
+            base = m if base is None else base
+            points.append(ScalingPoint(op, n, t, m, base.minimum_s / m.minimum_s, base))
     return points
+
+
+def speedup_share(
+    points: Sequence[ScalingPoint], operation: str, reference: str, threads: int
+) -> list[tuple[int, float, str]]:
+    """At each length measured, ``operation``'s speedup on ``threads`` as a share of
+    ``reference``'s, and why either cannot be trusted (empty when both can).
+
+    Examples
+    --------
+    >>> from perfmodel.timing import Measurement
+    >>> m = Measurement(samples_s=[1.0], inner_loops=1, contention=0.0)
+    >>> points = [ScalingPoint("sin", 10, 2, m, 1.6), ScalingPoint("cumsum", 10, 2, m, 0.4)]
+    >>> speedup_share(points, "cumsum", "sin", 2)
+    [(10, 0.25, '')]
+    """
+    threads = count("threads", threads)
+    by = {(p.operation, p.n): p for p in points if p.threads == threads}
+    lengths = sorted(
+        {n for op, n in by if op == operation} & {n for op, n in by if op == reference}
+    )
+    if not lengths:
+        raise ValueError(
+            f"`points` must hold {operation!r} and {reference!r} at a common length on "
+            f"{threads} threads (got none)."
+        )
+    return [
+        (
+            n,
+            by[operation, n].speedup / by[reference, n].speedup,
+            _doubts(
+                by[operation, n].measurement,
+                by[operation, n].baseline,
+                by[reference, n].measurement,
+                by[reference, n].baseline,
+            ),
+        )  # fmt: skip
+        for n in lengths
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +270,90 @@ class BranchPoint:
     @property
     def speedup(self) -> float:
         return self.sequential.minimum_s / self.concurrent.minimum_s
+
+    @property
+    def doubt(self) -> str:
+        """Why this speedup cannot be trusted; empty when it can."""
+        return _doubts(self.sequential, self.concurrent)
+
+
+@dataclass(frozen=True, slots=True)
+class Payoff:
+    """Where running in parallel paid: the sizes whose speedup is above 1.
+
+    ``sizes`` are every size measured, ascending, and ``speedups`` their speedups.
+    """
+
+    sizes: tuple[int, ...]
+    speedups: tuple[float, ...]
+
+    @property
+    def paying(self) -> tuple[int, ...]:
+        """The sizes where it paid (speedup above 1), ascending."""
+        return tuple(n for n, s in zip(self.sizes, self.speedups, strict=True) if s > 1)
+
+    @property
+    def contiguous(self) -> bool:
+        """True when the paying sizes are one unbroken run of the sizes measured."""
+        where = [i for i, s in enumerate(self.speedups) if s > 1]
+        return not where or where == list(range(where[0], where[-1] + 1))
+
+    def describe(self) -> str:
+        """The range where it paid, in words, and whether it is one range.
+
+        Examples
+        --------
+        >>> Payoff((16, 32, 64), (0.5, 1.5, 1.8)).describe()
+        'pays from width 32 to 64, the widest measured'
+        >>> Payoff((16, 32, 64), (0.5, 1.5, 0.8)).describe()
+        'pays at width 32 only: wider, it loses again (64: 0.80x)'
+        >>> Payoff((16, 32, 64), (1.2, 0.9, 1.1)).describe()
+        'pays at widths 16 and 64, not in one range: the speedup goes up and down with the width'
+        >>> Payoff((16, 32), (0.5, 0.9)).describe()
+        'pays at no width measured (16 to 32)'
+        """
+        paying = self.paying
+        if not paying:
+            return f"pays at no width measured ({self.sizes[0]} to {self.sizes[-1]})"
+        if not self.contiguous:
+            listed = ", ".join(map(str, paying[:-1])) + f" and {paying[-1]}"
+            return (
+                f"pays at widths {listed}, not in one range: the speedup goes up and down "
+                "with the width"
+            )
+        if len(paying) == 1:
+            text = f"pays at width {paying[0]}"
+        else:
+            text = f"pays from width {paying[0]} to {paying[-1]}"
+        if paying[-1] == self.sizes[-1]:
+            return text + ", the widest measured"
+        losing = ", ".join(
+            f"{n}: {s:.2f}x"
+            for n, s in zip(self.sizes, self.speedups, strict=True)
+            if n > paying[-1]
+        )
+        return text + f" only: wider, it loses again ({losing})"
+
+
+def where_it_pays(sizes: Sequence[int], speedups: Sequence[float]) -> Payoff:
+    """The :class:`Payoff` of speedups measured at ``sizes`` (any order; each size once).
+
+    Examples
+    --------
+    >>> where_it_pays([64, 16, 32], [1.8, 0.5, 1.5]).paying
+    (32, 64)
+    """
+    sizes = [count("size", n) for n in sizes]
+    speedups = [positive("speedup", s) for s in speedups]
+    if len(sizes) != len(speedups) or not sizes:
+        raise ValueError(
+            f"`sizes` and `speedups` must be as long as each other and not empty "
+            f"(got {len(sizes)} and {len(speedups)})."
+        )
+    if len(set(sizes)) != len(sizes):
+        raise ValueError(f"`sizes` must name each size once (got {sorted(sizes)}).")
+    pairs = sorted(zip(sizes, speedups, strict=True))
+    return Payoff(tuple(n for n, _ in pairs), tuple(s for _, s in pairs))
 
 
 def _branch(x: Any, w1: Any, w2: Any) -> Any:

@@ -49,6 +49,7 @@ __all__ = [
     "NOISY_SPREAD",
     "Measurement",
     "Sweep",
+    "combine",
     "measure",
     "next_loop_count",
     "sweep",
@@ -351,6 +352,37 @@ def measure(
         dtype=dtype,
         sizes=sizes,
         contention=contention,
+    )
+
+
+def combine(measurements: Sequence[Measurement]) -> Measurement:
+    """One measurement of every sample of several of the same work, taken in separate rounds.
+
+    Rounds interleaved with other work spread a passing disturbance over every kernel instead
+    of one: the fastest sample of the rounds together is the least disturbed of all. The
+    contention is the rounds' mean.
+
+    Examples
+    --------
+    >>> rounds = [Measurement(samples_s=[2.0, 3.0], inner_loops=1, label="x"),
+    ...           Measurement(samples_s=[1.5], inner_loops=2, label="x")]
+    >>> m = combine(rounds)
+    >>> m.samples_s, m.minimum_s, m.inner_loops
+    ((2.0, 3.0, 1.5), 1.5, 1)
+    """
+    rounds = list(measurements)
+    if not rounds or not all(isinstance(m, Measurement) for m in rounds):
+        raise TypeError("`measurements` must be a non-empty sequence of Measurement.")
+    first = rounds[0]
+    shares = [m.contention for m in rounds if m.contention is not None]
+    return Measurement(
+        samples_s=tuple(t for m in rounds for t in m.samples_s),
+        inner_loops=min(m.inner_loops for m in rounds),
+        label=first.label,
+        threads=first.threads,
+        dtype=first.dtype,
+        sizes=first.sizes,
+        contention=sum(shares) / len(shares) if shares else None,
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from perfmodel.parallel import BranchPoint, ScalingPoint
+from perfmodel.parallel import BranchPoint, ScalingPoint, where_it_pays
 from perfmodel.plotting import COLOURS, new_axes, style
 
 __all__ = ["branch_scaling_plot", "operation_scaling_plot"]
@@ -37,24 +37,30 @@ def operation_scaling_plot(points: Sequence[ScalingPoint], *, ax: Any = None) ->
 
 
 def branch_scaling_plot(points: Sequence[BranchPoint], *, ax: Any = None) -> Any:
-    """Speedup of two branches run at once over in turn, against the branch width.
+    """Speedup of two branches run at once over in turn, against the branch width; the
+    widths where it paid are marked, and the title says where that is (every such width,
+    not only the first).
 
     Returns
     -------
     matplotlib.axes.Axes
     """
+    payoff = where_it_pays([p.n for p in points], [p.speedup for p in points])
     with style():
         ax = new_axes(ax, (10, 5.5))
         ax.axhline(1, color="grey", linestyle=":", label="in turn")
         ax.axhline(2, color="grey", linestyle="--", linewidth=1.5, label="two branches' worth")
-        ax.plot([p.n for p in points], [p.speedup for p in points], "D-", color=COLOURS[0],
+        ax.plot(payoff.sizes, payoff.speedups, "D-", color=COLOURS[0],
                 label="both at once, on two threads")  # fmt: skip
-        crossover = next((p.n for p in points if p.speedup > 1), None)
-        if crossover is not None:
-            ax.axvline(crossover, color=COLOURS[1], linestyle=":",
-                       label=f"first width where it pays: {crossover}")  # fmt: skip
+        paying = [(n, s) for n, s in zip(payoff.sizes, payoff.speedups, strict=True) if s > 1]
+        if paying:
+            xs, ys = zip(*paying, strict=True)
+            ax.plot(xs, ys, "o", color=COLOURS[1], markersize=14, fillstyle="none",
+                    markeredgewidth=2.5, label="widths where it pays")  # fmt: skip
         ax.set(xscale="log", xlabel="branch width n (each branch: two n × n matmuls)",
-               ylabel="speedup", ylim=(0, 2.4))  # fmt: skip
-        ax.set_title("Branches pay once they are long enough")
+               ylabel="speedup (in turn ÷ at once)", ylim=(0, 2.4))  # fmt: skip
+        ax.set_xticks(payoff.sizes, [str(n) for n in payoff.sizes])
+        ax.minorticks_off()
+        ax.set_title(f"Running both at once {payoff.describe()}", fontsize=12)
         ax.legend(loc="upper left", fontsize=11)
     return ax
