@@ -336,12 +336,15 @@ def test_the_design_loop_partitions_what_does_not_fit_then_scales_out():
     big = capstone.import_onnx(
         builders.gpt2(batch=8, seq_len=1024, width=4096, layers=32, heads=32, weights=False)
     )
-    steps = capstone.design(big, "H100 SXM", target_samples_per_s=100)
+    steps = capstone.design(big, "H100 SXM", target_samples_per_s=100, min_efficiency=0.5)
     assert steps[0].verdict.startswith("does not fit")
     assert steps[1].action.startswith("pipeline over")
     assert steps[-1].verdict.startswith("happy") and steps[-1].samples_per_s >= 100
     rates = [step.samples_per_s for step in steps]
     assert rates == sorted(rates)
+    # the pipeline copies' all-reduce is not hidden, so a stricter efficiency stops the loop
+    strict = capstone.design(big, "H100 SXM", target_samples_per_s=100, min_efficiency=0.9)
+    assert strict[-1].verdict.endswith("stop, communication dominates")
 
 
 # --- published ---------------------------------------------------------------------------------

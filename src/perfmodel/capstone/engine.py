@@ -52,6 +52,8 @@ class EngineProfile:
         onnxruntime's intra-op threads.
     optimization : str
         The graph optimisation level (see :data:`OPTIMIZATIONS`).
+    totals_s : tuple of float
+        Every measured run's whole time, seconds: their spread says how busy the machine was.
     """
 
     node_s: dict[str, float]
@@ -59,6 +61,18 @@ class EngineProfile:
     runs: int
     threads: int
     optimization: str
+    totals_s: tuple[float, ...] = ()
+
+    @property
+    def noisy(self) -> bool:
+        """True when the whole runs' interquartile range exceeds
+        :data:`perfmodel.timing.NOISY_SPREAD` of their median (the house rule for a busy
+        machine): the node times are then too disturbed to judge a prediction by."""
+        from perfmodel.timing import Measurement
+
+        if len(self.totals_s) < 2:
+            return False
+        return Measurement(samples_s=self.totals_s, inner_loops=1).noisy
 
     @property
     def kernels_s(self) -> float:
@@ -168,6 +182,7 @@ def profile(
         runs=runs,
         threads=threads,
         optimization=optimization,
+        totals_s=tuple(t * 1e-6 for t in totals[-runs:]),
     )
 
 

@@ -145,7 +145,11 @@ class NodeComparison:
 
 @dataclass(frozen=True, slots=True)
 class Comparison:
-    """A model predicted node by node and measured on onnxruntime."""
+    """A model predicted node by node and measured on onnxruntime.
+
+    ``noisy`` is True when the measured runs disagreed by more than the house threshold
+    (:attr:`EngineProfile.noisy`): a busy machine, whose errors say nothing about the model.
+    """
 
     model: str
     nodes: tuple[NodeComparison, ...]
@@ -153,6 +157,7 @@ class Comparison:
     measured_s: float
     fused_s: float | None
     threads: int
+    noisy: bool = False
 
     @property
     def error(self) -> float:
@@ -275,4 +280,5 @@ def compare(
         measured_s=measured.total_s,
         fused_s=fused_s,
         threads=measured.threads,
+        noisy=measured.noisy,
     )

@@ -150,7 +150,12 @@ def data_parallel(
 
 @dataclass(frozen=True, slots=True)
 class PipelinePlan:
-    """A model split into pipeline stages, and its time per batch."""
+    """A model split into pipeline stages, and its time per batch.
+
+    ``step_s`` is the pipelined batch (``(m + k - 1)`` slots of the slowest stage) plus the
+    gradient all-reduce between ``replicas`` copies of the pipeline (``allreduce_s``; zero
+    for one copy), which runs once the pipeline has drained.
+    """
 
     stages: int
     microbatches: int
@@ -160,6 +165,8 @@ class PipelinePlan:
     stage_memory_bytes: tuple[float, ...]
     capacity_bytes: float | None
     method: str
+    replicas: int = 1
+    allreduce_s: float = 0.0
 
     @property
     def bubble_fraction(self) -> float:
@@ -181,6 +188,8 @@ def pipeline_parallel(
     dtype: str = "bf16",
     ceiling: str | float = "nameplate",
     training: bool = True,
+    replicas: int = 1,
+    network: Any = "InfiniBand NDR",
 ) -> PipelinePlan:
     """Split ``model``'s execution order into ``stages`` with lecture 10's partitioner.
 
@@ -188,38 +197,50 @@ def pipeline_parallel(
     stage costs ``latency + bytes / bandwidth`` on ``link``. The batch is cut into
     ``microbatches``, each taking ``1 / microbatches`` of every stage's time, so a GPipe
     schedule takes ``(m + k - 1)`` slots of the slowest stage.
+
+    A stage holds its own weights' model states (16 bytes a parameter in training, the
+    weights alone otherwise) and one micro-batch's outputs of its nodes (one micro-batch in
+    flight per stage, lecture 09's assumption). With ``replicas`` copies of the pipeline
+    (data parallel over pipelines, each copy's stages on other nodes), each stage's gradients
+    are all-reduced between the copies over ``network`` after the pipeline drains; the
+    slowest stage's all-reduce adds to the step.
     """
     from perfmodel.pipeline import Graph, split_order
 
     stages, microbatches = count("stages", stages), count("microbatches", microbatches)
-    one = predict_on(
-        model, device, dtype=dtype, ceiling=ceiling, training=flag("training", training)
-    )
+    replicas = count("replicas", replicas)
+    training = flag("training", training)
+    one = predict_on(model, device, dtype=dtype, ceiling=ceiling, training=training)
     wire = as_link(link)
+    between = as_link(network, argument="network")
     work = [step.time_s for step in one.estimates]
     comm = [wire.time(retyped_bytes) for retyped_bytes in _output_bytes(model, dtype)]
     graph = Graph(work, comm, model.edges())
     split = split_order(graph, list(range(graph.n)), min(stages, graph.n))
     per_stage_s = tuple(math.fsum(work[i] for i in stage) for stage in split.stages)
-    total_parameters = max(1, model.parameters)
-    memory = memory_bytes(model, dtype=dtype, training=training)
+    width = hardware.dtype_bytes(dtype)
+    per_parameter = TRAINING_BYTES_PER_PARAMETER if training else width
+    stage_weights = [sum(model.nodes[i].weights for i in stage) for stage in split.stages]
     stage_memory = tuple(
-        memory * sum(model.nodes[i].weights for i in stage) / total_parameters
-        + (hardware.dtype_bytes(dtype) / 4)
-        * sum(model.nodes[i].output_bytes for i in stage)
-        / microbatches
-        for stage in split.stages
+        per_parameter * weights
+        + (width / 4) * sum(model.nodes[i].output_bytes for i in stage) / microbatches
+        for weights, stage in zip(stage_weights, split.stages, strict=True)
     )
+    allreduce_s = 0.0
+    if training and replicas > 1:
+        allreduce_s = max(allreduce_time(w * width, replicas, between) for w in stage_weights)
     used = len(split.stages)
     return PipelinePlan(
         stages=used,
         microbatches=microbatches,
         stage_s=per_stage_s,
         bottleneck_s=split.bottleneck,
-        step_s=(microbatches + used - 1) * split.bottleneck / microbatches,
+        step_s=(microbatches + used - 1) * split.bottleneck / microbatches + allreduce_s,
         stage_memory_bytes=stage_memory,
         capacity_bytes=hardware.get(device, argument="device").memory_capacity,
         method=split.method,
+        replicas=replicas,
+        allreduce_s=allreduce_s,
     )
 
 
@@ -255,13 +276,23 @@ def design(
     dtype: str = "bf16",
     ceiling: str | float = "nameplate",
 ) -> list[DesignStep]:
-    """Coates' loop for a training throughput target: single device first; if the model
-    does not fit, the fewest pipeline stages that make it fit; then scale out weakly (double
-    the data-parallel replicas) until the target is met, the efficiency falls below
-    ``min_efficiency``, or ``max_devices`` is reached. Each step says whether to be happy.
+    """Coates' loop for a training throughput target.
+
+    Single device first; if the model does not fit, the fewest pipeline stages (inside one
+    node, over ``intra_link``) that make it fit; then scale out weakly, doubling the
+    data-parallel replicas (whole devices, or copies of the pipeline on other nodes, their
+    gradients all-reduced over ``link``), until the target is met, the efficiency falls
+    below ``min_efficiency``, or ``max_devices`` is reached. When a doubling meets the
+    target, the replica counts between it and the last one are searched for the fewest that
+    also meet it, so the loop never buys twice the devices for a small shortfall. Each step
+    says whether to be happy.
+
+    The replica counts allowed: any for a pipeline; for whole devices, up to
+    ``gpus_per_node`` and then whole nodes (lecture 09's hierarchical all-reduce).
     """
     target = positive("target_samples_per_s", target_samples_per_s)
     max_devices = count("max_devices", max_devices)
+    gpus_per_node = count("gpus_per_node", gpus_per_node)
     text("dtype", dtype)
     steps: list[DesignStep] = []
     one = data_parallel(
@@ -299,49 +330,52 @@ def design(
                 DesignStep("pipeline over 64 stages", 64, 0.0, False, "still does not fit")
             )
             return steps
+
+    def scaled(replicas: int) -> tuple[float, float]:
+        """Samples per second and efficiency of ``replicas`` data-parallel replicas."""
+        if stages == 1:
+            step = data_parallel(
+                model, device, devices=replicas, link=link, intra_link=intra_link,
+                gpus_per_node=min(gpus_per_node, replicas), dtype=dtype, ceiling=ceiling,
+            )  # fmt: skip
+            return step.samples_per_s, step.efficiency
+        plan = pipeline_parallel(
+            model, device, stages=stages, link=intra_link, dtype=dtype, ceiling=ceiling,
+            replicas=replicas, network=link,
+        )  # fmt: skip
+        return replicas * model.batch / plan.step_s, per_replica_s / plan.step_s
+
+    def allowed(replicas: int) -> bool:
+        return stages > 1 or replicas <= gpus_per_node or replicas % gpus_per_node == 0
+
+    rate = model.batch / per_replica_s
+    if rate >= target:
+        steps.append(DesignStep("one replica", stages, rate, True, "happy: target met"))
+        return steps
     replicas = 1
     while True:
-        rate = replicas * model.batch / per_replica_s
-        if replicas > 1:
-            scaled = data_parallel(
-                model,
-                device,
-                devices=replicas,
-                link=link,
-                intra_link=intra_link,
-                gpus_per_node=min(gpus_per_node, replicas),
-                dtype=dtype,
-                ceiling=ceiling,
-            )
-            rate = scaled.samples_per_s * one.step_s / per_replica_s
-            happy = rate >= target
-            verdict = (
-                "happy: target met"
-                if happy
-                else f"efficiency {scaled.efficiency:.0%}: "
-                + (
-                    "stop, communication dominates"
-                    if scaled.efficiency < min_efficiency
-                    else "keep scaling"
-                )
-            )
-            steps.append(
-                DesignStep(f"data parallel x{replicas}", replicas * stages, rate, True, verdict)
-            )
-            if happy or scaled.efficiency < min_efficiency:
-                return steps
-        elif rate >= target:
-            steps.append(DesignStep("one replica", stages, rate, True, "happy: target met"))
-            return steps
         if replicas * 2 * stages > max_devices:
+            verdict = f"not happy: {max_devices} devices reached"
+            steps.append(DesignStep("stop", replicas * stages, rate, True, verdict))
+            return steps
+        last, replicas = replicas, replicas * 2
+        rate, efficiency = scaled(replicas)
+        if rate >= target:
+            fewest = next(r for r in range(last + 1, replicas + 1) if allowed(r)
+                          and scaled(r)[0] >= target)  # fmt: skip
+            verdict = "happy: target met"
+            if fewest < replicas:
+                verdict += f" with the fewest replicas (x{replicas} would use {replicas * stages})"
+                rate = scaled(fewest)[0]
             steps.append(
-                DesignStep(
-                    "stop",
-                    replicas * stages,
-                    rate,
-                    True,
-                    f"not happy: {max_devices} devices reached",
-                )
+                DesignStep(f"data parallel x{fewest}", fewest * stages, rate, True, verdict)
             )
             return steps
-        replicas *= 2
+        verdict = f"{rate / target:.1%} of the target, efficiency {efficiency:.0%}: " + (
+            "stop, communication dominates" if efficiency < min_efficiency else "keep scaling"
+        )
+        steps.append(
+            DesignStep(f"data parallel x{replicas}", replicas * stages, rate, True, verdict)
+        )
+        if efficiency < min_efficiency:
+            return steps

@@ -4,7 +4,8 @@ Pick a model (priced from its ONNX graph), a GPU from the catalogue, how many de
 whether they split the batch (data parallel) or the model (pipeline stages, the rest data
 parallel). The left panel is one device's step by op class, each bar labelled with the roof
 it sits under; the right panel is the memory each device holds against its capacity. The
-title names the step time, the throughput, and the bottleneck.
+title names the step time, the throughput, what the gradient all-reduce costs and whether it
+hides, and the bottleneck; a configuration that does not fit gets no step time at all.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ __all__ = ["MODELS", "capstone_explorer", "capstone_view"]
 #: The explorer's models: a builder of :mod:`perfmodel.capstone.builders` and its arguments.
 MODELS: dict[str, tuple[str, dict[str, Any]]] = {
     "GPT-2 small, 8 x 1024 tokens": ("gpt2", {"batch": 8, "seq_len": 1024}),
+    "GPT-2 XL, 1 x 1024 tokens": (
+        "gpt2",
+        {"batch": 1, "seq_len": 1024, "width": 1600, "layers": 48, "heads": 25},
+    ),
     "GPT-2 XL, 8 x 1024 tokens": (
         "gpt2",
         {"batch": 8, "seq_len": 1024, "width": 1600, "layers": 48, "heads": 25},
@@ -42,8 +47,9 @@ MODELS: dict[str, tuple[str, dict[str, Any]]] = {
 GPUS = ("H100 SXM", "A100 SXM4 80GB", "H200 SXM", "B200", "MI300X", "V100 SXM2", "T4")
 NETWORKS = ("InfiniBand NDR", "InfiniBand HDR", "400 GbE", "100 GbE")
 PARALLELISM = ("data", "pipeline")
-#: The most stages a pipeline gets; more devices become data-parallel replicas of it.
-MAX_STAGES = 16
+#: The most stages a pipeline gets (one 8-GPU node, NVLink between stages); more devices
+#: become data-parallel copies of it on other nodes, their gradients all-reduced over the network.
+MAX_STAGES = 8
 
 
 @lru_cache(maxsize=len(MODELS))
@@ -61,14 +67,103 @@ def _intra_link(device: str) -> str:
     return NVLINK.get(device, "PCIe 4.0 x16")
 
 
+def _dtype(device: str) -> str:
+    """bf16 where the GPU has it; fp16 on the V100 and T4, which predate bf16."""
+    from perfmodel.hardware import get
+
+    return "bf16" if "bf16" in get(device).peak_flops_by_dtype else "fp16"
+
+
+def _plural(n: int, word: str) -> str:
+    return word if n == 1 else word + ("es" if word.endswith("h") else "s")
+
+
+def _summary(
+    imported: Any, device: str, devices: int, parallelism: str, network: str
+) -> tuple[str, float, bool]:
+    """The figure's headline (what was priced, the step or why there is none, and what the
+    network does), the bytes one device holds, and whether they fit."""
+    from perfmodel.capstone import data_parallel, pipeline_parallel, predict_on
+    from perfmodel.hardware import get
+
+    capacity = get(device).memory_capacity
+    dtype = _dtype(device)
+    if parallelism == "data":
+        per_node = min(8, devices)
+        step = data_parallel(imported, device, devices=devices, link=network, dtype=dtype,
+                             gpus_per_node=per_node, intra_link=_intra_link(device))  # fmt: skip
+        how, memory, step_s = f"data parallel x{devices}", step.memory_bytes, step.step_s
+        rate, efficiency = step.samples_per_s, step.efficiency
+        if devices == 1:
+            wire = "no all-reduce on one device, so the network is not used"
+        else:
+            over = network if devices > per_node else _intra_link(device)
+            hidden = (
+                "hidden under the backward pass"
+                if step.exposed_s == 0
+                else f"{format_quantity(step.exposed_s, 's')} of it not hidden"
+            )
+            wire = f"all-reduce {format_quantity(step.allreduce_s, 's')} over {over}, {hidden}"
+            if devices <= per_node:
+                wire += f"; all {devices} devices sit in one node, so the network is not used"
+        bottleneck = step.bottleneck
+        if bottleneck == "compute: the step on each device":
+            one = predict_on(imported, device, dtype=dtype, training=True)
+            bottleneck = f"compute: {one.bottleneck}"
+    else:
+        stages = min(devices, MAX_STAGES)
+        replicas = devices // stages
+        microbatches = min(4 * stages, imported.batch)  # a sequence is never split
+        plan = pipeline_parallel(imported, device, stages=stages, link=_intra_link(device),
+                                 microbatches=microbatches, replicas=replicas,
+                                 network=network, dtype=dtype)  # fmt: skip
+        how = f"{plan.stages} pipeline stages x {replicas} {_plural(replicas, 'replica')}"
+        memory, step_s = max(plan.stage_memory_bytes), plan.step_s
+        rate = replicas * imported.batch / plan.step_s
+        alone_s = predict_on(imported, device, dtype=dtype, training=True).time_s
+        efficiency = alone_s / (plan.step_s * plan.stages)
+        wire = (
+            "one copy of the pipeline, inside one node, so the network is not used"
+            if replicas == 1
+            else f"the {replicas} copies all-reduce each stage's gradients over {network} "
+            f"after the pipeline drains: {format_quantity(plan.allreduce_s, 's')}"
+        )
+        pipelined_s = plan.step_s - plan.allreduce_s
+        bottleneck = (
+            f"network: the copies' all-reduce takes longer than the pipelined batch "
+            f"({format_quantity(pipelined_s, 's')})" if plan.allreduce_s > pipelined_s else
+            f"pipeline: {microbatches} {_plural(microbatches, 'micro-batch')}, "
+            f"bubble {plan.bubble_fraction:.0%}, "
+            f"slowest stage {format_quantity(plan.bottleneck_s, 's')}")  # fmt: skip
+    fits = capacity is None or memory <= capacity
+    if not fits:
+        instead = "split the model (pipeline)" if parallelism == "data" else "more stages"
+        return (
+            f"{how}: does not fit ({memory / 1e9:.0f} GB a device, {capacity / 1e9:.0f} GB "  # type: ignore[operator]
+            f"available), so no step time: {instead}",
+            memory,
+            False,
+        )
+    return (
+        f"{how}: step {format_quantity(step_s, 's')}, {rate:,.0f} samples/s, efficiency "
+        f"{efficiency:.0%}\n{wire}\nbottleneck: {bottleneck}",
+        memory,
+        True,
+    )
+
+
 def capstone_view(
-    model: str = "GPT-2 XL, 8 x 1024 tokens",
+    model: str = "GPT-2 XL, 1 x 1024 tokens",
     device: str = "H100 SXM",
     devices: int = 64,
     parallelism: str = "data",
-    network: str = "InfiniBand NDR",
+    network: str = "100 GbE",
 ) -> Any:
     """The static twin of :func:`capstone_explorer`.
+
+    A configuration whose memory does not fit gets no step time: the headline says by how
+    much it misses instead. Every control changes the headline, or the headline says why
+    it cannot (the network, when every device sits in one node).
 
     Returns
     -------
@@ -77,57 +172,22 @@ def capstone_view(
     import matplotlib.pyplot as plt
 
     from perfmodel._validate import choice
-    from perfmodel.capstone import data_parallel, pipeline_parallel, predict_on
+    from perfmodel.capstone import predict_on
     from perfmodel.hardware import get
     from perfmodel.plotting import COLOURS, si_formatter, style
 
     choice("model", model, tuple(MODELS))
     choice("parallelism", parallelism, PARALLELISM)
+    choice("network", network, NETWORKS)
     imported = _model(model)
-    one = predict_on(imported, device, training=True)
+    one = predict_on(imported, device, dtype=_dtype(device), training=True)
     capacity = get(device).memory_capacity
-    per_node = min(8, devices)
-    if parallelism == "data":
-        step = data_parallel(
-            imported,
-            device,
-            devices=devices,
-            link=network,
-            gpus_per_node=per_node,
-            intra_link=_intra_link(device),
-        )
-        step_s, rate, memory = step.step_s, step.samples_per_s, step.memory_bytes
-        how = f"data parallel x{devices}"
-        bottleneck = (
-            step.bottleneck
-            if step.bottleneck != "compute: the step on each device"
-            else (f"compute: {one.bottleneck}")
-        )
-        efficiency = step.efficiency
-    else:
-        stages = min(devices, MAX_STAGES)
-        replicas = devices // stages
-        plan = pipeline_parallel(
-            imported, device, stages=stages, link=_intra_link(device), microbatches=4 * stages
-        )
-        step_s, memory = plan.step_s, max(plan.stage_memory_bytes)
-        rate = replicas * imported.batch / plan.step_s
-        how = f"{plan.stages} pipeline stages x {replicas} replicas"
-        bottleneck = (
-            f"pipeline: bubble {plan.bubble_fraction:.0%}, "
-            f"slowest stage {format_quantity(plan.bottleneck_s, 's')}"
-        )
-        efficiency = one.time_s / (plan.step_s * plan.stages)
-    fits = capacity is None or memory <= capacity
-    if not fits:
-        bottleneck = "memory: does not fit; " + (
-            "use pipeline stages" if parallelism == "data" else "more stages"
-        )
+    headline, memory, fits = _summary(imported, device, devices, parallelism, network)
     times = one.by_class()
     bounds = one.bound_by_class()
     with style():
         figure, (left, right) = plt.subplots(
-            1, 2, figsize=(15, 6.5), layout="constrained", width_ratios=(3, 1)
+            1, 2, figsize=(15, 7), layout="constrained", width_ratios=(3, 1)
         )
         names = list(times)
         left.barh(
@@ -143,7 +203,8 @@ def capstone_view(
         left.set(
             xlabel="one device's training step by op class "
             "(blue: compute-bound, red: memory-bound)",
-            title=f"{one.device}, bf16: {format_quantity(one.time_s, 's')} a step on one device",
+            title=f"{one.device}, {_dtype(device)}: "
+            f"{format_quantity(one.time_s, 's')} a step on one device",
         )
         right.bar([0], [memory / 1e9], color=COLOURS[2] if fits else COLOURS[1], width=0.6)
         if capacity is not None:
@@ -160,11 +221,7 @@ def capstone_view(
             ylim=(0, max(memory, capacity or 0) / 1e9 * 1.3),
             title="fits" if fits else "does NOT fit",
         )
-    figure.suptitle(
-        f"{model} on {devices} x {device} ({how}): step {format_quantity(step_s, 's')}, "
-        f"{rate:,.0f} samples/s, efficiency {efficiency:.0%}\nbottleneck: {bottleneck}",
-        fontsize=15,
-    )
+    figure.suptitle(f"{model} on {devices} x {device}, {headline}", fontsize=15)
     return figure
 
 
