@@ -191,3 +191,81 @@ def test_bad_input_is_a_clear_error(call, error, message):
 
 def test_no_processors_no_limit():
     assert scaling.amdahl_limit(1) == math.inf
+
+
+# ------------------------------------------- Amdahl's serial fraction and Gustafson's share
+
+
+def test_gustafsons_share_converts_to_amdahls_fraction_in_closed_form():
+    # A 4-processor run: 1 s serial, 3 s parallel, so s = 1/4. One processor does the serial
+    # second and 4 x 3 s of parallel work: f = 1/13, and Amdahl gives back 13/4 = s + 4(1 - s).
+    assert scaling.amdahl_serial_fraction(0.25, 4) == pytest.approx(1 / 13)
+    assert scaling.gustafson_serial_share(1 / 13, 4) == pytest.approx(0.25)
+    assert scaling.amdahl_speedup(12 / 13, 4) == pytest.approx(scaling.gustafson_speedup(0.25, 4))
+    # Gustafson's beam stress run (CACM 1988): s = 3/1023 of the 1024-processor run is
+    # 3/1023 / 1021 of the one-processor run, a cap of about 348,000, not 1/s = 341.
+    s = 3 / 1023
+    assert scaling.amdahl_serial_fraction(s, 1024) == pytest.approx(s / 1021)
+    assert scaling.amdahl_limit(1 - scaling.amdahl_serial_fraction(s, 1024)) == pytest.approx(
+        1021 / s
+    )
+
+
+@given(st.floats(0, 1), st.floats(1, 1e5))
+def test_amdahl_on_the_converted_fraction_is_gustafsons_scaled_speedup(s, n):
+    f = scaling.amdahl_serial_fraction(s, n)
+    assert 0 <= f <= s + 1e-12  # one processor's run dilutes the serial part
+    assert scaling.amdahl_speedup(1 - f, n) == pytest.approx(scaling.gustafson_speedup(s, n))
+    assert scaling.gustafson_serial_share(f, n) == pytest.approx(s, abs=1e-9)
+
+
+# ------------------------------------------ one estimator: the fit sees the median speedup
+
+
+def test_the_amdahl_fit_agrees_with_the_median_speedup_despite_a_slow_outlier():
+    # One sample in five was slowed down (another program ran): the median speedup is 1.92,
+    # the mean only about 1.8. The fit must tell the same story as the printed median.
+    processors = [1] * 5 + [2] * 5
+    times = [1.00, 1.01, 0.99, 1.00, 1.02, 0.52, 0.5208, 0.53, 0.75, 0.515]
+    fit = scaling.fit_amdahl(processors, times)
+    median_speedup = np.median(times[:5]) / np.median(times[5:])
+    assert scaling.amdahl_speedup(fit.value, 2) == pytest.approx(median_speedup)
+    assert fit.value == pytest.approx(1 - scaling.karp_flatt(median_speedup, 2))
+    assert fit.has_interval and fit.low < fit.value < fit.high and not fit.doubt
+
+
+def test_the_amdahl_fit_passes_through_the_medians_on_more_counts_when_they_follow_the_law():
+    counts = [1, 2, 4, 8]
+    processors = [p for p in counts for _ in range(3)]
+    times = [2 * (0.1 + 0.9 / p) * k for p in counts for k in (0.98, 1.0, 1.3)]
+    fit = scaling.fit_amdahl(processors, times)
+    assert fit.value == pytest.approx(0.9) and fit.scale == pytest.approx(2.0)
+
+
+def test_the_gustafson_fit_agrees_with_the_median_scaled_speedup():
+    processors = [2] * 5
+    speedups = [1.9, 1.88, 1.2, 1.91, 1.87]  # one disturbed sample
+    fit = scaling.fit_gustafson(processors, speedups)
+    assert scaling.gustafson_speedup(fit.value, 2) == pytest.approx(1.88)
+    assert fit.has_interval and not fit.doubt
+
+
+def test_a_fit_outside_its_law_says_so():
+    fit = scaling.fit_amdahl([1, 1, 1, 2, 2, 2], [1.0, 1.01, 0.99, 1.3, 1.31, 1.29])
+    assert fit.value == 0 and fit.unclipped < 0
+    assert "outside" in fit.doubt
+    superlinear = scaling.fit_gustafson([2, 2, 2], [2.3, 2.31, 2.29])
+    assert superlinear.value == 0 and "outside" in superlinear.doubt
+
+
+def test_a_fit_whose_interval_reaches_no_speedup_says_the_noise_swamps_it():
+    # Two threads barely faster, and samples scattered over more than the difference.
+    fit = scaling.fit_amdahl([1] * 5 + [2] * 5, [1.0, 1.2, 0.9, 1.1, 1.0, 0.9, 1.1, 1.0, 0.85, 1.2])
+    assert fit.low == 0 and "swamps" in fit.doubt
+    weak = scaling.fit_gustafson([2] * 5, [1.05, 1.9, 1.0, 1.8, 1.4])
+    assert weak.high == 1 and "swamps" in weak.doubt
+
+
+def test_a_fit_interval_is_the_same_every_time():
+    data = _amdahl_times(0.8, [1, 2], 6, 0.05, 3)
+    assert scaling.fit_amdahl(*data) == scaling.fit_amdahl(*data)

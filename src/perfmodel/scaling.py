@@ -10,10 +10,20 @@ Two questions, two laws (Sreepathi Pai, *Making systems fast and scalable*):
   spends a fraction ``s`` of its time in serial work, one processor would need
   ``s + N·(1 - s)`` times as long: :func:`gustafson_speedup`, which grows without bound.
 
+The two laws count the serial part against different runs. Amdahl's serial fraction
+``1 - α`` is a share of the *one-processor* run; Gustafson's ``s`` is a share of the
+*N-processor* run. For one and the same problem they differ (the one processor does all
+the parallel work itself): :func:`amdahl_serial_fraction` and :func:`gustafson_serial_share`
+convert one into the other.
+
 A measurement says which applies. :func:`karp_flatt` turns one measured speedup into the
 serial fraction it implies (Karp and Flatt, 1990); :func:`fit_amdahl` fits ``α`` to times
 measured at several processor counts, and :func:`fit_gustafson` fits ``s`` to scaled
-speedups, each with a confidence interval from the scatter of the measurements.
+speedups. Both fit the *median* at each processor count, the number a speedup is quoted
+from, so a fitted fraction and the median speedup agree through the law; the confidence
+interval is Student's t on a standard error found by resampling the repeats (a seeded
+bootstrap), or from the scatter about the curve when each count was measured once.
+:attr:`Fit.doubt` says when the data cannot support the fitted fraction.
 
 Examples
 --------
@@ -25,26 +35,35 @@ Examples
 3.25
 >>> round(karp_flatt(amdahl_speedup(0.8, 4), 4), 12)
 0.2
+>>> round(amdahl_serial_fraction(0.2, 4), 4)   # 20% of a 4-processor run, 5.9% of one
+0.0588
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from perfmodel._validate import fraction, number, positive
 
 __all__ = [
     "Fit",
     "amdahl_limit",
+    "amdahl_serial_fraction",
     "amdahl_speedup",
     "efficiency",
     "fit_amdahl",
     "fit_gustafson",
+    "gustafson_serial_share",
     "gustafson_speedup",
     "karp_flatt",
 ]
+
+#: Resamples behind a fit's interval when the processor counts were repeated (seeded, so a
+#: fit of the same times always gives the same interval).
+BOOTSTRAP_RESAMPLES = 2000
 
 
 def _processors(name: str, p: object) -> float:
@@ -90,6 +109,47 @@ def gustafson_speedup(serial_fraction: float, p: float) -> float:
     return s + p * (1 - s)
 
 
+def amdahl_serial_fraction(serial_share: float, p: float) -> float:
+    """Amdahl's serial fraction ``1 - α`` (a share of the one-processor run) of the problem
+    whose ``p``-processor run spends the share ``serial_share`` (Gustafson's ``s``) in serial work.
+
+    One processor does the serial part once and all ``p`` processors' parallel work itself, so
+    the serial part is a smaller share of its run: ``s / (s + p·(1 - s))``, which is ``s``
+    over the scaled speedup.
+
+    Notes
+    -----
+    Take the ``p``-processor run as one unit of time: ``s`` serial, ``1 - s`` parallel. One
+    processor needs ``s + p·(1 - s)`` for the same work, of which ``s`` is serial. Amdahl's law
+    with this fraction gives, on ``p`` processors, exactly Gustafson's scaled speedup.
+
+    Examples
+    --------
+    >>> round(amdahl_serial_fraction(0.5, 3), 6)   # 1 serial + 3·1 parallel on one processor
+    0.25
+    >>> amdahl_serial_fraction(0.3, 1)
+    0.3
+    """
+    s = fraction("serial_share", serial_share, allow_zero=True)
+    p = _processors("p", p)
+    return s / (s + p * (1 - s)) if s > 0 else 0.0
+
+
+def gustafson_serial_share(serial_fraction: float, p: float) -> float:
+    """Gustafson's ``s`` (a share of the ``p``-processor run) of the problem whose
+    one-processor run spends ``serial_fraction`` (Amdahl's ``1 - α``) in serial work:
+    ``p·f / (p·f + 1 - f)``. The inverse of :func:`amdahl_serial_fraction`.
+
+    Examples
+    --------
+    >>> round(gustafson_serial_share(0.25, 3), 6)
+    0.5
+    """
+    f = fraction("serial_fraction", serial_fraction, allow_zero=True)
+    p = _processors("p", p)
+    return p * f / (p * f + 1 - f) if f > 0 else 0.0
+
+
 def efficiency(speedup: float, p: float) -> float:
     """Speedup per processor: 1 is perfect scaling.
 
@@ -125,12 +185,14 @@ def karp_flatt(speedup: float, p: float) -> float:
 
 @dataclass(frozen=True, slots=True)
 class Fit:
-    """A fitted fraction with its confidence interval.
+    """A fitted fraction with its confidence interval, and whether the data support it.
 
-    ``low`` and ``high`` bound ``value`` at ``confidence`` (a Student-t interval from the
-    scatter of the points about the fit, clipped to [0, 1]); they are None when there are
-    no more points than parameters, so the scatter cannot be estimated. ``scale`` is the
-    other fitted parameter: the one-processor time for Amdahl, absent for Gustafson.
+    ``low`` and ``high`` bound ``value`` at ``confidence``, clipped to [0, 1]; they are None
+    when the data cannot say how uncertain the value is (each processor count measured once,
+    and no more counts than parameters). ``scale`` is the other fitted parameter: the
+    one-processor time for Amdahl, absent for Gustafson. ``unclipped`` is the least-squares
+    value before it was held to [0, 1], and ``law`` says which fraction ``value`` is:
+    ``"amdahl"`` (the parallel fraction α) or ``"gustafson"`` (the serial share s).
     """
 
     value: float
@@ -139,10 +201,44 @@ class Fit:
     confidence: float
     points: int
     scale: float | None = None
+    unclipped: float | None = None
+    law: str = "amdahl"
 
     @property
     def has_interval(self) -> bool:
         return self.low is not None
+
+    @property
+    def doubt(self) -> str:
+        """Why the data cannot support :attr:`value`, in words; empty when they can.
+
+        Two reasons. The law cannot describe the data: the best fit lies outside [0, 1] (more
+        processors made it slower, or faster than the processor count allows). Or the noise
+        swamps the effect: the interval reaches the value at which more processors buy
+        nothing (α = 0, or s = 1), so the data cannot tell a speedup from none.
+
+        Examples
+        --------
+        >>> fit_amdahl([1, 2], [1.0, 1.3]).doubt.startswith("the best fit")
+        True
+        >>> fit_amdahl([1, 1, 1, 2, 2, 2], [1.0, 1.01, 0.99, 0.55, 0.56, 0.54]).doubt
+        ''
+        """
+        amdahl = self.law == "amdahl"
+        what = "parallel fraction α" if amdahl else "serial share s"
+        raw = self.value if self.unclipped is None else self.unclipped
+        if not 0 <= raw <= 1:
+            return (
+                f"the best fit puts the {what} at {raw:.2f}, outside 0 to 1: no fraction "
+                f"describes these times (was the machine busy?)"
+            )
+        useless = 0.0 if amdahl else 1.0
+        if self.low is not None and self.high is not None and self.low <= useless <= self.high:
+            return (
+                f"the {self.confidence:.0%} interval of the {what} reaches {useless:g}, where "
+                f"more processors buy nothing: the noise swamps the effect"
+            )
+        return ""
 
 
 def _points(
@@ -164,7 +260,7 @@ def _points(
     return ps, vs
 
 
-def _interval(
+def _t_interval(
     value: float, sigma: float, dof: int, confidence: float
 ) -> tuple[float | None, float | None]:
     if dof <= 0 or not math.isfinite(sigma):
@@ -175,13 +271,57 @@ def _interval(
     return max(0.0, value - half), min(1.0, value + half)
 
 
+def _fit_medians(
+    processors: list[float],
+    values: list[float],
+    estimate: Callable[[Any, Any], Any],
+    sigma: Callable[[Any, Any], float],
+    parameters: int,
+    confidence: float,
+) -> tuple[float, float | None, float | None, Any]:
+    """Fit a law to the median value at each processor count: the unclipped fraction, its
+    interval and the medians.
+
+    ``estimate(counts, medians)`` takes a ``(rows, counts)`` array of medians and returns one
+    unclipped fraction per row. The fraction's standard error is the scatter of the fractions
+    fitted to :data:`BOOTSTRAP_RESAMPLES` resamples of the repeats (seeded) when some count was
+    repeated, else ``sigma(counts, medians)``, the least-squares one from the scatter of the
+    medians about the curve. The interval is Student's t on it, with as many degrees of
+    freedom as points beyond the ``parameters`` (none: no interval).
+    """
+    import numpy as np
+
+    p_arr, v_arr = np.asarray(processors), np.asarray(values)
+    counts = np.unique(p_arr)
+    groups = [v_arr[p_arr == c] for c in counts]
+    medians = np.array([float(np.median(g)) for g in groups])
+    raw = float(estimate(counts, medians[None, :])[0])
+    dof = len(processors) - parameters
+    if dof <= 0:
+        return raw, None, None, medians
+    if len(processors) > len(counts):  # repeats: resample them
+        rng = np.random.default_rng(0)
+        resampled = np.stack(
+            [np.median(rng.choice(g, (BOOTSTRAP_RESAMPLES, len(g))), axis=1) for g in groups], 1
+        )
+        error = float(np.std(estimate(counts, resampled), ddof=1))
+    else:
+        error = sigma(counts, medians)
+    low, high = _t_interval(min(max(raw, 0.0), 1.0), error, dof, confidence)
+    return raw, low, high, medians
+
+
 def fit_amdahl(
     processors: Sequence[float], times: Sequence[float], *, confidence: float = 0.95
 ) -> Fit:
     """Fit Amdahl's law ``T(p) = T1·((1 - α) + α/p)`` to measured times; ``α`` with an interval.
 
-    Pass every repeat as its own point (``processors=[1, 1, 1, 2, 2, 2]``): the interval comes
-    from their scatter. Least squares through scipy's ``curve_fit``.
+    Pass every repeat as its own point (``processors=[1, 1, 1, 2, 2, 2]``). The law is fitted to
+    the median time at each count (least squares in ``T = a + b/p``, so ``α = b/(a + b)``), the
+    statistic a speedup is quoted from: with two counts the fit passes through both medians,
+    and ``amdahl_speedup(fit.value, p)`` is the median speedup. The interval is Student's t on a
+    standard error found by resampling the repeats at each count; with one time per count, on
+    the least-squares one from the scatter of the times about the curve.
 
     Raises
     ------
@@ -195,6 +335,9 @@ def fit_amdahl(
     >>> fit = fit_amdahl(p, [10 * (0.1 + 0.9 / n) for n in p])
     >>> round(fit.value, 6), round(fit.scale, 6)
     (0.9, 10.0)
+    >>> fit = fit_amdahl([1, 1, 1, 2, 2, 2], [1.0, 1.02, 0.98, 0.6, 0.61, 0.9])  # one slow sample
+    >>> round(amdahl_speedup(fit.value, 2), 4), round(1.0 / 0.61, 4)   # the median speedup
+    (1.6393, 1.6393)
     """
     confidence = fraction("confidence", confidence)
     ps, ts = _points(processors, times, "times")
@@ -204,22 +347,35 @@ def fit_amdahl(
             f"(got {sorted(set(ps))})."
         )
     import numpy as np
-    from scipy.optimize import curve_fit
 
-    p_arr, t_arr = np.asarray(ps), np.asarray(ts)
+    def line(counts: Any, medians: Any) -> tuple[Any, Any]:
+        """Least squares ``T = a + b/p`` for each row of medians: ``a`` and ``b``."""
+        design = np.stack([np.ones(len(counts)), 1 / counts], 1)
+        (a, b), *_ = np.linalg.lstsq(design, medians.T, rcond=None)
+        return a, b
 
-    def model(p: object, t1: float, alpha: float) -> object:
-        return t1 * ((1 - alpha) + alpha / p)  # type: ignore[operator]
+    def estimate(counts: Any, medians: Any) -> Any:
+        a, b = line(counts, medians)
+        with np.errstate(all="ignore"):
+            return b / (a + b)
 
-    guess = (float(t_arr[p_arr == p_arr.min()].mean()), 0.5)
-    with np.errstate(all="ignore"):
-        (t1, alpha), covariance = curve_fit(
-            model, p_arr, t_arr, p0=guess, bounds=([0, 0], [np.inf, 1])
-        )
-    dof = len(ps) - 2
-    sigma = float(np.sqrt(covariance[1, 1])) if dof > 0 else math.inf
-    low, high = _interval(float(alpha), sigma, dof, confidence)
-    return Fit(float(alpha), low, high, confidence, len(ps), float(t1))
+    def sigma(counts: Any, medians: Any) -> float:
+        # the delta method on α = b/(a + b), with (a, b)'s least-squares covariance
+        a, b = (float(x[0]) for x in line(counts, medians[None, :]))
+        design = np.stack([np.ones(len(counts)), 1 / counts], 1)
+        residual = medians - design @ np.array([a, b])
+        variance = float(residual @ residual) / (len(counts) - 2)
+        covariance = variance * np.linalg.inv(design.T @ design)
+        gradient = np.array([-b, a]) / (a + b) ** 2
+        return float(np.sqrt(gradient @ covariance @ gradient))
+
+    raw, low, high, medians = _fit_medians(ps, ts, estimate, sigma, 2, confidence)
+    counts = np.unique(np.asarray(ps))
+    alpha = min(max(raw, 0.0), 1.0)
+    # T1 that best fits the medians at the clipped α (the least-squares line when α is inside)
+    shape = (1 - alpha) + alpha / counts
+    t1 = float(shape @ medians / (shape @ shape))
+    return Fit(alpha, low, high, confidence, len(ps), t1, raw, "amdahl")
 
 
 def fit_gustafson(
@@ -227,8 +383,11 @@ def fit_gustafson(
 ) -> Fit:
     """Fit Gustafson's law ``S(N) = s + N·(1 - s)`` to scaled speedups; ``s`` with an interval.
 
-    Least squares through the line ``N - S = s·(N - 1)``, which has no intercept: each point
-    alone gives ``s = (N - S) / (N - 1)``, and two or more give an interval.
+    Least squares through the line ``N - S = s·(N - 1)``, which has no intercept, fitted to the
+    median scaled speedup at each count: each count alone gives ``s = (N - S) / (N - 1)``.
+    Pass every repeat as its own point: the interval's standard error comes from resampling
+    them; with one point per count, two or more counts above 1 give one from their scatter
+    about the line.
 
     Examples
     --------
@@ -238,16 +397,20 @@ def fit_gustafson(
     """
     confidence = fraction("confidence", confidence)
     ps, ss = _points(processors, scaled_speedups, "scaled_speedups")
-    pairs = [(p - 1, p - s) for p, s in zip(ps, ss, strict=True) if p > 1]
-    if not pairs:
+    above = [(p, s) for p, s in zip(ps, ss, strict=True) if p > 1]
+    if not above:
         raise ValueError("`processors` must include a count above 1 (got only 1).")
-    sxx = sum(x * x for x, _ in pairs)
-    value = sum(x * y for x, y in pairs) / sxx
-    dof = len(pairs) - 1
-    if dof > 0:
-        residual = sum((y - value * x) ** 2 for x, y in pairs) / dof
-        sigma = math.sqrt(residual / sxx)
-    else:
-        sigma = math.inf
-    low, high = _interval(min(max(value, 0.0), 1.0), sigma, dof, confidence)
-    return Fit(min(max(value, 0.0), 1.0), low, high, confidence, len(ps))
+
+    def estimate(counts: Any, medians: Any) -> Any:
+        x = counts - 1
+        return (counts - medians) @ x / (x @ x)
+
+    def sigma(counts: Any, medians: Any) -> float:
+        x, y = counts - 1, counts - medians
+        value = float(y @ x / (x @ x))
+        return math.sqrt(float((y - value * x) @ (y - value * x)) / (len(x) - 1) / float(x @ x))
+
+    raw, low, high, _ = _fit_medians(
+        [p for p, _ in above], [s for _, s in above], estimate, sigma, 1, confidence
+    )
+    return Fit(min(max(raw, 0.0), 1.0), low, high, confidence, len(ps), None, raw, "gustafson")
