@@ -45,8 +45,8 @@ book: $(VENV)/.installed-lab
 	$(BIN)/perfmodel book
 
 lint: $(VENV)/.installed-test
-	$(BIN)/ruff check src tests notebooks exercises
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check conftest.py src tests notebooks exercises
+	$(BIN)/ruff format --check conftest.py src tests
 
 typecheck: $(VENV)/.installed-test
 	$(BIN)/mypy src

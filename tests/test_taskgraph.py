@@ -93,6 +93,8 @@ def test_brents_bounds():
         (lambda: TaskGraph({"a": 1}).schedule(0), ValueError, "`p` must be a positive integer"),
         (lambda: brent_bounds(1, 2, 1), ValueError, "`span` must be at most `work`"),
         (lambda: TaskGraph({"a": 1}, resources={"b": "mul"}), ValueError, "names 'b'"),
+        (lambda: TaskGraph({"a": 1}, time_unit=3), TypeError, "`time_unit` must be"),
+        (lambda: TaskGraph({"a": 1}, time_unit=""), ValueError, "`time_unit` must be"),
     ],
 )
 def test_bad_input_is_a_clear_error(call, error, message):

@@ -103,13 +103,16 @@ class TaskGraph:
     Parameters
     ----------
     tasks : mapping of str to float
-        Each operation's name and time, seconds (or any unit, used consistently).
+        Each operation's name and time, in ``time_unit``.
     edges : iterable of (str, str) or (str, str, kind)
         ``(u, v)``: ``v`` waits for ``u``; ``kind`` is ``"data"`` (the default) or
         ``"control"``.
     resources : mapping of str to str, optional
         The unit an operation needs (``{"X = A·B": "multiplier"}``); a unit runs one
         operation at a time unless :meth:`schedule` is given more.
+    time_unit : str, default "s"
+        The unit of every time in ``tasks``, written on the axis of a schedule's plot (``"µs"``,
+        or ``"steps"`` for a textbook graph whose operations take one step each).
 
     Raises
     ------
@@ -123,11 +126,13 @@ class TaskGraph:
         edges: Iterable[tuple[str, ...]] = (),
         *,
         resources: Mapping[str, str] | None = None,
+        time_unit: str = "s",
     ) -> None:
         if not isinstance(tasks, Mapping) or not tasks:
             raise TypeError(
-                f"`tasks` must be a non-empty mapping of name -> seconds (got {tasks!r:.60})."
+                f"`tasks` must be a non-empty mapping of name -> time (got {tasks!r:.60})."
             )
+        self.time_unit = text("time_unit", time_unit)
         self.names: tuple[str, ...] = tuple(text("task name", name) for name in tasks)
         self.times: tuple[float, ...] = tuple(
             non_negative(f"tasks[{name!r}]", tasks[name]) for name in self.names
@@ -321,21 +326,24 @@ def transformer_block(
         ("K", "attention"), ("V", "attention"), ("attention", "out proj"),
         ("out proj", "norm 2"), ("norm 2", "MLP up"), ("MLP up", "GELU"), ("GELU", "MLP down"),
     ]  # fmt: skip
-    return TaskGraph({k: round(v, 1) for k, v in tasks.items()}, edges)
+    return TaskGraph({k: round(v, 1) for k, v in tasks.items()}, edges, time_unit="µs")
 
 
 def examples() -> dict[str, TaskGraph]:
     """The graphs lecture 07 and its explorer show, by name."""
     return {
         "data dependence": TaskGraph(
-            {"A = C·D": 1, "E = A·G": 1, "F = B·C": 1}, [("A = C·D", "E = A·G")]
+            {"A = C·D": 1, "E = A·G": 1, "F = B·C": 1}, [("A = C·D", "E = A·G")], time_unit="steps"
         ),
         "control dependence": TaskGraph(
-            {"X = C·D": 1, "test A": 0.5, "Y = E·F": 1}, [("test A", "Y = E·F", "control")]
+            {"X = C·D": 1, "test A": 0.5, "Y = E·F": 1},
+            [("test A", "Y = E·F", "control")],
+            time_unit="steps",
         ),
         "structural hazard": TaskGraph(
             {"X = A·B": 1, "Y = C·D": 1},
             resources={"X = A·B": "multiplier", "Y = C·D": "multiplier"},
+            time_unit="steps",
         ),
         "transformer block (µs on an H100)": transformer_block(),
     }

@@ -79,6 +79,9 @@ def gantt_plot(schedule: Schedule, g: TaskGraph, *, ax: Any = None) -> Any:
         ax.set_yticks(range(schedule.workers), [f"worker {w + 1}" for w in range(schedule.workers)])
         ax.invert_yaxis()
         ax.set_xlim(0, high * 1.05)
-        ax.set(xlabel="time", title=f"P = {schedule.workers}: finishes at {schedule.makespan:g}")
+        finish = f"{schedule.makespan:g} {g.time_unit}"
+        ax.set(
+            xlabel=f"time ({g.time_unit})", title=f"P = {schedule.workers}: finishes at {finish}"
+        )
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=2, fontsize=11)
     return ax
