@@ -63,7 +63,17 @@ def test_the_frontier_trades_latency_for_throughput():
     rates = [p.tokens_per_s for p in points]
     assert steps == sorted(steps) and rates == sorted(rates)
     assert points[0].bound == "memory" and points[-1].bound == "compute"
-    assert llm.compute_bound_batch(LLAMA70, "H100 SXM", context=512) == 512
+    crossover = llm.compute_bound_batch(LLAMA70, "H100 SXM", context=512)
+    below, at = llm.frontier(LLAMA70, "H100 SXM", context=512, batches=(crossover - 1, crossover))
+    assert (below.bound, at.bound) == ("memory", "compute")  # the crossover, not a power of two
+    assert crossover == 503
+
+
+def test_a_tensor_parallel_group_pools_its_memory():
+    assert llm.max_batch(LLAMA70, "H100 SXM", context=512) == 0  # 138 GB of weights, 80 GB
+    two = llm.max_batch(LLAMA70, "H100 SXM", context=512, devices=2)
+    room = 0.9 * 2 * 80e9 - llm.weight_bytes(LLAMA70)
+    assert two == int(room // (512 * llm.kv_bytes_per_token(LLAMA70)))
 
 
 def test_quantised_weights_speed_up_a_bandwidth_bound_decode():

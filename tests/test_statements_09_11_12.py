@@ -14,8 +14,8 @@ matplotlib.use("agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
-from conftest import ROOT, read_json  # noqa: E402
 
+from conftest import ROOT, read_json  # noqa: E402
 from perfmodel import capstone, distributed  # noqa: E402
 from perfmodel.capstone import builders  # noqa: E402
 from perfmodel.serving import llm  # noqa: E402
@@ -233,3 +233,77 @@ def test_lecture_12_design_rows_say_how_far_from_the_target():
         if "of the target" in line:
             assert number(r"([\d.]+)% of the target", line) == pytest.approx(rate, abs=0.11)
     assert "happy: target met with the fewest replicas" in rows[-1]
+
+
+# --- lecture 11 ----------------------------------------------------------------------------------
+
+
+def batching_rows() -> list[dict[str, float]]:
+    out = printed(lecture("11_serve_many_requests"), "serving.linear_batch_time(0.008, 0.002)")
+    pattern = (r"max batch\s+(\d+), wait\s+(\d+) ms: utilization\s+(\d+)%, mean batch\s+([\d.]+), "
+               r"p50\s+([\d.]+) ms, p99\s+([\d.]+) ms")  # fmt: skip
+    keys = ("max_batch", "wait", "utilization", "mean", "p50", "p99")
+    return [dict(zip(keys, map(float, m), strict=True)) for m in re.findall(pattern, out)]
+
+
+def test_lecture_11_batches_stay_far_below_their_maximum():
+    rows = batching_rows()
+    text = prose(lecture("11_serve_many_requests"), "Unbatched, the queue grows")
+    assert "the queue already fills them" not in text
+    unbatched, eight, waiting, wide = rows
+    batched = [eight, waiting, wide]
+    # "2.2 to 2.7 requests on average, far below the maximum of 8"
+    assert min(r["mean"] for r in batched) == 2.2 and max(r["mean"] for r in batched) == 2.7
+    assert all(r["mean"] < r["max_batch"] / 2 for r in batched)
+    # "raising the maximum to 32 changes nothing"
+    assert wide["mean"] == waiting["mean"] and wide["utilization"] == waiting["utilization"]
+    # "waiting 5 ms raises the mean batch by half a request, trims the p99, longer median"
+    assert waiting["mean"] - eight["mean"] == pytest.approx(0.5)
+    assert waiting["p99"] < eight["p99"] and waiting["p50"] > eight["p50"]
+    # "idles a sixth to a quarter of the time"
+    assert {100 - r["utilization"] for r in batched} <= set(range(16, 26))
+    assert unbatched["utilization"] == 100
+
+
+def test_lecture_11_prints_the_crossover_and_where_70b_fits():
+    out = printed(lecture("11_serve_many_requests"), 'llama70 = preset("Llama 2 70B")')
+    crossover = int(number(r"compute-bound at a batch of (\d+)", out))
+    assert crossover & (crossover - 1)  # the crossover itself, not a power of two past it
+    assert f"batch {crossover - 1}: memory-bound" in out
+    assert f"batch {crossover}: compute-bound" in out
+    assert crossover == llm.compute_bound_batch(preset("Llama 2 70B"), "H100 SXM", context=512)
+    weights = number(r"([\d.]+) GB of bf16 weights", out)
+    assert weights > 80  # the text: they do not fit one 80 GB H100
+    room = {int(g): int(n) for g, n in re.findall(r"(\d) H100 in tensor parallel: room for (\d+)",
+                                                     out)}  # fmt: skip
+    # "One H100 has no room at all; two hold them with room for far fewer sequences than the
+    # crossover; four hold more than it."
+    assert room[1] == 0 and 0 < room[2] < crossover / 4 and room[4] > crossover
+    text = prose(lecture("11_serve_many_requests"), "Grouped-query attention is the fix")
+    assert "at a batch of 512" not in text
+
+
+def test_lecture_11_server_rows_bear_out_the_text():
+    out = printed(lecture("11_serve_many_requests"), "time_batches(model")
+    pattern = (r"throughput\s+(\d+) vs\s+(\d+)/s; p50\s+[\d.]+ vs\s+[\d.]+ ms \(([\d.]+)x\); "
+               r"p99\s+[\d.]+ vs\s+[\d.]+ ms \(([\d.]+)x\)")  # fmt: skip
+    rows = [tuple(map(float, m)) for m in re.findall(pattern, out)]
+    assert len(rows) == 3
+    for measured, predicted, p50, p99 in rows:
+        assert measured == pytest.approx(predicted, rel=0.05)  # "throughput matches"
+        assert p99 > 1 and p99 > p50  # "the p99 above, by a larger factor than the median"
+
+
+def test_the_server_timings_flag_a_busy_machine():
+    from conftest import cpu_hog
+    from perfmodel.serving.server import MLP, time_batches
+
+    model = MLP(width=256, layers=2)
+    with pytest.raises(TypeError, match="`model` must have a `width`"):
+        time_batches(object(), [1])
+    with pytest.raises(ValueError, match=r"`batches\[0\]`"):
+        time_batches(model, [0])
+    with cpu_hog(4):
+        busy = time_batches(MLP(width=64, layers=1), [1, 2, 4, 8, 16, 32])
+    # a loaded machine disturbs samples taken 50 ms apart: at least one size says so
+    assert any(t.noisy for t in busy.values())

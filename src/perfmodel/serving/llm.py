@@ -77,17 +77,26 @@ def max_batch(
     weight_dtype: str = "bf16",
     kv_dtype: str = "bf16",
     usable: float = 0.9,
+    devices: int = 1,
 ) -> int:
     """How many sequences of ``context`` tokens fit their KV cache beside the weights in
-    ``usable`` of the device's memory (0 when the weights alone do not fit)."""
+    ``usable`` of the device's memory (0 when the weights alone do not fit).
+
+    ``devices`` GPUs of a tensor-parallel group share the weights and the cache evenly, so
+    together they offer ``devices`` times the memory.
+
+    >>> from perfmodel.transformer import preset
+    >>> [max_batch(preset("Llama 2 70B"), "H100 SXM", context=512, devices=t) for t in (1, 2)]
+    [0, 36]
+    """
     from perfmodel.hardware import get
 
     spec = get(device, argument="device")
     if spec.memory_capacity is None:
         raise ValueError(f"`device` {spec.name!r} has no memory capacity in the catalogue.")
-    room = positive("usable", usable) * spec.memory_capacity - weight_bytes(
-        model, weight_dtype=weight_dtype
-    )
+    room = positive("usable", usable) * spec.memory_capacity * count(
+        "devices", devices
+    ) - weight_bytes(model, weight_dtype=weight_dtype)
     per_sequence = count("context", context) * kv_bytes_per_token(model, kv_dtype=kv_dtype)
     return max(0, int(room // per_sequence))
 
@@ -203,24 +212,36 @@ def frontier(
 def compute_bound_batch(
     model: Transformer, device: Any, *, context: int, weight_dtype: str | None = None
 ) -> int | None:
-    """The smallest power-of-two batch (up to 65536) at which a decode step at ``context``
+    """The crossover: the smallest batch (up to 65536) at which a decode step at ``context``
     is compute-bound, ignoring whether it fits in memory; None when none is. Each sequence
     reads its own KV cache, so a long context can keep decode bandwidth-bound at any batch.
 
+    The answer is the same on a tensor-parallel group of GPUs as on one: each GPU does
+    ``1/t`` of the FLOPs and reads ``1/t`` of the weights and of the cache, so its intensity,
+    and the batch at which it crosses the ridge, do not change (communication aside).
+
     >>> from perfmodel.transformer import preset
     >>> compute_bound_batch(preset("Llama 2 70B"), "H100 SXM", context=512)
-    512
+    503
     >>> compute_bound_batch(preset("Llama 2 7B"), "H100 SXM", context=4096) is None
     True
     """
     from perfmodel.roofline import estimate
 
-    for power in range(17):
-        batch: int = 2**power
+    def compute_bound(batch: int) -> bool:
         cost = decode_cost(model, batch=batch, context=context, weight_dtype=weight_dtype)
-        if estimate(cost, device).bound == "compute":
-            return batch
-    return None
+        return bool(estimate(cost, device).bound == "compute")
+
+    # intensity grows with the batch (the weights are shared, each cache is not), so the
+    # first power of two that is compute-bound brackets the crossover; bisect below it
+    high = next((2**power for power in range(17) if compute_bound(2**power)), None)
+    if high is None:
+        return None
+    low = high // 2  # memory-bound (or 0)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if compute_bound(middle) else (middle, high)
+    return high
 
 
 def static_vs_continuous(output_lengths: Any, *, slots: int, step_s: float) -> tuple[float, float]:

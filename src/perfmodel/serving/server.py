@@ -33,7 +33,15 @@ import numpy as np
 from perfmodel._validate import count, non_negative, positive
 from perfmodel.serving.simulator import LatencySummary
 
-__all__ = ["MLP", "LoadTest", "Server", "load_test", "measure_batch_times", "predict"]
+__all__ = [
+    "MLP",
+    "LoadTest",
+    "Server",
+    "load_test",
+    "measure_batch_times",
+    "predict",
+    "time_batches",
+]
 
 
 class MLP:
@@ -221,24 +229,36 @@ def load_test(
                     tuple(server.batch_sizes), rate)  # fmt: skip
 
 
-def measure_batch_times(model: Any, batches: Sequence[int]) -> dict[int, float]:
-    """Median seconds of one forward pass per batch size (one BLAS thread), the service
-    times the simulator needs."""
+def time_batches(model: Any, batches: Sequence[int]) -> dict[int, Any]:
+    """One forward pass per batch size, timed with :func:`perfmodel.timing.measure` (one BLAS
+    thread): a :class:`~perfmodel.timing.Measurement` per size, whose ``noisy`` flag says
+    when the machine was too busy for its median to be trusted.
+
+    >>> timings = time_batches(MLP(width=32, layers=2), [1, 4])
+    >>> sorted(timings), all(t.median_s > 0 for t in timings.values())
+    ([1, 4], True)
+    """
     from perfmodel.timing import measure, thread_limit
 
     width = getattr(model, "width", None)
     if width is None:
         raise TypeError("`model` must have a `width` (the size of one request's input).")
-    times = {}
+    timings = {}
     with thread_limit(1):
-        for b in batches:
-            x = np.ones((count("batches[i]", b), width), dtype=np.float32)
+        for i, b in enumerate(batches):
+            x = np.ones((count(f"batches[{i}]", b), width), dtype=np.float32)
 
             def forward(x: Any = x) -> Any:
                 return model(x)
 
-            times[b] = measure(forward, repeats=7, min_time_s=0.05).median_s
-    return times
+            timings[b] = measure(forward, repeats=7, min_time_s=0.05)
+    return timings
+
+
+def measure_batch_times(model: Any, batches: Sequence[int]) -> dict[int, float]:
+    """Median seconds of one forward pass per batch size (one BLAS thread), the service
+    times the simulator needs (:func:`time_batches`, medians only)."""
+    return {b: timing.median_s for b, timing in time_batches(model, batches).items()}
 
 
 def predict(
