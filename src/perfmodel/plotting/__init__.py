@@ -18,7 +18,15 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 
-__all__ = ["COLOURS", "STYLE", "new_axes", "si_formatter", "si_minor_formatter", "style"]
+__all__ = [
+    "COLOURS",
+    "STYLE",
+    "legend_beside",
+    "new_axes",
+    "si_formatter",
+    "si_minor_formatter",
+    "style",
+]
 
 #: Large type and thick lines: slides are read from 15 metres away.
 STYLE: dict[str, Any] = {
@@ -61,6 +69,16 @@ def new_axes(ax: Any, figsize: tuple[float, float]) -> Any:
         return ax
     _, new = plt.subplots(figsize=figsize, layout="constrained")
     return new
+
+
+def legend_beside(ax: Any, **options: Any) -> Any:
+    """A legend to the right of ``ax``, outside it: where the data fall depends on the
+    machine that measured them, so no corner inside the axes is sure to be empty.
+
+    ``options`` go to ``Axes.legend`` (``fontsize``, ``ncol``...). A constrained-layout figure
+    narrows the axes to make room.
+    """
+    return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **options)
 
 
 def si_formatter(unit: str) -> Any:

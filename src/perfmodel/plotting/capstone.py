@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from perfmodel.plotting import COLOURS, new_axes, si_formatter, style
+from perfmodel.plotting import COLOURS, legend_beside, new_axes, si_formatter, style
 
 __all__ = ["node_plot", "published_plot", "upgrade_plot"]
 
@@ -65,7 +65,7 @@ def node_plot(comparison: Any, *, ax: Any = None) -> Any:
         )
         ax.xaxis.set_major_formatter(si_formatter("s"))
         ax.yaxis.set_major_formatter(si_formatter("s"))
-        ax.legend(loc="upper left", fontsize=11)
+        legend_beside(ax, fontsize=11)
     return ax
 
 

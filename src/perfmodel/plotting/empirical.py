@@ -9,7 +9,14 @@ import numpy as np
 
 from perfmodel.hardware import Device
 from perfmodel.microbench import KernelResult
-from perfmodel.plotting import COLOURS, new_axes, si_formatter, si_minor_formatter, style
+from perfmodel.plotting import (
+    COLOURS,
+    legend_beside,
+    new_axes,
+    si_formatter,
+    si_minor_formatter,
+    style,
+)
 
 __all__ = ["empirical_roofline_plot", "overhead_plot", "prediction_plot", "working_set_plot"]
 
@@ -139,8 +146,8 @@ def working_set_plot(
         )
         ax.xaxis.set_major_formatter(si_formatter("B"))
         ax.yaxis.set_major_formatter(si_formatter("B/s"))
-        ax.yaxis.set_minor_formatter(si_minor_formatter("B/s"))
-        ax.legend(loc="lower left")
+        ax.yaxis.set_minor_formatter(si_minor_formatter("B/s", (2, 3, 5, 7)))  # often < a decade
+        legend_beside(ax)
     return ax
 
 

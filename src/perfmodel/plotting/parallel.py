@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from perfmodel.parallel import BranchPoint, ScalingPoint, where_it_pays
-from perfmodel.plotting import COLOURS, new_axes, style
+from perfmodel.plotting import COLOURS, legend_beside, new_axes, style
 
 __all__ = ["branch_scaling_plot", "operation_scaling_plot"]
 
@@ -32,7 +32,7 @@ def operation_scaling_plot(points: Sequence[ScalingPoint], *, ax: Any = None) ->
                     label=f"{operation}, {threads} threads")  # fmt: skip
         ax.set(xscale="log", xlabel="elements", ylabel="speedup over one thread",
                title="Independent elements split early; a scan needs longer operands")  # fmt: skip
-        ax.legend(loc="upper left")
+        legend_beside(ax)
     return ax
 
 
@@ -62,5 +62,5 @@ def branch_scaling_plot(points: Sequence[BranchPoint], *, ax: Any = None) -> Any
         ax.set_xticks(payoff.sizes, [str(n) for n in payoff.sizes])
         ax.minorticks_off()
         ax.set_title(f"Running both at once {payoff.describe()}", fontsize=12)
-        ax.legend(loc="upper left", fontsize=11)
+        legend_beside(ax, fontsize=11)
     return ax
