@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import statistics
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -422,8 +423,34 @@ class ScalingRun:
         return by[1] / by[count("threads", threads)]
 
     def scaled_speedup(self, threads: int) -> float:
-        """For weak scaling, where the work grows with the threads: ``threads × T1 / T_threads``."""
-        return threads * self.speedup(threads)
+        """For weak scaling, where the work grows with the threads: the median of
+        ``threads × T1 / T`` over the samples on ``threads`` (``T1`` the median one-thread time),
+        the number :func:`perfmodel.scaling.fit_gustafson` fits to the :meth:`scaled_points`."""
+        threads = count("threads", threads)
+        if threads == 1:
+            return 1.0
+        processors, speedups = self.scaled_points()
+        return statistics.median(
+            s for p, s in zip(processors, speedups, strict=True) if p == threads
+        )
+
+    @property
+    def doubt(self) -> str:
+        """Why this run's times cannot support a fit (a measurement was noisy, or its threads
+        waited for cores that other programs held); empty when they can.
+
+        Examples
+        --------
+        >>> quiet = Measurement(samples_s=[1.0, 1.0, 1.01], inner_loops=1, threads=1)
+        >>> noisy = Measurement(samples_s=[0.5, 0.9, 0.5, 0.8], inner_loops=1, threads=2)
+        >>> ScalingRun("sin", (quiet, noisy)).doubt
+        'on 2 threads: noisy (spread 50% of the median)'
+        """
+        return "; ".join(
+            f"on {m.threads or 1} thread{'s' if (m.threads or 1) > 1 else ''}: {m.doubt}"
+            for m in self.measurements
+            if m.doubt
+        )
 
     def scaled_points(self) -> tuple[list[int], list[float]]:
         """Every sample above one thread as a scaled speedup against the median one-thread

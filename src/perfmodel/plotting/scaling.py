@@ -14,38 +14,51 @@ __all__ = ["scaling_plot"]
 
 
 def scaling_plot(
-    serial: float,
+    serial_fraction: float,
     max_processors: int = 64,
     *,
     measured: Sequence[tuple[float, float]] = (),
     measured_label: str = "measured",
     ax: Any = None,
 ) -> Any:
-    """Speedup against processors: Amdahl with parallel fraction ``1 - serial``, Gustafson with
-    serial fraction ``serial``, the ideal line, Amdahl's ceiling, and ``(p, speedup)`` points.
+    """Speedup against processors for a program whose one-processor run spends
+    ``serial_fraction`` of its time in serial work, two ways: the ideal line, Amdahl with its
+    ceiling, Gustafson, and ``(p, speedup)`` points.
+
+    * **Amdahl** keeps the problem: ``serial_fraction`` is his ``1 - α``.
+    * **Gustafson** grows it with the processors: the serial part stays, the parallel part
+      grows ``p``-fold, so each ``p``-processor run does what the one-processor run did, and
+      its serial share ``s`` (a share of the ``p``-processor run) equals ``serial_fraction``.
+      Measured against the grown problem's own one-processor run, the serial part is only
+      :func:`perfmodel.scaling.amdahl_serial_fraction` ``(s, p)`` of it, which is why this
+      curve escapes Amdahl's ceiling.
 
     Returns
     -------
     matplotlib.axes.Axes
     """
     p = [float(n) for n in np.arange(1, max_processors + 1)]
-    alpha = 1 - serial
+    alpha = 1 - serial_fraction
+    serial_share = serial_fraction  # grown from the one-processor run: each run keeps its mix
+    percent = f"{100 * serial_fraction:.3g}%"
     with style():
         ax = new_axes(ax, (10, 6))
         ax.plot(p, p, ":", color="grey", label="ideal: speedup = p")
-        ax.plot(p, [scaling.gustafson_speedup(serial, n) for n in p], color=COLOURS[2],
-                label=f"Gustafson, s = {serial:.0%} (the problem grows)")  # fmt: skip
+        ax.plot(p, [scaling.gustafson_speedup(serial_share, n) for n in p], color=COLOURS[2],
+                label=f"Gustafson: the problem grows with p; s = {percent} "
+                      "of each p-processor run")  # fmt: skip
         ax.plot(p, [scaling.amdahl_speedup(alpha, n) for n in p], color=COLOURS[0],
-                label=f"Amdahl, α = {alpha:.0%} (the problem stays)")  # fmt: skip
+                label=f"Amdahl: the problem stays; 1 − α = {percent} "
+                      "of the one-processor run")  # fmt: skip
         limit = scaling.amdahl_limit(alpha)
         if limit < max_processors:
             ax.axhline(limit, color=COLOURS[0], linestyle="--", linewidth=1.5,
-                       label=f"Amdahl's ceiling 1/(1-α) = {limit:.3g}")  # fmt: skip
+                       label=f"Amdahl's ceiling 1/(1 − α) = {limit:.3g}")  # fmt: skip
         if measured:
             xs, ys = zip(*measured, strict=True)
             ax.plot(xs, ys, "D", color="black", markersize=10, label=measured_label)
-        ax.set(xlabel="processors p", ylabel="speedup", xlim=(1, max_processors),
-               ylim=(0, max_processors * 1.05),
+        ax.set(xlabel="processors p", ylabel="speedup (× one processor)",
+               xlim=(1, max_processors), ylim=(0, max_processors * 1.05),
                title="Strong scaling saturates; weak scaling keeps growing")  # fmt: skip
         ax.legend(loc="upper left", fontsize=11)
     return ax

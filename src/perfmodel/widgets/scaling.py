@@ -14,9 +14,11 @@ def scaling_view(
     serial_percent: float = 20.0,
     max_processors: int = 64,
     measured: Sequence[tuple[float, float]] = (),
+    measured_label: str = "measured",
 ) -> Any:
     """The static twin of :func:`scaling_explorer` (see
-    :func:`perfmodel.plotting.scaling.scaling_plot`).
+    :func:`perfmodel.plotting.scaling.scaling_plot`): ``serial_percent`` is Amdahl's serial
+    fraction, a share of the one-processor run, in percent.
 
     Returns
     -------
@@ -24,13 +26,16 @@ def scaling_view(
     """
     from perfmodel.plotting.scaling import scaling_plot
 
-    return scaling_plot(serial_percent / 100, max_processors, measured=measured)
+    return scaling_plot(
+        serial_percent / 100, max_processors, measured=measured, measured_label=measured_label
+    )
 
 
 def scaling_explorer(
     measured: Sequence[tuple[float, float]] = (), serial_percent: float = 20.0
 ) -> Any:
-    """A serial fraction and a processor count; both laws redrawn, ``measured`` points kept."""
+    """A serial fraction (a share of the one-processor run) and a processor count; both laws
+    redrawn, ``measured`` points kept."""
     import ipywidgets as widgets
 
     serial = widgets.FloatSlider(
