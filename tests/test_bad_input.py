@@ -27,6 +27,7 @@ from perfmodel import (
     minibatch,
     ops,
     roofline,
+    scaling,
     units,
 )
 from perfmodel import pipeline as pl
@@ -255,6 +256,10 @@ CASES: list[tuple[str, Callable[..., Any], dict[str, Any], dict[str, str]]] = [
     ("zoo.gpt2_like", zoo.gpt2_like, {"layers": 1, "d_model": 64, "heads": 4, "seq_len": 16},
      {"layers": "count", "d_model": "count", "heads": "count", "seq_len": "count",
       "batch": "count", "vocab": "count"}),
+    ("scaling.amdahl_serial_fraction", scaling.amdahl_serial_fraction,
+     {"serial_share": 0.1, "p": 4}, {"serial_share": "probability", "p": "positive"}),
+    ("scaling.gustafson_serial_share", scaling.gustafson_serial_share,
+     {"serial_fraction": 0.1, "p": 4}, {"serial_fraction": "probability", "p": "positive"}),
 ]  # fmt: skip
 
 ARGUMENTS = [
