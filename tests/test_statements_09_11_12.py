@@ -307,3 +307,29 @@ def test_the_server_timings_flag_a_busy_machine():
         busy = time_batches(MLP(width=64, layers=1), [1, 2, 4, 8, 16, 32])
     # a loaded machine disturbs samples taken 50 ms apart: at least one size says so
     assert any(t.noisy for t in busy.values())
+
+
+# --- workbook 12 ---------------------------------------------------------------------------------
+
+
+def test_workbook_12_accepts_the_bottleneck_as_the_api_writes_it():
+    """What the instant check accepts, the grader accepts: both run the same test function,
+    and it takes ``DevicePrediction.bottleneck``'s own form ("elementwise (memory)")."""
+    from conftest import WORKBOOKS, master_namespace
+
+    from perfmodel.exercises import AnswerError
+
+    workbook = next(w for w in WORKBOOKS if w.name == "12_will_it_run_faster")
+    env = master_namespace(workbook)
+    tests = [source(c) for c in read_json(workbook.master)["cells"]
+             if source(c).startswith("def test_q2_a100_bottleneck")]  # fmt: skip
+    assert len(tests) == 1
+    exec(tests[0].split("\n\n\ntest_q2")[0], env)
+    natural = env["on_a100"].bottleneck
+    assert natural.endswith(")") and " (" in natural
+    env["test_q2_a100_bottleneck"](natural)  # accepted
+    env["test_q2_a100_bottleneck"](env["a100_bottleneck"])  # the class alone, as before
+    roof = natural.rsplit(" (", 1)[1]
+    wrong = next(c for c in capstone.OP_CLASSES if c != env["a100_bottleneck"])
+    with pytest.raises(AnswerError, match="not yet"):
+        env["test_q2_a100_bottleneck"](f"{wrong} ({roof}")
