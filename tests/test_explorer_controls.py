@@ -1,0 +1,141 @@
+"""Every control of every explorer does something from the explorer's starting point.
+
+A control that changes nothing at the defaults teaches a lecturer's audience that it does not
+matter. Each explorer is built, each of its controls is moved away from its default (a
+dropdown to each other option, a slider to its ends, a box ticked or cleared) and what the
+explorer shows must change: its text line, or the figure it draws. Figures are compared by
+what they contain (titles, labels, texts, the data of every line, bar and point), so the test
+needs no drawing.
+"""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("agg")
+
+import ipywidgets as widgets  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from perfmodel.widgets import controls  # noqa: E402
+from perfmodel.widgets.capstone import capstone_explorer  # noqa: E402
+from perfmodel.widgets.devices import device_explorer  # noqa: E402
+from perfmodel.widgets.distributed import data_parallel_explorer  # noqa: E402
+from perfmodel.widgets.minibatch import batch_size_explorer  # noqa: E402
+from perfmodel.widgets.op_cost import op_explorer  # noqa: E402
+from perfmodel.widgets.partition import partition_explorer  # noqa: E402
+from perfmodel.widgets.roofline import roofline_explorer  # noqa: E402
+from perfmodel.widgets.run_time import run_time_explorer  # noqa: E402
+from perfmodel.widgets.scaling import scaling_explorer  # noqa: E402
+from perfmodel.widgets.serving import serving_explorer  # noqa: E402
+from perfmodel.widgets.taskgraph import schedule_explorer  # noqa: E402
+from perfmodel.widgets.transfer import transfer_time_explorer  # noqa: E402
+
+# The cache sweep's controls act through its *measure* button, not on a live output:
+# tests/test_widgets.py checks that the sweep measures what they say.
+EXPLORERS = [
+    transfer_time_explorer, run_time_explorer, device_explorer, op_explorer, roofline_explorer,
+    batch_size_explorer, schedule_explorer, scaling_explorer, partition_explorer,
+    data_parallel_explorer, serving_explorer, capstone_explorer,
+]  # fmt: skip
+
+
+def figure_contents(view, values) -> bytes:
+    """What ``view(**values)`` draws, as bytes: equal bytes, the same picture."""
+    before = set(plt.get_fignums())
+    try:
+        view(**values)
+        parts: list[object] = []
+        figure = plt.gcf()
+        parts.append(figure._suptitle.get_text() if figure._suptitle else "")
+        for ax in figure.axes:
+            parts += [
+                ax.get_title(),
+                ax.get_xlabel(),
+                ax.get_ylabel(),
+                ax.get_xlim(),
+                ax.get_ylim(),
+            ]
+            parts += [t.get_text() for t in ax.texts]
+            parts += [np.round(line.get_xydata(), 12).tobytes() for line in ax.lines]
+            parts += [(p.get_x(), p.get_y(), p.get_width(), p.get_height())
+                      for p in ax.patches if hasattr(p, "get_width")]  # fmt: skip
+            parts += [np.round(c.get_offsets(), 12).tobytes() for c in ax.collections]
+            parts += [t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels()]
+        return repr(parts).encode()
+    finally:
+        for number in set(plt.get_fignums()) - before:
+            plt.close(number)
+
+
+def walk(widget, *, readouts: bool = True):
+    """``widget`` and everything inside it; without a log slider's readout when asked."""
+    yield widget
+    if not readouts and hasattr(widget, "slider"):
+        yield widget.slider  # controls.log_slider: a slider and the label that reads it
+        return
+    for child in getattr(widget, "children", ()):
+        yield from walk(child, readouts=readouts)
+
+
+def is_control(widget) -> bool:
+    return isinstance(
+        widget, widgets.Dropdown | widgets.IntSlider | widgets.FloatSlider | widgets.FloatLogSlider
+        | widgets.Checkbox
+        | widgets.ToggleButtons | widgets.RadioButtons | widgets.SelectionSlider
+    )  # fmt: skip
+
+
+def shown(box) -> tuple:
+    """What the explorer shows: every image and text line outside its controls."""
+    return tuple(
+        w.value
+        for w in walk(box, readouts=False)
+        if isinstance(w, widgets.Image | widgets.HTML | widgets.Label)
+    ) + tuple(repr(w.outputs) for w in walk(box) if isinstance(w, widgets.Output))
+
+
+def other_values(control) -> list:
+    if isinstance(control, widgets.Checkbox):
+        return [not control.value]
+    if hasattr(control, "options"):
+        values = [v for _, v in control._options_full] if hasattr(control, "_options_full") else []
+        values = values or [o[1] if isinstance(o, tuple) else o for o in control.options]
+        return [v for v in values if v != control.value]
+    ends = (control.min, control.max)
+    if isinstance(control, widgets.FloatLogSlider):
+        ends = tuple(control.base**end for end in ends)
+    return [v for v in ends if not np.isclose(v, control.value)]
+
+
+def dead_controls(box) -> list[str]:
+    """Each control of ``box`` moved from its default to each other value that changes nothing."""
+    found = [w for w in walk(box) if is_control(w)]
+    assert found, "the explorer has no controls"
+    dead = []
+    for control in found:
+        default = control.value
+        start = shown(box)
+        for value in other_values(control):
+            control.value = value
+            if shown(box) == start:
+                dead.append(f"{control.description or type(control).__name__} = {value!r}")
+            control.value = default
+        assert shown(box) == start, f"{control.description}: going back does not restore the view"
+    return dead
+
+
+def test_a_control_that_changes_nothing_is_found():
+    live = controls.int_slider(2, 1, 4, "live")
+    idle = widgets.Dropdown(options=["a", "b"], value="a", description="idle")
+    line = controls.live_text((live, idle), lambda: f"{live.value} workers", "demo")
+    assert dead_controls(widgets.VBox([live, idle, line])) == ["idle = 'b'"]
+
+
+@pytest.mark.parametrize("explorer", EXPLORERS, ids=lambda f: f.__name__)
+def test_every_control_changes_what_the_explorer_shows(explorer, monkeypatch):
+    monkeypatch.setattr(controls, "render_png", figure_contents)
+    dead = dead_controls(explorer())
+    assert not dead, f"{explorer.__name__}: moving these changes nothing: {'; '.join(dead)}"
