@@ -30,7 +30,7 @@ AUDIT_FILE = "PERFMODEL_FIGURE_AUDIT"
 #: has none. These words mark the dimensionless quantities the lectures plot.
 DIMENSIONLESS = re.compile(
     r"\b(speedup|ratio|fraction|share|efficiency|utili[sz]ation|count|number of|threads?|"
-    r"processors?|workers?|devices?|gpus?|nodes?|stages?|batch|layers?|sequences?|requests?|"
+    r"processors?|workers?|devices?|gpus?|nodes?|stages?|(mini)?batch|layers?|sequences?|requests?|"
     r"tokens?|elements?|width|rank|per ?cent|relative|normali[sz]ed|x)\b|×|%",
     re.IGNORECASE,
 )
