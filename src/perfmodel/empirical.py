@@ -234,14 +234,14 @@ def profile_machine(
     ]
     bar = tqdm(total=rounds * len(ceilings) + len(steps), desc="measuring this machine",
                disable=not progress)  # fmt: skip
-    measured: list[list[KernelResult]] = [[] for _ in ceilings]
+    each_round: list[list[KernelResult]] = [[] for _ in ceilings]
     for _ in range(rounds):
         for index, (_, run) in enumerate(ceilings):
-            measured[index].append(run())
+            each_round[index].append(run())
             bar.update()
     results = [
         (feeds, _best_of(rounds_measured))
-        for (feeds, _), rounds_measured in zip(ceilings, measured, strict=True)
+        for (feeds, _), rounds_measured in zip(ceilings, each_round, strict=True)
     ]
     for feeds, run in steps:
         results.append((feeds, run()))

@@ -145,10 +145,8 @@ def blocked_scan_additions(n: int, threads: int) -> int:
     1.75
     """
     pieces = _pieces(count("n", n), count("threads", threads))
-    within = sum(p.stop - p.start - 1 for p in pieces)
-    totals = max(0, len(pieces) - 2)
-    offsets = sum(p.stop - p.start for p in pieces[1:])
-    return within + totals + offsets
+    sizes = [int(p.stop) - int(p.start) for p in pieces]
+    return sum(size - 1 for size in sizes) + max(0, len(sizes) - 2) + sum(sizes[1:])
 
 
 def run_branches(branches: Sequence[Callable[[], Any]], *, concurrent: bool) -> list[Any]:
@@ -160,7 +158,23 @@ def run_branches(branches: Sequence[Callable[[], Any]], *, concurrent: bool) -> 
 
 
 def _doubts(*measurements: Measurement | None) -> str:
-    return "; ".join(dict.fromkeys(m.doubt for m in measurements if m is not None and m.doubt))
+    """Why a result computed from ``measurements`` cannot be trusted, the worst case of each
+    reason (the widest spread, the longest wait); empty when every one can be.
+
+    >>> quiet = Measurement(samples_s=[1.0], inner_loops=1, contention=0.0)
+    >>> busy = Measurement(samples_s=[1.0], inner_loops=1, contention=0.5)
+    >>> _doubts(quiet, busy, Measurement(samples_s=[1.0], inner_loops=1, contention=0.3))
+    'busy (waited for a core up to 50% of the time)'
+    """
+    found = [m for m in measurements if m is not None]
+    reasons = []
+    if any(m.noisy for m in found):
+        spread = max(m.spread for m in found if m.noisy)
+        reasons.append(f"noisy (spread up to {spread:.0%} of the median)")
+    if any(m.busy for m in found):
+        waited = max(m.contention or 0.0 for m in found if m.busy)
+        reasons.append(f"busy (waited for a core up to {waited:.0%} of the time)")
+    return "; ".join(reasons)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,8 @@ __all__ = ["branch_scaling_plot", "operation_scaling_plot"]
 
 def operation_scaling_plot(points: Sequence[ScalingPoint], *, ax: Any = None) -> Any:
     """Speedup over one thread against the operand's length, one line per operation and
-    thread count above 1; above the dotted line, threads paid.
+    thread count above 1; above the dotted line, threads paid. The title says so when a
+    measurement was disturbed.
 
     Returns
     -------
@@ -30,8 +31,10 @@ def operation_scaling_plot(points: Sequence[ScalingPoint], *, ax: Any = None) ->
             xs, ys = zip(*sorted(xy), strict=True)
             ax.plot(xs, ys, "o-", color=COLOURS[index % len(COLOURS)],
                     label=f"{operation}, {threads} threads")  # fmt: skip
-        ax.set(xscale="log", xlabel="elements", ylabel="speedup over one thread",
-               title="Independent elements split early; a scan needs longer operands")  # fmt: skip
+        title = "Independent elements split early; a scan needs longer operands"
+        if any(p.doubt for p in points):
+            title = "A disturbed run: too noisy to read (run it again on a quiet machine)"
+        ax.set(xscale="log", xlabel="elements", ylabel="speedup over one thread", title=title)
         legend_beside(ax)
     return ax
 
@@ -61,6 +64,9 @@ def branch_scaling_plot(points: Sequence[BranchPoint], *, ax: Any = None) -> Any
                ylabel="speedup (in turn ÷ at once)", ylim=(0, 2.4))  # fmt: skip
         ax.set_xticks(payoff.sizes, [str(n) for n in payoff.sizes])
         ax.minorticks_off()
-        ax.set_title(f"Running both at once {payoff.describe()}", fontsize=12)
+        lead = "Running both at once"
+        if any(p.doubt for p in points):
+            lead = "A disturbed run, too noisy to trust: it"
+        ax.set_title(f"{lead} {payoff.describe()}", fontsize=12)
         legend_beside(ax, fontsize=11)
     return ax
