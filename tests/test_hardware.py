@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from perfmodel import hardware
 from perfmodel.hardware import Catalogue, Device, Link
@@ -260,3 +262,17 @@ def test_import_loads_no_heavy_library():
         ).stdout
     )
     assert loaded == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(source=st.text(), notes=st.text())
+def test_any_text_in_a_saved_link_or_device_reads_back(source, notes):
+    # the hand-written writer this replaced wrote "\r" and "\x07" raw, and load rejected them
+    from perfmodel.hardware import to_toml
+
+    wire = Link(name="wire", kind="ethernet", bandwidth=1e9, latency=1e-5, source=source or "s",
+                notes=notes)  # fmt: skip
+    assert Catalogue.from_toml(to_toml(wire)).get_link("wire") == wire
+    chip = Device(name="chip", kind="cpu", peak_flops_by_dtype={"fp64": 1e11},
+                  memory_bandwidth=2e10, source=source or "s", notes=notes)  # fmt: skip
+    assert Catalogue.from_toml(to_toml(chip)).get("chip") == chip

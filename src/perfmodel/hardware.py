@@ -511,26 +511,8 @@ def load(path: str | Path, *, include_builtin: bool = True) -> Catalogue:
     return catalogue().merged(own) if include_builtin else own
 
 
-def _toml_value(value: object) -> str:
-    """One value in TOML: a number, a string or a flat table of numbers."""
-    if isinstance(value, Mapping):
-        return (
-            "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
-        )
-    if isinstance(value, str):
-        escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-        return f'"{escaped}"'
-    if isinstance(value, int):
-        return str(value)
-    return repr(float(value))  # type: ignore[arg-type]
-
-
-def _toml_key(key: str) -> str:
-    return key if key.replace("_", "").replace("-", "").isalnum() else _toml_value(key)
-
-
-def _link_toml(link: Link) -> str:
-    fields = {
+def _link_fields(link: Link) -> dict[str, object]:
+    return {
         "name": link.name,
         "kind": link.kind,
         "bandwidth": link.bandwidth,
@@ -538,9 +520,6 @@ def _link_toml(link: Link) -> str:
         "source": link.source,
         "notes": link.notes or None,
     }
-    lines = ["[[link]]"]
-    lines += [f"{key} = {_toml_value(value)}" for key, value in fields.items() if value is not None]
-    return "\n".join(lines) + "\n"
 
 
 def to_toml(device: Device | Link) -> str:
@@ -554,9 +533,17 @@ def to_toml(device: Device | Link) -> str:
     >>> wire = Link(name="My wire", kind="ethernet", bandwidth=1.2e9, latency=3e-5, source="me")
     >>> Catalogue.from_toml(to_toml(wire)).get_link("My wire") == wire
     True
+
+    Any text survives, control characters included (``tomli_w`` escapes them):
+
+    >>> odd = Link(name="odd", kind="ethernet", bandwidth=1e9, latency=1e-5, source="a\\rb\\x07")
+    >>> Catalogue.from_toml(to_toml(odd)).get_link("odd").source == "a\\rb\\x07"
+    True
     """
+    import tomli_w
+
     if isinstance(device, Link):
-        return _link_toml(device)
+        return tomli_w.dumps({"link": [_without_none(_link_fields(device))]})
     if not isinstance(device, Device):
         raise TypeError(
             f"`device` must be a hardware.Device or hardware.Link (got {type(device).__name__})."
@@ -582,9 +569,12 @@ def to_toml(device: Device | Link) -> str:
     if measured:
         measured["source"] = device.measured_source
         fields["measured"] = measured
-    lines = ["[[device]]"]
-    lines += [f"{key} = {_toml_value(value)}" for key, value in fields.items() if value is not None]
-    return "\n".join(lines) + "\n"
+    return tomli_w.dumps({"device": [_without_none(fields)]})
+
+
+def _without_none(fields: Mapping[str, object]) -> dict[str, object]:
+    """TOML has no null: a field that is not set is left out."""
+    return {key: value for key, value in fields.items() if value is not None}
 
 
 def save(device: Device | Link, path: str | Path) -> Path:
