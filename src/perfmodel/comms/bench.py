@@ -152,6 +152,28 @@ class BenchResult:
     held_out: dict[str, HeldOut]
     raw: dict[str, Any]
 
+    @property
+    def noisy(self) -> tuple[str, ...]:
+        """The collectives whose repeats disagree, at a size in their fit or the held-out
+        one, by more than :data:`perfmodel.timing.NOISY_SPREAD` of their median (the house
+        rule for a busy machine): their fit and held-out error say more about the neighbours
+        than about the link."""
+        from perfmodel.timing import Measurement
+
+        def disagree(samples: Sequence[float]) -> bool:
+            return len(samples) > 1 and Measurement(samples_s=tuple(samples), inner_loops=1).noisy
+
+        noisy = []
+        for collective, fit in self.fits.items():
+            table = self.raw["results"][collective]
+            fitted = set(fit.sizes)
+            samples = [
+                s for n, s in zip(table["sizes"], table["times"], strict=True) if n in fitted
+            ]
+            if any(disagree(s) for s in [*samples, table["held_out"]["times"]]):
+                noisy.append(collective)
+        return tuple(noisy)
+
     def link(self, name: str, *, collective: str = "allreduce") -> Any:
         """The ``collective``'s fit as a catalogue :class:`~perfmodel.hardware.Link`."""
         fit = self.fits[collective]

@@ -234,7 +234,7 @@ def compute_bound_batch(
 
     # intensity grows with the batch (the weights are shared, each cache is not), so the
     # first power of two that is compute-bound brackets the crossover; bisect below it
-    high = next((2**power for power in range(17) if compute_bound(2**power)), None)
+    high: int | None = next((2**p for p in range(17) if compute_bound(2**p)), None)
     if high is None:
         return None
     low = high // 2  # memory-bound (or 0)
