@@ -38,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from perfmodel._validate import count, flag, positive
+from perfmodel._validate import count, describe, flag, positive
 from perfmodel.timing import Measurement, measure, thread_limit
 
 __all__ = [
@@ -358,8 +358,11 @@ def where_it_pays(sizes: Sequence[int], speedups: Sequence[float]) -> Payoff:
     >>> where_it_pays([64, 16, 32], [1.8, 0.5, 1.5]).paying
     (32, 64)
     """
-    sizes = [count("size", n) for n in sizes]
-    speedups = [positive("speedup", s) for s in speedups]
+    for name, values in (("sizes", sizes), ("speedups", speedups)):
+        if not isinstance(values, Sequence) or isinstance(values, str):
+            raise TypeError(f"`{name}` must be a sequence of numbers (got {describe(values)}).")
+    sizes = [count(f"sizes[{i}]", n) for i, n in enumerate(sizes)]
+    speedups = [positive(f"speedups[{i}]", s) for i, s in enumerate(speedups)]
     if len(sizes) != len(speedups) or not sizes:
         raise ValueError(
             f"`sizes` and `speedups` must be as long as each other and not empty "
