@@ -142,31 +142,36 @@ def render_png(view: Callable[..., Any], values: Mapping[str, Any]) -> bytes:
 
 
 def live_plot(view: Callable[..., Any], controls: Mapping[str, Any]) -> Any:
-    """An output area that shows ``view(**values)``'s figure and redraws it when a control moves.
+    """A box that shows ``view(**values)``'s figure and redraws it when a control moves.
 
     Built for a live demo on a modest laptop:
 
-    * the figure is an image updated in place (no flicker, no output area cleared);
+    * the figure is an image updated in place (no flicker, nothing cleared);
     * each figure is drawn once and kept (the last :data:`PLOT_CACHE` of them), so moving
       a control back to a value already seen answers at once;
     * sliders redraw when released, not at every step of a drag, so a drag never queues up
       a stack of figures nobody will see.
 
-    A ``ValueError`` from the view (a device without the chosen dtype, say) is printed as
-    its message instead of a traceback, and the explorer keeps working.
+    A ``ValueError`` from the view (a device without the chosen dtype, say) is shown as its
+    message in place of the figure, instead of a traceback, and the explorer keeps working.
+
+    The box holds only widgets whose state is set from Python (an image, a line of text),
+    never an ``Output`` widget that is displayed into: a headless client (nbclient, so
+    ``nbconvert --execute``) answers each output captured by an ``Output`` widget with a
+    message on the kernel's shell channel while it waits on that channel for the cell's
+    reply, and that send can swallow the reply's wake-up, so the cell then waits out its
+    whole timeout (jupyter/nbclient#312).
     """
     from collections import OrderedDict
 
     import ipywidgets as widgets
-    from IPython.display import display
 
-    out = widgets.Output()
     image = widgets.Image(format="png")
+    message = widgets.HTML()
+    box = widgets.Box([image])
     drawn: OrderedDict[str, bytes] = OrderedDict()
-    showing_image = False
 
     def update(_: object = None) -> None:
-        nonlocal showing_image
         values = {name: control.value for name, control in controls.items()}
         key = repr(sorted(values.items()))
         png = drawn.get(key)
@@ -174,28 +179,22 @@ def live_plot(view: Callable[..., Any], controls: Mapping[str, Any]) -> Any:
             try:
                 png = render_png(view, values)
             except ValueError as error:
-                out.clear_output()
-                with out:
-                    print(error)
-                showing_image = False
+                message.value = f"<pre>{html.escape(str(error), quote=False)}</pre>"
+                box.children = (message,)
                 return
             drawn[key] = png
             if len(drawn) > PLOT_CACHE:
                 drawn.popitem(last=False)
         drawn.move_to_end(key)
         image.value = png
-        if not showing_image:
-            out.clear_output()
-            with out:
-                display(image)  # type: ignore[no-untyped-call]
-            showing_image = True
+        box.children = (image,)
 
     for control in controls.values():
         if "continuous_update" in control.trait_names():
             control.continuous_update = False
         control.observe(update, names="value")
     update()
-    return out
+    return box
 
 
 def view_settings(view: Callable[..., Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
