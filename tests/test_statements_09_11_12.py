@@ -400,3 +400,11 @@ def test_the_collective_benchmark_says_when_a_busy_machine_drowns_it():
     errors = [abs(float(e)) for e in re.findall(r"\(([+-]\d+)%\)", out)]
     # "lands within about a quarter" holds, or the lecture says the run was too noisy to judge
     assert "too noisy to judge" in out or max(errors) <= 30
+
+
+def test_lecture_09_critical_batch_is_f_over_b():
+    from perfmodel.hardware import get, get_link
+
+    text = prose(lecture("09_go_multi_node"), "the **critical batch** of data")
+    ratio = get("H100 SXM").peak_flops("bf16") / get_link("InfiniBand NDR").bandwidth
+    assert f"{ratio:,.0f} for an H100 on InfiniBand NDR" in text
