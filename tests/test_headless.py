@@ -98,3 +98,36 @@ def test_cells_that_draw_live_plots_never_wait_out_their_timeout():
         seconds, _ = run_cells([setup] + [cell] * 60, timeout=timeout)
     stalled = [(i, round(s, 1)) for i, s in enumerate(seconds) if s >= 0.9 * timeout]
     assert stalled == [], f"cells that waited out their {timeout} s timeout: {stalled}"
+
+
+def test_a_server_whose_model_fails_stops_and_says_so():
+    """A worker that raised never gave its slot back, so the batcher waited for a free worker
+    forever and leaving the ``with`` block hung the cell; now the block ends and raises."""
+    import threading
+
+    import numpy as np
+
+    from perfmodel.serving.server import Server
+
+    def failing(batch: object) -> None:
+        raise FloatingPointError("the model failed")
+
+    outcome: list[BaseException | None] = []
+
+    def serve() -> None:
+        try:
+            with Server(failing, workers=1) as server:
+                for _ in range(3):
+                    server.submit(np.ones(4))
+        except BaseException as error:  # the test inspects whatever came out
+            outcome.append(error)
+        else:
+            outcome.append(None)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    thread.join(timeout=30)
+    assert not thread.is_alive(), "leaving the server's with-block hung"
+    (error,) = outcome
+    assert isinstance(error, RuntimeError) and "the model failed" in str(error)
+    assert isinstance(error.__cause__, FloatingPointError)

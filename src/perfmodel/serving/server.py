@@ -75,6 +75,9 @@ class Server:
     """Worker threads behind a dynamic batcher; :meth:`submit` is thread-safe.
 
     Use it as a context manager: ``with Server(model, workers=2, max_batch=8) as s: ...``.
+    Leaving the block serves what was submitted, stops every thread and restores the BLAS
+    threads; if the model raised in a worker, it then raises a RuntimeError from the first
+    such error (a failed batch still frees its worker, so the server always stops).
     """
 
     def __init__(self, model: Any, *, workers: int = 1, max_batch: int = 1,
@@ -92,6 +95,7 @@ class Server:
         self.completed: list[_Request] = []
         self.batch_sizes: list[int] = []
         self._lock = threading.Lock()
+        self._error: BaseException | None = None
 
     def __enter__(self) -> Server:
         from threadpoolctl import threadpool_limits
@@ -101,10 +105,14 @@ class Server:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._queue.put(None)
-        self._batcher.join()
-        self._pool.shutdown(wait=True)
-        self._limits.unregister()
+        try:
+            self._queue.put(None)
+            self._batcher.join()
+            self._pool.shutdown(wait=True)
+        finally:
+            self._limits.unregister()
+        if self._error is not None and exc[0] is None:
+            raise RuntimeError(f"the model failed in a worker: {self._error}") from self._error
 
     def submit(self, payload: Any) -> None:
         """Queue one request now."""
@@ -131,15 +139,20 @@ class Server:
             self._pool.submit(self._serve, batch)
 
     def _serve(self, batch: list[_Request]) -> None:
-        start = time.perf_counter()
-        self.model(np.stack([r.payload for r in batch]))
-        done = time.perf_counter()
-        for r in batch:
-            r.start, r.done = start, done
-        with self._lock:
-            self.completed.extend(batch)
-            self.batch_sizes.append(len(batch))
-        self._free.release()
+        try:
+            start = time.perf_counter()
+            self.model(np.stack([r.payload for r in batch]))
+            done = time.perf_counter()
+            for r in batch:
+                r.start, r.done = start, done
+            with self._lock:
+                self.completed.extend(batch)
+                self.batch_sizes.append(len(batch))
+        except BaseException as error:  # raised again when the server stops
+            with self._lock:
+                self._error = self._error or error
+        finally:
+            self._free.release()
 
 
 @dataclass(frozen=True, slots=True)
