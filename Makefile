@@ -67,9 +67,12 @@ test-lecture: $(VENV)/.installed-test
 		exercises/$(LECTURE)_*.ipynb exercises/masters/$(LECTURE)_*.ipynb \
 		tests/test_notebooks.py tests/test_workbooks.py -k "$(LECTURE)_"
 
-# Re-run every notebook and store its outputs (after editing one). The nbconvert command
-# line occasionally waits forever for a reply its kernel never sends (seen with ipykernel 6
-# and 7 alike); the timeout turns that into an error to retry instead of a hang.
+# Re-run every notebook and store its outputs (after editing one). nbconvert used to wait out
+# a whole cell timeout now and then: its stand-in for an ipywidgets Output widget sends on
+# the kernel's shell channel while it waits there for the cell's reply, and that send can
+# swallow the reply's wake-up (jupyter/nbclient#312). The explorers no longer display into
+# an Output widget (tests/test_headless.py; benchmarks/headless.py runs lectures 20 times
+# beside a CPU hog); the timeout only bounds a cell that really hangs.
 notebooks: $(VENV)/.installed-test
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 		--ExecutePreprocessor.record_timing=False --ExecutePreprocessor.timeout=120 \
