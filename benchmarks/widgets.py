@@ -54,7 +54,8 @@ _MEASURE = textwrap.dedent(
     built_s = time.perf_counter() - started
 
     def controls(widget):
-        if isinstance(widget, (widgets.Output, widgets.HTML, widgets.Label, widgets.Button)):
+        if isinstance(widget, (widgets.Output, widgets.Image, widgets.HTML, widgets.Label,
+                               widgets.Button)):
             return []
         if isinstance(widget, widgets.Box):
             return [c for child in widget.children for c in controls(child)]
