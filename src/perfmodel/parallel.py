@@ -358,8 +358,9 @@ def where_it_pays(sizes: Sequence[int], speedups: Sequence[float]) -> Payoff:
     >>> where_it_pays([64, 16, 32], [1.8, 0.5, 1.5]).paying
     (32, 64)
     """
-    for name, values in (("sizes", sizes), ("speedups", speedups)):
-        if not isinstance(values, Sequence) or isinstance(values, str):
+    given: tuple[tuple[str, object], ...] = (("sizes", sizes), ("speedups", speedups))
+    for name, values in given:
+        if not isinstance(values, Sequence) or isinstance(values, str | bytes):
             raise TypeError(f"`{name}` must be a sequence of numbers (got {describe(values)}).")
     sizes = [count(f"sizes[{i}]", n) for i, n in enumerate(sizes)]
     speedups = [positive(f"speedups[{i}]", s) for i, s in enumerate(speedups)]
