@@ -7,8 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perfmodel import pipeline as pl
+from perfmodel.pipeline import zoo
 from perfmodel.pipeline.baselines import balance_by_params, balance_by_time, equal_layers
-from perfmodel.pipeline.schedule import bubble_fraction, simulate
+from perfmodel.pipeline.schedule import bubble_fraction, simulate, simulate_batch
 
 
 def test_equal_layers_splits_counts_evenly():
@@ -86,3 +87,48 @@ def test_schedule_errors():
         simulate([], 3)
     with pytest.raises(ValueError, match="`stages` must be a positive integer"):
         bubble_fraction(0, 4)
+
+
+def linear_chain(*, batch, layers=4):
+    """Equal layers that cost their batch in seconds and send for free: costs scale with it."""
+    return pl.Graph.chain([1.0 * batch] * layers, [0.0] * layers)
+
+
+@pytest.mark.parametrize("m", [1, 2, 4, 8])
+def test_simulate_batch_cuts_the_batch_and_prices_each_micro_batch_at_its_size(m):
+    run = simulate_batch(linear_chain, batch=8, micro_batches=m, stages=4)
+    whole = [pl.stage_cost(linear_chain(batch=8), s)
+             for s in pl.partition(linear_chain(batch=8), 4).stages]  # fmt: skip
+    assert len(run.start[0]) == m
+    assert run.stage_times == pytest.approx([t / m for t in whole])  # costs scale with 1/m here
+    # Equal stages: the batch is done after (m + p - 1) slots of one micro-batch's stage time.
+    assert run.makespan == pytest.approx((m + 3) * max(whole) / m)
+    assert run.bubble_fraction == pytest.approx(bubble_fraction(4, m))
+
+
+def test_simulate_batch_of_one_micro_batch_is_the_whole_batch_through_its_best_split():
+    graph = zoo.gpt2_like(layers=2, seq_len=128, batch=4)
+    best = pl.partition(graph, 3)
+    run = simulate_batch(zoo.gpt2_like, batch=4, micro_batches=1, stages=3, layers=2, seq_len=128)
+    assert run.stage_times == pytest.approx([pl.stage_cost(graph, s) for s in best.stages])
+    assert run.makespan == pytest.approx(sum(run.stage_times)) and run.bubble_fraction > 0
+
+
+def test_smaller_micro_batches_cost_more_per_input_when_weights_are_read_each_time():
+    # 128-token sequences: one sequence's matmuls are memory-bound, so the slowest stage of
+    # a micro-batch of 1 costs more than an eighth of the whole batch's.
+    per_input = [
+        max(simulate_batch(zoo.gpt2_like, batch=8, micro_batches=m, stages=4, seq_len=128)
+            .stage_times) / (8 // m)
+        for m in (1, 8)
+    ]  # fmt: skip
+    assert per_input[1] > 1.5 * per_input[0]
+
+
+def test_simulate_batch_errors():
+    with pytest.raises(ValueError, match="`micro_batches` must divide `batch` = 8"):
+        simulate_batch(linear_chain, batch=8, micro_batches=3, stages=2)
+    with pytest.raises(TypeError, match="`build` must be a model builder"):
+        simulate_batch("gpt2_like", batch=8, micro_batches=2, stages=2)
+    with pytest.raises(ValueError, match="`stages` must be a positive integer"):
+        simulate_batch(linear_chain, batch=8, micro_batches=2, stages=0)

@@ -76,3 +76,20 @@ def test_split_bars_draw_one_labelled_bar_per_split_best_last_in_green():
     plt.close(ax.figure)
     with pytest.raises(ValueError, match="at least one split"):
         split_bars({})
+
+
+def test_gantts_put_several_runs_on_one_time_axis():
+    from perfmodel.plotting.pipeline import gantts
+
+    slow = simulate([1e-3] * 4, micro_batches=1)  # 4 ms: drawn in µs, like the fast one
+    fast = simulate([1.25e-4] * 4, micro_batches=8)
+    fig = gantts({"whole": slow, "cut": fast}, title="demo")
+    top, bottom = fig.axes
+    assert top.get_xlim() == bottom.get_xlim() == pytest.approx((0, 1e6 * slow.makespan))
+    assert len(top.patches) == 4 and len(bottom.patches) == 4 * 8
+    assert top.get_title() == "whole: done at 4,000 µs, bubble 75%"
+    assert bottom.get_title().startswith("cut: done at 1,375 µs")
+    assert bottom.get_xlabel() == "time (µs)" and not top.get_xlabel()
+    plt.close(fig)
+    with pytest.raises(ValueError, match="at least one schedule"):
+        gantts({})

@@ -10,7 +10,7 @@ This package's top level is its public face, everything lecture 10 and a learner
 * the proofs: :func:`combinatorial_lower_bound`, :func:`mip_lower_bound`,
   :func:`downsets` (the sets a stage prefix can be, counted to see whether the exact
   dynamic program fits);
-* the schedule: :func:`bubble_fraction`, :func:`simulate`;
+* the schedule: :func:`bubble_fraction`, :func:`simulate`, :func:`simulate_batch`;
 * the baselines: :func:`equal_layers`, :func:`balance_by_params`, :func:`balance_by_time`;
 * :mod:`perfmodel.pipeline.zoo`: model graphs priced on catalogue hardware.
 
@@ -38,7 +38,7 @@ from perfmodel.pipeline.graph import (
 )
 from perfmodel.pipeline.mip import solve_mip
 from perfmodel.pipeline.partition import EXACT_NODE_LIMIT, brute_force, partition
-from perfmodel.pipeline.schedule import Schedule, bubble_fraction, simulate
+from perfmodel.pipeline.schedule import Schedule, bubble_fraction, simulate, simulate_batch
 from perfmodel.pipeline.search import search_orders
 from perfmodel.pipeline.split import downsets, split_chain, split_downsets, split_order
 
@@ -61,6 +61,7 @@ __all__ = [
     "partition",
     "search_orders",
     "simulate",
+    "simulate_batch",
     "solve_mip",
     "split_chain",
     "split_downsets",

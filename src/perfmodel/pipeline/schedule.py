@@ -5,6 +5,10 @@ finished micro-batch ``i - 1`` and stage ``s - 1`` has finished micro-batch ``i`
 ``p`` equal stages the pipeline idles for a *bubble* fraction ``(p - 1) / (m + p - 1)``
 of its time: the start-up and wind-down, when some stages have nothing to do.
 
+* :func:`simulate`: the schedule for given per-micro-batch stage times.
+* :func:`simulate_batch`: cut a batch of a zoo model into micro-batches, price one
+  micro-batch (the roofline at its own size), split it into stages and simulate.
+
 References
 ----------
 Huang et al., "GPipe: Efficient Training of Giant Neural Networks using Pipeline
@@ -18,12 +22,15 @@ Parallelism", NeurIPS 2019.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from perfmodel._validate import count, non_negative
+from perfmodel.pipeline.graph import Graph, stage_cost
+from perfmodel.pipeline.partition import partition
 
-__all__ = ["Schedule", "bubble_fraction", "simulate"]
+__all__ = ["Schedule", "bubble_fraction", "simulate", "simulate_batch"]
 
 
 def bubble_fraction(stages: int, micro_batches: int) -> float:
@@ -86,3 +93,63 @@ def simulate(stage_times: Sequence[float], micro_batches: int) -> Schedule:
         start=tuple(tuple(row) for row in start),
         end=tuple(tuple(row) for row in end),
     )
+
+
+def simulate_batch(
+    build: Callable[..., Graph], *, batch: int, micro_batches: int, stages: int, **options: Any
+) -> Schedule:
+    """Cut a batch into equal micro-batches and run them through the best split of one.
+
+    One micro-batch holds ``batch // micro_batches`` inputs. ``build(batch=that, **options)``
+    prices the model for exactly that many (a :mod:`perfmodel.pipeline.zoo` builder: the
+    roofline at the micro-batch's own size, so a layer that reads its weights for every
+    micro-batch does not get ``micro_batches`` times cheaper); :func:`partition` splits it
+    into at most ``stages`` stages; :func:`simulate` runs the ``micro_batches`` micro-batches
+    through them. The ``makespan`` is then the time of the whole batch.
+
+    Parameters
+    ----------
+    build : callable
+        Returns the model graph for a ``batch=`` keyword, such as ``zoo.gpt2_like``.
+    batch : int
+        Inputs in the whole batch (sequences, images).
+    micro_batches : int
+        How many micro-batches to cut it into; must divide ``batch``.
+    stages : int
+        Most pipeline stages (the split may use fewer, when cuts cost more than they save).
+    **options
+        Passed on to ``build`` (``seq_len=128``, ``device=...``, ``link=...``).
+
+    Returns
+    -------
+    Schedule
+        ``stage_times`` per micro-batch, and when each stage ran each micro-batch.
+
+    Examples
+    --------
+    Four micro-batches of 1,024 vectors finish a 4,096-vector batch sooner than one does;
+    eight of 8 vectors finish a 64-vector batch later, because each re-reads every weight:
+
+    >>> from perfmodel.pipeline import zoo
+    >>> for batch, m in ((4096, 1), (4096, 4), (64, 1), (64, 8)):
+    ...     run = simulate_batch(zoo.mlp, batch=batch, micro_batches=m, stages=2, layers=4)
+    ...     print(f"{batch} in {m}: bubble {run.bubble_fraction:.0%}, {run.makespan * 1e6:.0f} µs")
+    4096 in 1: bubble 50%, 707 µs
+    4096 in 4: bubble 20%, 445 µs
+    64 in 1: bubble 50%, 46 µs
+    64 in 8: bubble 11%, 191 µs
+    """
+    if not callable(build):
+        raise TypeError(
+            f"`build` must be a model builder such as zoo.gpt2_like (got {type(build).__name__})."
+        )
+    batch, micro_batches = count("batch", batch), count("micro_batches", micro_batches)
+    stages = count("stages", stages)
+    if batch % micro_batches:
+        raise ValueError(
+            f"`micro_batches` must divide `batch` = {batch} into equal micro-batches "
+            f"(got {micro_batches})."
+        )
+    graph = build(batch=batch // micro_batches, **options)
+    split = partition(graph, min(stages, graph.n))
+    return simulate([stage_cost(graph, stage) for stage in split.stages], micro_batches)

@@ -5,6 +5,7 @@
   across them, so the gap a proof leaves open is something you can see.
 * :func:`split_bars`: several splits' bottlenecks side by side (baselines against the best).
 * :func:`gantt`: a fill-and-drain schedule as a Gantt chart, bubbles and all.
+* :func:`gantts`: several schedules' Gantt charts on one time axis.
 
 >>> from perfmodel.pipeline import Graph
 >>> g = Graph.chain([4.0, 1.0, 1.0, 4.0], [0.5, 0.5, 0.5, 0.5])
@@ -17,11 +18,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import matplotlib.pyplot as plt
+
 from perfmodel.pipeline.graph import Graph, Partition, stage_parts
 from perfmodel.pipeline.schedule import Schedule
 from perfmodel.plotting import new_axes, style
 
-__all__ = ["gantt", "split_bars", "stage_bars", "stage_breakdown"]
+__all__ = ["gantt", "gantts", "split_bars", "stage_bars", "stage_breakdown"]
 
 _PARTS = (("compute", "#1b6ca8"), ("receive", "#edae49"), ("send", "#d1495b"))
 
@@ -90,13 +93,20 @@ def split_bars(results: Mapping[str, Partition], *, title: str = "", ax: Any = N
     return ax
 
 
-def gantt(schedule: Schedule, *, title: str = "", ax: Any = None) -> Any:
-    """Each stage's busy intervals, one row per stage, micro-batches numbered."""
+def gantt(
+    schedule: Schedule, *, title: str = "", ax: Any = None, until: float | None = None
+) -> Any:
+    """Each stage's busy intervals, one row per stage, micro-batches numbered.
+
+    ``until`` ends the time axis (seconds; the schedule's makespan when not given), so that
+    charts of several schedules can share one time scale.
+    """
     stages = len(schedule.stage_times)
     micro = len(schedule.start[0])
+    end_s = schedule.makespan if until is None else until
     with style():
         ax = new_axes(ax, (11, 0.6 * stages + 2))
-        scale = 1e6 if schedule.makespan < 1e-2 else 1e3
+        scale = 1e6 if end_s < 1e-2 else 1e3
         unit = "µs" if scale == 1e6 else "ms"
         for s in range(stages):
             for i in range(micro):
@@ -107,10 +117,43 @@ def gantt(schedule: Schedule, *, title: str = "", ax: Any = None) -> Any:
                             fontsize=10, color="white")  # fmt: skip
         ax.set_yticks(range(stages), [f"stage {s + 1}" for s in range(stages)])
         ax.invert_yaxis()
-        ax.set_xlim(0, scale * schedule.makespan)
+        ax.set_xlim(0, scale * end_s)
         ax.set(
             xlabel=f"time ({unit})",
             title=title or f"{micro} micro-batches, bubble {schedule.bubble_fraction:.0%}",
         )
         ax.grid(axis="y", visible=False)
     return ax
+
+
+def gantts(runs: Mapping[str, Schedule], *, title: str = "") -> Any:
+    """One Gantt chart per schedule, stacked on a common time axis, each titled with its
+    name, its makespan and its bubble: the same batch run different ways, side by side.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    if not runs:
+        raise ValueError("`runs` must name at least one schedule.")
+    until = max(run.makespan for run in runs.values())
+    rows = sum(len(run.stage_times) for run in runs.values())
+    with style():
+        figure, axes = plt.subplots(
+            len(runs), 1, sharex=True, squeeze=False, layout="constrained",
+            figsize=(11, 0.6 * rows + 1.4 * len(runs)),
+        )  # fmt: skip
+        for ax, (name, run) in zip(axes[:, 0], runs.items(), strict=True):
+            scale, unit = (1e6, "µs") if until < 1e-2 else (1e3, "ms")
+            gantt(
+                run,
+                ax=ax,
+                until=until,
+                title=f"{name}: done at {scale * run.makespan:,.0f} {unit}, "
+                f"bubble {run.bubble_fraction:.0%}",
+            )
+        for ax in axes[:-1, 0]:
+            ax.set_xlabel("")
+        if title:
+            figure.suptitle(title)
+    return figure
