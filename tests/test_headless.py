@@ -83,8 +83,8 @@ def test_no_explorer_makes_a_headless_client_send_on_the_shell_channel():
 
 def test_cells_that_draw_live_plots_never_wait_out_their_timeout():
     """The stall itself, beside a CPU hog. Before the fix about one cell in ten waited out
-    its timeout (15 of 150 in one run; 2 to 9 of 40 in five runs of six), so 60 cells all but
-    surely catch one; after it, none in thousands."""
+    its timeout (2 to 9 of 40 such cells in five runs of six, 25 of 240 in all), so 60 cells
+    all but surely catch one; after it, none of 1,000 did."""
     timeout = 5
     setup = (
         "import ipywidgets as widgets\n"
