@@ -24,9 +24,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 def main() -> None:
     from conftest import solved_copy
-
-    from perfmodel.course import isolation
-    from perfmodel.course.workbooks import find_workbook
+    from perfmodel.grading import isolation
+    from perfmodel.grading.workbooks import find_workbook
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--submissions", type=int, default=12)
@@ -42,7 +41,7 @@ def main() -> None:
         for jobs in (1, 2):
             out = Path(scratch) / f"jobs{jobs}" / "grades.csv"
             command = [
-                sys.executable, "-m", "perfmodel.course.cli", "grade", "00_warmup", str(folder),
+                sys.executable, "-m", "perfmodel.cli", "grade", "00_warmup", str(folder),
                 "--out", str(out), "--jobs", str(jobs), "--no-progress",
             ]  # fmt: skip
             start = time.perf_counter()

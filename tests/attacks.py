@@ -33,7 +33,7 @@ def grade_command(folder: Path, out: Path, *, cell_s: int, memory_gib: int, disk
     import sys
 
     return [
-        sys.executable, "-m", "perfmodel.course.cli", "grade", "00_warmup", str(folder),
+        sys.executable, "-m", "perfmodel.cli", "grade", "00_warmup", str(folder),
         "--out", str(out / "grades.csv"), "--timeout", "90", "--cell-timeout", str(cell_s),
         "--memory-gib", str(memory_gib), "--disk-mib", str(disk_mib), "--jobs", "2",
         "--no-progress",

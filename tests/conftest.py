@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # (keyed by the master, the package and otter's version, so it is never stale).
 os.environ.setdefault("PERFMODEL_CACHE_DIR", str(ROOT / "test-output" / "cache"))
 
-from perfmodel.course.workbooks import Assigned, Workbook, assign, find_workbooks  # noqa: E402
+from perfmodel.grading.workbooks import Assigned, Workbook, assign, find_workbooks  # noqa: E402
 
 EXERCISES = ROOT / "exercises"
 WORKBOOKS = find_workbooks(EXERCISES)

@@ -16,6 +16,7 @@ import time
 import urllib.request
 
 import pytest
+
 from conftest import ROOT
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -173,7 +174,7 @@ def _chromium() -> str:
 @pytest.fixture
 def slides(tmp_path):
     """`perfmodel demo 04` (what `make demo LECTURE=04` runs) on a free port, no browser."""
-    from perfmodel.course import demo
+    from perfmodel.present import demo
 
     try:
         demo.fetch_reveal()
@@ -181,7 +182,7 @@ def slides(tmp_path):
         pytest.skip(f"reveal.js is not installed and cannot be fetched: {error}")
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "perfmodel.course.cli", "demo", "04", "--no-browser",
+        [sys.executable, "-m", "perfmodel.cli", "demo", "04", "--no-browser",
          f"--port={port}", f"--folder={tmp_path / 'deck'}",
          f"--notebooks={ROOT / 'notebooks'}"],
         env={**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / ".jupyter"),
@@ -212,7 +213,7 @@ def test_a_lecture_runs_as_live_slides_that_fit_and_its_explorer_answers(slides)
 
     from playwright.sync_api import sync_playwright
 
-    from perfmodel.course import slides as deck
+    from perfmodel.present import slides as deck
 
     chromium = _chromium()
     notebook = json.loads((ROOT / "notebooks" / "04_draw_the_roofline.ipynb").read_text())
@@ -273,7 +274,7 @@ def book(tmp_path_factory):
     import http.server
     import threading
 
-    from perfmodel.course.book import build_book
+    from perfmodel.present.book import build_book
 
     out = tmp_path_factory.mktemp("book") / "site"
     build_book(ROOT / "notebooks", out, progress=False)

@@ -14,12 +14,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import WORKBOOKS, answer_cells, assigned, master_namespace, read_json, solved_copy
 
-from perfmodel.course.cli import _tests_for
-from perfmodel.course.grading import grade_folder, grade_submission, score_answers, write_feedback
-from perfmodel.course.sandbox import Limits, _how_it_died, _parse_report
-from perfmodel.course.workbooks import find_workbook
+from conftest import WORKBOOKS, answer_cells, assigned, master_namespace, read_json, solved_copy
+from perfmodel.cli import _tests_for
+from perfmodel.grading.grade import grade_folder, grade_submission, score_answers, write_feedback
+from perfmodel.grading.sandbox import Limits, _how_it_died, _parse_report
+from perfmodel.grading.workbooks import find_workbook
 
 LIMITS = Limits(wall_s=90, cell_s=10, memory_bytes=4 * 1024**3, max_processes=64)
 
@@ -87,18 +87,18 @@ def test_gradescope_zip_through_otters_own_runner(tmp_path, copy, total):
 
 @pytest.mark.parametrize(("copy", "total"), [("key", 5), ("blank", 0)])
 def test_gradescope_runner_is_the_clean_room_pipeline(tmp_path, copy, total):
-    """The zip's run_autograder: perfmodel.course.gradescope in Gradescope's /autograder layout."""
+    """The zip's run_autograder: perfmodel.grading.gradescope in Gradescope's /autograder layout."""
     workbook = find_workbook("00_warmup", Path("exercises"))
     data = assigned(workbook).autograder_zip
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         archive.extractall(tmp_path / "source")
-        assert "perfmodel.course.gradescope" in archive.read("run_autograder").decode()
+        assert "perfmodel.grading.gradescope" in archive.read("run_autograder").decode()
     (tmp_path / "submission").mkdir()
     nb = solved_copy(workbook) if copy == "key" else read_json(workbook.student)
     write(tmp_path / "submission", "anything.ipynb", nb)
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "source" / "files")}
     subprocess.run(
-        [sys.executable, "-m", "perfmodel.course.gradescope", str(tmp_path)],
+        [sys.executable, "-m", "perfmodel.grading.gradescope", str(tmp_path)],
         check=True,
         env=env,
         cwd=tmp_path / "submission",
@@ -132,7 +132,7 @@ def test_regrading_gives_the_same_csv(tmp_path):
     write(folder, "partly.ipynb", partly)
     (folder / "script.ipynb").write_text("print('not a notebook')")
     command = [
-        sys.executable, "-m", "perfmodel.course.cli", "grade", "00_warmup", str(folder),
+        sys.executable, "-m", "perfmodel.cli", "grade", "00_warmup", str(folder),
         "--out", str(out / "grades.csv"), "--jobs", "2", "--no-progress",
     ]  # fmt: skip
     sheets = []
@@ -162,7 +162,7 @@ def test_a_renamed_zip_keeps_its_workbook_name(tmp_path):
 
 
 def test_grade_folder_gives_every_file_one_row_even_when_grading_fails(tmp_path, monkeypatch):
-    import perfmodel.course.grading as grading
+    import perfmodel.grading.grade as grading
 
     (tmp_path / "a.ipynb").write_text("{}")
     (tmp_path / "b.ipynb").write_text("{}")
@@ -183,7 +183,7 @@ def test_grade_folder_gives_every_file_one_row_even_when_grading_fails(tmp_path,
 
 
 def test_feedback_names_are_distinct():
-    from perfmodel.course.grading import SubmissionGrade, feedback_names
+    from perfmodel.grading.grade import SubmissionGrade, feedback_names
 
     grades = [
         SubmissionGrade(submission=name, status="graded", reason="", questions=())
@@ -221,7 +221,7 @@ def test_limits_are_validated():
 
 def test_cli_reports_an_unknown_workbook(tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "perfmodel.course.cli", "grade", "00_warmpu", str(tmp_path)],
+        [sys.executable, "-m", "perfmodel.cli", "grade", "00_warmpu", str(tmp_path)],
         capture_output=True,
         text=True,
         env={**os.environ},
@@ -244,8 +244,8 @@ def test_what_the_instant_check_accepts_gets_full_marks(tests_by_workbook):
 
 
 def test_without_bubblewrap_grading_still_works_and_says_so(tmp_path, monkeypatch, capsys):
-    import perfmodel.course.grading as grading
-    from perfmodel.course import isolation
+    import perfmodel.grading.grade as grading
+    from perfmodel.grading import isolation
 
     monkeypatch.setattr(isolation, "probe", lambda: "bubblewrap (`bwrap`) is not installed")
     monkeypatch.setattr(isolation, "level", lambda: "none")
@@ -267,7 +267,7 @@ def test_a_stopped_batch_keeps_every_row_it_graded(tmp_path):
     for index in range(6):
         write(folder, f"right_{index}.ipynb", solved_copy(workbook))
     command = [
-        sys.executable, "-m", "perfmodel.course.cli", "grade", "00_warmup", str(folder),
+        sys.executable, "-m", "perfmodel.cli", "grade", "00_warmup", str(folder),
         "--out", str(out / "grades.csv"), "--jobs", "1", "--no-progress",
     ]  # fmt: skip
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -21,13 +21,13 @@ from attacks import (
     search_key,
     shipped_keys,
 )
-from conftest import WORKBOOKS, assigned, read_json
 from test_grading_hostile import leftover_kernels, package_fingerprint
 
+from conftest import WORKBOOKS, assigned, read_json
 from perfmodel import exercises
-from perfmodel.course import isolation
-from perfmodel.course.grading import MAX_TEXT, score_answers
-from perfmodel.course.workbooks import find_workbook
+from perfmodel.grading import isolation
+from perfmodel.grading.grade import MAX_TEXT, score_answers
+from perfmodel.grading.workbooks import find_workbook
 
 needs_bubblewrap = pytest.mark.skipif(
     isolation.probe() != "", reason=f"no bubblewrap here: {isolation.probe()}"
@@ -146,7 +146,7 @@ def test_the_seccomp_filter_refuses_what_reaches_around_the_caps():
     import ctypes
     import socket
 
-    from perfmodel.course import seccomp
+    from perfmodel.grading import seccomp
 
     if seccomp.program() is None:
         pytest.skip("no filter for this machine's architecture")
@@ -191,7 +191,7 @@ def test_the_seccomp_filter_refuses_what_reaches_around_the_caps():
 
 
 def test_names_that_look_alike_print_apart():
-    from perfmodel.course.grading import display_name, sheet_cell
+    from perfmodel.grading.grade import display_name, sheet_cell
 
     names = [
         "=a.ipynb", "'=a.ipynb", "alice smith", "alice\u0085smith", "alice\u00a0smith",

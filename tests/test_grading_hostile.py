@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 from attacks import answered, grade_command, write_submission
-from conftest import answer_cells, read_json, solved_copy, with_code
 
-from perfmodel.course import isolation
-from perfmodel.course.workbooks import find_workbook
+from conftest import answer_cells, read_json, solved_copy, with_code
+from perfmodel.grading import isolation
+from perfmodel.grading.workbooks import find_workbook
 
 # --- the fixture folder -------------------------------------------------------------------
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 from attacks import answered, recovered_answers, when
-from conftest import assigned, read_json, solved_copy, with_code
 
-from perfmodel.course import isolation
-from perfmodel.course.workbooks import find_workbook
+from conftest import assigned, read_json, solved_copy, with_code
+from perfmodel.grading import isolation
+from perfmodel.grading.workbooks import find_workbook
 
 # --- Gradescope's /autograder layout ------------------------------------------------------
 
@@ -122,7 +122,7 @@ def _run_autograder(root: Path, with_bwrap: bool) -> dict:
     if not with_bwrap:
         env["PATH"] = str(root / "no-tools-here")
     subprocess.run(
-        [sys.executable, "-m", "perfmodel.course.gradescope", str(root)],
+        [sys.executable, "-m", "perfmodel.grading.gradescope", str(root)],
         check=True, env=env, cwd=root, capture_output=True,
     )  # fmt: skip
     return read_json(root / "results" / "results.json")
@@ -194,7 +194,7 @@ def test_the_unprivileged_level_keeps_classmates_apart_and_cleans_up(tmp_path, t
         shutil.copy(workbook.master, exposed)
         os.chmod(exposed, 0o644)
         refused = subprocess.run(
-            [sys.executable, "-m", "perfmodel.course.cli", "grade", str(exposed), str(folder),
+            [sys.executable, "-m", "perfmodel.cli", "grade", str(exposed), str(folder),
              "--out", str(out / "grades.csv"), "--no-progress"],
             capture_output=True, text=True, env=env, check=False,
         )  # fmt: skip
@@ -204,7 +204,7 @@ def test_the_unprivileged_level_keeps_classmates_apart_and_cleans_up(tmp_path, t
     private.mkdir(mode=0o700)
     shutil.copy(workbook.master, private / "00_warmup.ipynb")
     command = [
-        sys.executable, "-m", "perfmodel.course.cli", "grade", str(private / "00_warmup.ipynb"),
+        sys.executable, "-m", "perfmodel.cli", "grade", str(private / "00_warmup.ipynb"),
         str(folder), "--out", str(out / "grades.csv"), "--jobs", "2", "--no-progress",
         "--timeout", "60",
     ]  # fmt: skip

@@ -9,11 +9,11 @@ import struct
 import zlib
 
 import pytest
-from conftest import ROOT
 
-from perfmodel.course import slides
-from perfmodel.course.book import book_notebook, lecture_pages
-from perfmodel.course.demo import find_lecture, presenter_copy
+from conftest import ROOT
+from perfmodel.present import slides
+from perfmodel.present.book import book_notebook, lecture_pages
+from perfmodel.present.demo import find_lecture, presenter_copy
 
 LECTURES = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 

@@ -7,9 +7,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import EXERCISES, WORKBOOKS, answer_cells, assigned, master_namespace, read_json
 
-from perfmodel.course.workbooks import assign, find_workbook, load_tests, release
+from conftest import EXERCISES, WORKBOOKS, answer_cells, assigned, master_namespace, read_json
+from perfmodel.grading.workbooks import assign, find_workbook, load_tests, release
 
 
 def test_there_is_a_warmup_with_three_or_more_questions():
@@ -162,7 +162,7 @@ def test_the_instant_check_shows_the_hint_and_not_the_test_code(monkeypatch, tmp
 def test_points_come_only_from_hidden_graded_parts(workbook):
     """Practice is public and worth nothing; each question's points sit in hidden cases only,
     on `graded_` variables whose answers no practice answer gives away."""
-    from perfmodel.course.grading import score_answers
+    from perfmodel.grading.grade import score_answers
 
     student = read_json(workbook.student)
     intro = next("".join(c["source"]) for c in student["cells"] if c["cell_type"] == "markdown")

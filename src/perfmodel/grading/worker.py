@@ -1,7 +1,7 @@
 """The grading worker: check one notebook, run it in a kernel, print one report.
 
-Started by :func:`perfmodel.course.sandbox.execute_notebook` as
-``python -m perfmodel.course.sandbox_worker INBOX/request.json``, inside the sandbox and as
+Started by :func:`perfmodel.grading.sandbox.execute_notebook` as
+``python -m perfmodel.grading.worker INBOX/request.json``, inside the sandbox and as
 its user. It reads the submission from the read-only inbox and checks it there, under the
 sandbox's limits (JSON, nbformat, the workbook it belongs to; an nbformat-3 notebook is
 converted), talks to the kernel over Unix sockets in the scratch folder, and prints its report
@@ -275,7 +275,7 @@ def main(argv: list[str]) -> int:  # pragma: no cover - exercised through execut
     # format checker (rfc3987_syntax) builds a parser at import: about 2 s, per submission,
     # for a check the worker never makes. jsonschema skips the checker when it cannot import.
     sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
-    from perfmodel.course.sandbox import kill_descendants
+    from perfmodel.grading.sandbox import kill_descendants
 
     _become_subreaper()
     # The report goes out on a private copy of stdout; the kernel inherits /dev/null.

@@ -1,7 +1,7 @@
 """Grade a folder of submitted workbooks, locally and without Docker.
 
 Each submission is first read as plain JSON (a file that is not a notebook fails here,
-with the reason), then run in its own sandboxed process (:mod:`perfmodel.course.sandbox`), and
+with the reason), then run in its own sandboxed process (:mod:`perfmodel.grading.sandbox`), and
 its answers are scored by otter-grader's own test-file runner **in this process**, which
 never runs student code. Results go to one CSV row per submission and one JSON feedback
 file per student. Each row is also appended to ``<out>.partial`` as soon as it is graded,
@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perfmodel.course import isolation
-from perfmodel.course.sandbox import Execution, Limits, execute_notebook
 from perfmodel.exercises import feedback
+from perfmodel.grading import isolation
+from perfmodel.grading.sandbox import Execution, Limits, execute_notebook
 
 __all__ = [
     "MAX_NOTEBOOK_BYTES",
@@ -112,7 +112,7 @@ def score_answers(tests: dict[str, str], answers: dict[str, Any]) -> tuple[Quest
     ----------
     tests : dict
         Question name to the source of its otter test file (see
-        :func:`perfmodel.course.workbooks.load_tests`).
+        :func:`perfmodel.grading.workbooks.load_tests`).
     answers : dict
         Variable name to value, as read back from an executed submission.
     """
@@ -358,7 +358,7 @@ def grade_folder(
     assignment : str
         The workbook's name; a notebook of another workbook fails with that reason.
     limits : Limits, optional
-        Per-submission limits (defaults: :class:`~perfmodel.course.sandbox.Limits`).
+        Per-submission limits (defaults: :class:`~perfmodel.grading.sandbox.Limits`).
     jobs : int, optional
         Submissions graded at once (each in its own sandbox).
     progress : bool, optional

@@ -15,7 +15,7 @@ keyed by a hash of the master, the package files bundled into the zip and otter'
 an unchanged master is assigned once per machine, whichever process asks first.
 
 The zip's ``run_autograder`` grades with the same clean-room pipeline as ``perfmodel grade``
-(:mod:`perfmodel.course.gradescope`): the tests stay in ``/autograder/source``, never in the
+(:mod:`perfmodel.grading.gradescope`): the tests stay in ``/autograder/source``, never in the
 submission's working folder.
 """
 
@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 #: The ``perfmodel`` package itself, bundled into autograder zips so the tests can import it.
-_PACKAGE_DIR = Path(__file__).resolve().parent.parent  # src/perfmodel, not course/
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent  # src/perfmodel, not grading/
 #: A fixed timestamp for zip entries, so that a release is reproducible byte for byte.
 _ZIP_DATE = (2024, 1, 1, 0, 0, 0)
 
@@ -137,7 +137,7 @@ _PERFMODEL_RUN = (
     "# as data, score outside it). /root stays unlistable but traversable, so that user can\n"
     "# run the conda Python under it; the runner locks /autograder down before any student code.\n"
     "chmod o+x,o-rw /root\n"
-    "PYTHONSAFEPATH=1 PYTHONPATH=/autograder/source/files python -m perfmodel.course.gradescope "
+    "PYTHONSAFEPATH=1 PYTHONPATH=/autograder/source/files python -m perfmodel.grading.gradescope "
     "/autograder"
 )
 

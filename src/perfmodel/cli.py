@@ -110,7 +110,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from perfmodel.course.demo import find_lecture, presenter_copy, serve
+    from perfmodel.present.demo import find_lecture, presenter_copy, serve
 
     deck = presenter_copy(find_lecture(args.lecture, args.notebooks), args.folder)
     print(f"slides: http://localhost:{args.port}/ (Ctrl-C stops the server)")
@@ -118,7 +118,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _book(args: argparse.Namespace) -> int:
-    from perfmodel.course.book import build_book, print_pdf
+    from perfmodel.present.book import build_book, print_pdf
 
     index = build_book(args.notebooks, args.out)
     print(f"wrote {index}")
@@ -130,7 +130,7 @@ def _book(args: argparse.Namespace) -> int:
 def _slides(args: argparse.Namespace) -> int:
     import nbformat
 
-    from perfmodel.course.slides import annotate, overflowing, split_at_headings
+    from perfmodel.present.slides import annotate, overflowing, split_at_headings
 
     for path in args.notebooks:
         notebook = nbformat.read(path, as_version=4)  # type: ignore[no-untyped-call]
@@ -172,7 +172,7 @@ def _tests_for(workbook: str, exercises: Path) -> tuple[str, dict[str, str]]:
 
 def _tests_and_source(workbook: str, exercises: Path) -> tuple[str, dict[str, str], Path]:
     """The workbook's name, its tests (hidden cases included), and the file they came from."""
-    from perfmodel.course import workbooks
+    from perfmodel.grading import workbooks
 
     path = Path(workbook)
     if path.suffix == ".zip":
@@ -186,7 +186,7 @@ def _tests_and_source(workbook: str, exercises: Path) -> tuple[str, dict[str, st
 def _refuse_readable_keys(source: Path) -> None:
     """Without bubblewrap, a submission runs as another user: it must not be able to read the
     answer key (the master or zip, or any master beside it)."""
-    from perfmodel.course import isolation
+    from perfmodel.grading import isolation
 
     if isolation.level() != "unprivileged":
         return
@@ -204,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "release":
-            from perfmodel.course.workbooks import release
+            from perfmodel.grading.workbooks import release
 
             for path in release(args.exercises, args.dist):
                 print(f"wrote {path}")
@@ -225,8 +225,8 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from perfmodel.course.grading import PartialSheet, grade_folder, write_csv, write_feedback
-    from perfmodel.course.sandbox import Limits
+    from perfmodel.grading.grade import PartialSheet, grade_folder, write_csv, write_feedback
+    from perfmodel.grading.sandbox import Limits
 
     name, tests, source = _tests_and_source(args.workbook, args.exercises)
     _refuse_readable_keys(source.resolve())

@@ -26,7 +26,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from perfmodel.course.slides import WIDGET_VIEW, is_progress_bar
+from perfmodel.present.slides import WIDGET_VIEW, is_progress_bar
 
 __all__ = ["Page", "book_notebook", "build_book", "lecture_pages", "print_pdf"]
 

@@ -1,7 +1,7 @@
 """Gradescope's entry point: grade one submission the way ``perfmodel grade`` does.
 
-An autograder zip made by :func:`perfmodel.course.workbooks.release` runs
-``python -m perfmodel.course.gradescope /autograder`` instead of otter's in-kernel grading. It
+An autograder zip made by :func:`perfmodel.grading.workbooks.release` runs
+``python -m perfmodel.grading.gradescope /autograder`` instead of otter's in-kernel grading. It
 executes the notebook in the sandboxed worker, reads the answers back as plain data and
 scores them here, with the tests in ``/autograder/source/tests``. Results go to
 ``/autograder/results/results.json`` in Gradescope's format, written by this (root) process
@@ -78,9 +78,9 @@ def grade_autograder_folder(root: Path) -> dict[str, Any]:
     """
     import otter.test_files.exception_test  # noqa: F401 - imported before any student code
 
-    from perfmodel.course.grading import grade_submission, score_answers
-    from perfmodel.course.sandbox import Limits
-    from perfmodel.course.workbooks import tests_from_folder
+    from perfmodel.grading.grade import grade_submission, score_answers
+    from perfmodel.grading.sandbox import Limits
+    from perfmodel.grading.workbooks import tests_from_folder
 
     source = root / "source"
     config = json.loads((source / "otter_config.json").read_text(encoding="utf-8"))
@@ -114,7 +114,7 @@ def grade_autograder_folder(root: Path) -> dict[str, Any]:
 
 def _results(questions: tuple[Any, ...], output: str, config: dict[str, Any]) -> dict[str, Any]:
     """Gradescope's results for scored questions."""
-    from perfmodel.course.grading import safe_text
+    from perfmodel.grading.grade import safe_text
 
     after = "after_published" if config.get("show_hidden") else "hidden"
     return {
@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
             "PERFMODEL_LOCKED": str(lib),
             "PYTHONSAFEPATH": "1",  # the working folder is never on the path
         }
-        command = [sys.executable, "-m", "perfmodel.course.gradescope", str(root)]
+        command = [sys.executable, "-m", "perfmodel.grading.gradescope", str(root)]
         os.execve(sys.executable, command, env)
     grade_autograder_folder(root)
     return 0

@@ -2,13 +2,13 @@
 
 Two sides, and the grader trusts nothing that comes from the other:
 
-* the **grader** (:func:`execute_notebook`, called from :mod:`perfmodel.course.grading`) puts
+* the **grader** (:func:`execute_notebook`, called from :mod:`perfmodel.grading.grade`) puts
   the notebook and a request into a read-only *inbox*, starts the worker inside the
-  :mod:`perfmodel.course.isolation` sandbox, enforces the wall clock and watches the whole
+  :mod:`perfmodel.grading.isolation` sandbox, enforces the wall clock and watches the whole
   tree: its threads, the memory its processes hold together (memfds included), and, where
   the scratch folder is not its own size-capped tmpfs, the bytes and files written there.
   It scores nothing here and runs no student code.
-* the **worker** (:mod:`perfmodel.course.sandbox_worker`) runs inside the sandbox, as the
+* the **worker** (:mod:`perfmodel.grading.worker`) runs inside the sandbox, as the
   sandbox's unprivileged user, beside the kernel it drives. It checks that the inbox holds a
   notebook of this workbook (inside the limits, so a pathological file costs the sandbox,
   not the grader), runs the cells one at a time with a per-cell limit, asks the kernel to
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perfmodel.course import isolation
+from perfmodel.grading import isolation
 
 __all__ = [
     "CellError",
@@ -117,7 +117,7 @@ class Execution:
     """What running a submission produced.
 
     ``answers`` is ``None`` when they could not be read back; ``problem`` then says why.
-    ``isolation`` is the level it ran at (:data:`perfmodel.course.isolation.LEVELS`).
+    ``isolation`` is the level it ran at (:data:`perfmodel.grading.isolation.LEVELS`).
     """
 
     answers: dict[str, Any] | None
@@ -416,7 +416,7 @@ def execute_notebook(
     assignment : str, optional
         The workbook's name; a notebook made for another workbook is refused.
     isolation_level : str, optional
-        One of :data:`perfmodel.course.isolation.LEVELS` (default: the strongest available).
+        One of :data:`perfmodel.grading.isolation.LEVELS` (default: the strongest available).
 
     Returns
     -------
@@ -460,7 +460,7 @@ def execute_notebook(
         argv = [
             sys.executable,
             "-m",
-            "perfmodel.course.sandbox_worker",
+            "perfmodel.grading.worker",
             f"{sandbox.inbox_inside}/request.json",
         ]
         filter_fd = isolation.seccomp_pipe() if level == "bubblewrap" else None

@@ -29,7 +29,7 @@ Three levels, the strongest this machine allows (:func:`level`):
 ``"none"``
     Neither: the submission runs as the grader's user. Grading warns loudly.
 
-The grader (:mod:`perfmodel.course.sandbox`) watches every level from outside as well: the
+The grader (:mod:`perfmodel.grading.sandbox`) watches every level from outside as well: the
 wall clock, the memory of the whole tree (memfds included) and its threads.
 """
 
@@ -96,7 +96,7 @@ def tool(name: str) -> str | None:
 def seccomp_pipe() -> int | None:
     """A pipe's read end holding the seccomp filter for bubblewrap, or ``None`` (no filter for
     this machine). The caller passes it to the child and closes it afterwards."""
-    from perfmodel.course.seccomp import program
+    from perfmodel.grading.seccomp import program
 
     code = program()
     if code is None:
@@ -193,7 +193,7 @@ class Sandbox:
         """The whole command line that runs ``argv`` inside the sandbox.
 
         ``seccomp_fd`` is a file descriptor the command inherits, holding the
-        :mod:`~perfmodel.course.seccomp` filter, which bubblewrap applies last, just before
+        :mod:`~perfmodel.grading.seccomp` filter, which bubblewrap applies last, just before
         ``argv`` starts (the other levels install it themselves: :meth:`preexec`).
         """
         if self.level == "none":
@@ -206,7 +206,7 @@ class Sandbox:
     def preexec(self) -> None:  # pragma: no cover - runs in the child between fork and exec
         """The filter for the levels without bubblewrap, set in the child before ``exec``."""
         if self.level != "bubblewrap" and sys.platform.startswith("linux"):
-            from perfmodel.course import seccomp
+            from perfmodel.grading import seccomp
 
             seccomp.install()
 
