@@ -101,10 +101,11 @@ def test_the_prose_prices_the_stages_it_names_on_the_chain():
     assert priced == pytest.approx([pipeline.stage_cost(chain, s) for s in best.stages])
 
 
-def test_the_10000_layer_split_claims_no_speed_it_cannot_keep():
+def test_the_10000_layer_split_claims_work_not_wall_clock_time():
+    """It took 0.6-1.1 s on a busy 2-core machine: "well under a second" was not always true."""
     sentence = re.search(r"a 10,000-layer chain splits into 64 stages ([^:]*):", prose())
     assert sentence, "the sentence before the 10,000-layer split is gone"
-    assert "well under" not in sentence[1] and "on a laptop" in sentence[1]
+    assert not re.search(r"second|fast|quick", sentence[1]) and "passes" in sentence[1]
 
 
 # --- The combinatorial bound ------------------------------------------------------------------
