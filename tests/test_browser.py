@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -196,6 +197,23 @@ def slides(tmp_path):
         yield base
     finally:
         stop(server)
+    # Stopping the command stops the server and its kernel: none is left behind.
+    marker = f"JUPYTER_RUNTIME_DIR={tmp_path / '.runtime'}".encode()
+    deadline = time.monotonic() + 15
+    while (left := processes_whose_environment_holds(marker)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not left, f"processes outlived `perfmodel demo`: {left}"
+
+
+def processes_whose_environment_holds(marker: bytes) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and marker in Path(f"/proc/{entry}/environ").read_bytes():
+                found.append(int(entry))
+        except OSError:  # gone, or not ours to read
+            continue
+    return found
 
 
 #: The bottom of the lowest cell on the slide showing, in CSS pixels from the window's top.

@@ -18,14 +18,14 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import shutil
-import subprocess
 import sys
 import tarfile
 import urllib.request
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 __all__ = [
     "REVEAL_SETTINGS",
@@ -139,11 +139,13 @@ def presenter_copy(lecture: Path, folder: Path, reveal: Path | None = None) -> P
     return deck
 
 
-def serve(deck: Path, *, port: int = 8866, open_browser: bool = True) -> int:
-    """Run Voilà's reveal template on ``deck`` (written by :func:`presenter_copy`).
+def serve(deck: Path, *, port: int = 8866, open_browser: bool = True) -> NoReturn:
+    """Become Voilà's reveal template server on ``deck`` (written by :func:`presenter_copy`).
 
-    Blocks until the server stops (Ctrl-C); returns its exit status. reveal.js is fetched
-    first if this environment does not have it yet.
+    This process is replaced by Voilà (``os.execv``), so whatever stops it (Ctrl-C, or a
+    SIGTERM from a test or a process manager) reaches the server itself, which then shuts its
+    kernels down: a child server would outlive a terminated parent, kernel and all. reveal.js
+    is fetched first if this environment does not have it yet.
     """
     if not (deck.parent / "reveal.js" / "dist" / "reveal.js").is_file():
         print("fetching reveal.js from the npm registry (once)...", file=sys.stderr)
@@ -152,7 +154,5 @@ def serve(deck: Path, *, port: int = 8866, open_browser: bool = True) -> int:
         sys.executable, "-m", "voila", deck.name, "--template=reveal",
         f"--port={port}", *([] if open_browser else ["--no-browser"]),
     ]  # fmt: skip
-    try:
-        return subprocess.call(command, cwd=deck.parent)
-    except KeyboardInterrupt:
-        return 0
+    os.chdir(deck.parent)
+    os.execv(sys.executable, command)
