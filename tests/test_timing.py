@@ -146,3 +146,25 @@ def test_doubt_names_each_reason_and_only_those(contention, samples):
 def test_contention_must_be_a_share():
     with pytest.raises(ValueError, match="`contention`"):
         Measurement(samples_s=[1.0], inner_loops=1, contention=1.5)
+
+
+def test_waiting_for_ones_own_threads_is_not_a_busy_machine():
+    # two workers on two cores wait for each other and for the thread that woke them; only
+    # when other programs held the CPUs as well is the machine busy
+    from perfmodel.timing import Measurement
+
+    own = Measurement(samples_s=[1.0], inner_loops=1, contention=0.3, others=0.02)
+    shared = Measurement(samples_s=[1.0], inner_loops=1, contention=0.3, others=0.5)
+    unknown = Measurement(samples_s=[1.0], inner_loops=1, contention=0.3)
+    assert (own.busy, shared.busy, unknown.busy) == (False, True, True)
+    assert shared.machine == "other programs used 50% of the CPUs" and unknown.machine == ""
+
+
+def test_other_programs_share_forgives_a_tick_or_two():
+    from perfmodel.timing import _others
+
+    # (machine busy ticks, machine total ticks, own ticks) before and after
+    assert _others((100, 1000, 50), (112, 1020, 60)) == 0.0  # 2 ticks of others: the slack
+    assert _others((100, 1000, 50), (120, 1020, 60)) == 8 / 20  # 10 ticks of others, less 2
+    assert _others((100, 1000, 50), (120, 1000, 60)) is None  # no time passed
+    assert _others(None, (1, 2, 3)) is None

@@ -60,8 +60,12 @@ __all__ = [
 #: median: the machine was busy, or the clock too coarse for the work.
 NOISY_SPREAD = 0.1
 #: A measurement is flagged busy when its threads spent more than this share of the time they
-#: were ready to run waiting for a core (another program, or too many threads, held it).
+#: were ready to run waiting for a core...
 BUSY_SHARE = 0.1
+#: ...while other programs used more than this share of the machine's CPU time. Threads of
+#: one's own wait too when a measurement runs as many threads as there are cores (a woken
+#: worker waits for the thread that woke it), and that is no sign of a busy machine.
+BUSY_OTHERS = 0.25
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,6 +89,9 @@ class Measurement:
     contention : float or None
         The share of the time this process's threads were ready to run but waited for a core,
         while the samples were taken (Linux's scheduler statistics); None where unknown.
+    others : float or None
+        The share of the machine's CPU time that other programs used while the samples were
+        taken (``/proc/stat``, less this process's own time); None where unknown.
     """
 
     samples_s: tuple[float, ...]
@@ -94,6 +101,7 @@ class Measurement:
     dtype: str | None = None
     sizes: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     contention: float | None = None
+    others: float | None = None
 
     def __post_init__(self) -> None:
         samples = tuple(
@@ -104,10 +112,10 @@ class Measurement:
         object.__setattr__(self, "samples_s", samples)
         object.__setattr__(self, "inner_loops", count("inner_loops", self.inner_loops))
         object.__setattr__(self, "sizes", MappingProxyType(dict(self.sizes)))
-        if self.contention is not None:
-            object.__setattr__(
-                self, "contention", fraction("contention", self.contention, allow_zero=True)
-            )
+        for name in ("contention", "others"):
+            share = getattr(self, name)
+            if share is not None:
+                object.__setattr__(self, name, fraction(name, share, allow_zero=True))
 
     @property
     def median_s(self) -> float:
@@ -150,14 +158,19 @@ class Measurement:
 
     @property
     def busy(self) -> bool:
-        """True when the threads waited for a core more than :data:`BUSY_SHARE` of the time.
+        """True when the threads waited for a core more than :data:`BUSY_SHARE` of the time
+        while other programs used more than :data:`BUSY_OTHERS` of the machine (or their use
+        is unknown).
 
         A busy machine can slow every sample alike, so the spread alone may not show it.
 
-        >>> Measurement(samples_s=[1.0], inner_loops=1, contention=0.4).busy
+        >>> Measurement(samples_s=[1.0], inner_loops=1, contention=0.4, others=0.5).busy
         True
+        >>> Measurement(samples_s=[1.0], inner_loops=1, contention=0.4, others=0.0).busy
+        False
         """
-        return self.contention is not None and self.contention > BUSY_SHARE
+        waited = self.contention is not None and self.contention > BUSY_SHARE
+        return waited and (self.others is None or self.others > BUSY_OTHERS)
 
     @property
     def doubt(self) -> str:
@@ -174,6 +187,15 @@ class Measurement:
         if self.busy:
             reasons.append(f"busy (waited for a core {self.contention:.0%} of the time)")
         return "; ".join(reasons)
+
+    @property
+    def machine(self) -> str:
+        """What the rest of the machine did meanwhile, in words (empty when unknown).
+
+        >>> Measurement(samples_s=[1.0], inner_loops=1, others=0.5).machine
+        'other programs used 50% of the CPUs'
+        """
+        return "" if self.others is None else f"other programs used {self.others:.0%} of the CPUs"
 
     def rate(self, amount: float) -> float:
         """``amount`` per second at the median time: bytes -> B/s, FLOPs -> FLOP/s."""
@@ -224,6 +246,37 @@ def _scheduler_ns() -> tuple[int, int] | None:
             continue  # the thread ended, or the kernel keeps no statistics
         running, waiting = running + int(ran), waiting + int(waited)
     return (running, waiting) if running else None
+
+
+def _cpu_ticks() -> tuple[int, int, int] | None:
+    """Clock ticks so far: the machine's busy and total CPU time (``/proc/stat``) and this
+    process's own (``/proc/self/stat``); None where the system does not say."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            fields = [int(v) for v in stat.readline().split()[1:9]]
+        with open("/proc/self/stat", encoding="ascii") as own:
+            mine = own.read().rsplit(")", 1)[1].split()
+    except (OSError, ValueError, IndexError):
+        return None
+    user, nice, system, idle, iowait, irq, softirq, steal = fields
+    busy = user + nice + system + irq + softirq + steal
+    return busy, busy + idle + iowait, int(mine[11]) + int(mine[12])  # utime + stime
+
+
+#: Ticks of other programs' time forgiven in every window: the kernel counts CPU time in
+#: whole ticks (10 ms), so a short window can show one or two that were not there.
+_TICK_SLACK = 2
+
+
+def _others(
+    before: tuple[int, int, int] | None, after: tuple[int, int, int] | None
+) -> float | None:
+    """The share of the machine's CPU time other programs used between two :func:`_cpu_ticks`
+    readings, less :data:`_TICK_SLACK` ticks."""
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    others = (after[0] - before[0]) - (after[2] - before[2]) - _TICK_SLACK
+    return min(max(others, 0) / (after[1] - before[1]), 1.0)
 
 
 def _contention(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
@@ -336,7 +389,7 @@ def measure(
             fn()
         if sync is not None:
             sync()
-        before = _scheduler_ns()
+        before, ticks = _scheduler_ns(), _cpu_ticks()
         inner, first = _autorange(run, min_sample_s, max_inner)
         samples = [first]
         while len(samples) < max_repeats and (
@@ -344,6 +397,7 @@ def measure(
         ):
             samples.append(run(inner) / 1e9 / inner)
         contention = _contention(before, _scheduler_ns())
+        others = _others(ticks, _cpu_ticks())
     return Measurement(
         samples_s=tuple(samples),
         inner_loops=inner,
@@ -352,6 +406,7 @@ def measure(
         dtype=dtype,
         sizes=sizes,
         contention=contention,
+        others=others,
     )
 
 
@@ -360,7 +415,7 @@ def combine(measurements: Sequence[Measurement]) -> Measurement:
 
     Rounds interleaved with other work spread a passing disturbance over every kernel instead
     of one: the fastest sample of the rounds together is the least disturbed of all. The
-    contention is the rounds' mean.
+    contention and the others' share are the rounds' means.
 
     Examples
     --------
@@ -375,6 +430,7 @@ def combine(measurements: Sequence[Measurement]) -> Measurement:
         raise TypeError("`measurements` must be a non-empty sequence of Measurement.")
     first = rounds[0]
     shares = [m.contention for m in rounds if m.contention is not None]
+    others = [m.others for m in rounds if m.others is not None]
     return Measurement(
         samples_s=tuple(t for m in rounds for t in m.samples_s),
         inner_loops=min(m.inner_loops for m in rounds),
@@ -383,6 +439,7 @@ def combine(measurements: Sequence[Measurement]) -> Measurement:
         dtype=first.dtype,
         sizes=first.sizes,
         contention=sum(shares) / len(shares) if shares else None,
+        others=sum(others) / len(others) if others else None,
     )
 
 
