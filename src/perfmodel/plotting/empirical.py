@@ -79,36 +79,44 @@ def empirical_roofline_plot(
         ax.set_xlim(low, high)
         ax.set_ylim(top=3 * max(device.peak_flops(dtype), measured_peak))  # room for labels
         ax.yaxis.set_major_formatter(si_formatter("FLOP/s"))
-        ax.legend(loc="lower right", fontsize=10)
+        legend_beside(ax, fontsize=10)
         _label_without_overlap(ax, points)
     return ax
 
 
 #: Where a label may go, in points from its marker: below right, above right, further down,
-#: left below, left above.
-_LABEL_SPOTS = ((6, -16), (6, 8), (6, -32), (-8, -16), (-8, 8), (6, 22), (6, -46))
+#: left below, left above, then further up and down on either side.
+_LABEL_SPOTS = (
+    (6, -16), (6, 8), (6, -32), (-8, -16), (-8, 8), (6, 22), (6, -46), (-8, -32), (-8, 22),
+    (-8, -46),
+)  # fmt: skip
 
 
 def _label_without_overlap(ax: Any, points: list[tuple[float, float, str]]) -> None:
-    """Label each point at the first spot where its text overlaps no label placed before it.
+    """Label each point at the first spot where its text stays inside the axes and overlaps no
+    label placed before it.
 
-    Text extents are measured after drawing, so the rule holds at any font size.
+    Text extents are measured after drawing (the layout settled first), so the rule holds at
+    any font size, and no label reaches out to a legend beside the axes.
     """
     figure = ax.figure
+    figure.canvas.draw()  # constrained layout places the axes beside its legend
     renderer = figure.canvas.get_renderer()
+    inside = ax.get_window_extent(renderer)
     placed: list[Any] = []
     for x, y, label in points:
         for dx, dy in _LABEL_SPOTS:
             text = ax.annotate(label, (x, y), textcoords="offset points", xytext=(dx, dy),
                                ha="left" if dx > 0 else "right", fontsize=11)  # fmt: skip
             box = text.get_window_extent(renderer).expanded(1.05, 1.1)
-            if not any(box.overlaps(other) for other in placed):
+            within = inside.x0 <= box.x0 and box.x1 <= inside.x1
+            if within and not any(box.overlaps(other) for other in placed):
                 placed.append(box)
                 break
             text.remove()
-        else:  # crowded everywhere: the first spot, overlapping
-            text = ax.annotate(label, (x, y), textcoords="offset points", xytext=_LABEL_SPOTS[0],
-                               fontsize=11)  # fmt: skip
+        else:  # crowded everywhere: left below, inside the axes, overlapping
+            text = ax.annotate(label, (x, y), textcoords="offset points", xytext=(-8, -16),
+                               ha="right", fontsize=11)  # fmt: skip
             placed.append(text.get_window_extent(renderer))
 
 
@@ -186,7 +194,7 @@ def overhead_plot(
         )
         ax.yaxis.set_major_formatter(si_formatter("s"))
         ax.yaxis.set_minor_formatter(si_minor_formatter("s"))
-        ax.legend(loc="upper left")
+        legend_beside(ax)
     return ax
 
 
