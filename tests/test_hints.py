@@ -15,8 +15,8 @@ import re
 
 import numpy as np
 import pytest
-from conftest import WORKBOOKS, master_namespace, read_json
 
+from conftest import WORKBOOKS, master_namespace, read_json
 from perfmodel import exercises
 
 NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?%?", re.IGNORECASE)

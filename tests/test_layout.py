@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
 
 import perfmodel
+from conftest import ROOT
 
 PACKAGE = ROOT / "src" / "perfmodel"
 #: The models: pure computation, no plotting and no widgets.
