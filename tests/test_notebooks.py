@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+
 from conftest import ROOT, read_json
 
 LECTURES = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -37,6 +40,11 @@ def test_lecture_shape(path):
     opening = text(cells[0])
     for phrase in ("What you'll do", "What you'll learn", "What you'll need"):
         assert phrase in opening, f"{path.name} opening lacks {phrase!r}"
+    # It opens with the question it answers, before any theory (as the scaling book does).
+    first_paragraph = opening.split("\n\n")[1]
+    assert re.fullmatch(r"\*\*The question:\*\* \*[^*]+\?\*", first_paragraph.strip()), (
+        f"{path.name} does not open with '**The question:** *...?*' after its title"
+    )
     markdown = "\n".join(text(c) for c in cells if c["cell_type"] == "markdown")
     assert "## Summary" in markdown and "On your own" in markdown and "Further reading" in markdown
     for cell in cells:
