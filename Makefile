@@ -45,11 +45,11 @@ book: $(VENV)/.installed-lab
 	$(BIN)/perfmodel book
 
 lint: $(VENV)/.installed-test
-	$(BIN)/ruff check conftest.py src tests notebooks exercises
-	$(BIN)/ruff format --check conftest.py src tests
+	$(BIN)/ruff check conftest.py src tests benchmarks notebooks exercises
+	$(BIN)/ruff format --check conftest.py src tests benchmarks notebooks
 
 typecheck: $(VENV)/.installed-test
-	$(BIN)/mypy src
+	$(BIN)/mypy src benchmarks
 
 test: lint typecheck
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope

@@ -40,8 +40,10 @@ def main() -> None:
     for collective, values in errors.items():
         worst = max(values, key=abs)
         median = statistics.median(values)
-        print(f"{collective:>9}: held-out error above the cache, median {median:+.0%}, "
-              f"worst {worst:+.0%} over {len(values)} runs")
+        print(
+            f"{collective:>9}: held-out error above the cache, median {median:+.0%}, "
+            f"worst {worst:+.0%} over {len(values)} runs"
+        )
 
 
 if __name__ == "__main__":

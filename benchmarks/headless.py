@@ -95,7 +95,7 @@ def kernel_pid(client: Client) -> int | None:
 
 def run_once(lecture: Path, timeout: int, scratch: Path) -> dict[str, Any]:
     """Execute one copy of ``lecture``; what happened, how long it took, and where it stuck."""
-    nb = nbformat.read(lecture, as_version=4)  # a copy in memory: the file is never written
+    nb = nbformat.read(lecture, as_version=4)  # type: ignore[no-untyped-call]  # a copy in memory
     dump = scratch / "dump.txt"
     dump.unlink(missing_ok=True)
     os.environ["HEADLESS_DUMP"] = str(dump)

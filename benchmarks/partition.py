@@ -29,6 +29,7 @@ import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from tqdm import tqdm
@@ -99,8 +100,10 @@ def summarise(rows: list[dict[str, object]]) -> str:
             continue
         best = [float(r["best"]) for r in group]  # type: ignore[arg-type]
 
-        def ratio(key: str, over: bool = False, group=group, best=best) -> list[float]:
-            values = [float(r[key]) for r in group]  # type: ignore[arg-type]
+        def ratio(
+            key: str, over: bool = False, group: list[Any] = group, best: list[float] = best
+        ) -> list[float]:
+            values = [float(r[key]) for r in group]
             return [b / v if over else v / b for b, v in zip(best, values, strict=True)]
 
         worst = max(

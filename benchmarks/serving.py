@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import Any
 
 from perfmodel import serving
 
-CONFIGURATIONS = {
+CONFIGURATIONS: dict[str, dict[str, Any]] = {
     "M/M/1 at 90% load": {"arrival_rate": 0.9, "mean_service_s": 1.0, "workers": 1},
     "M/M/8 at 90% load": {"arrival_rate": 7.2, "mean_service_s": 1.0, "workers": 8},
     "dynamic batching (max 8, wait 0.5 s)": {

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import textwrap
+from typing import Any
 
 from jupyter_client.manager import start_new_kernel
 
@@ -94,12 +95,12 @@ _MEASURE = textwrap.dedent(
 )
 
 
-def measure(client, module: str, explorer: str, arguments: str) -> dict:
+def measure(client: Any, module: str, explorer: str, arguments: str) -> dict[str, Any]:
     """Build ``explorer`` in the kernel behind ``client`` and time every control's answers."""
     code = _MEASURE.format(module=module, explorer=explorer, arguments=arguments)
     printed: list[str] = []
 
-    def collect(message: dict) -> None:
+    def collect(message: dict[str, Any]) -> None:
         if message["msg_type"] == "stream" and message["content"]["name"] == "stdout":
             printed.append(message["content"]["text"])
         elif message["msg_type"] == "error":
@@ -108,7 +109,8 @@ def measure(client, module: str, explorer: str, arguments: str) -> dict:
     client.execute_interactive(code, output_hook=collect, timeout=600)
     for line in reversed("".join(printed).splitlines()):
         if line.startswith("{"):
-            return json.loads(line)
+            timings: dict[str, Any] = json.loads(line)
+            return timings
     raise RuntimeError(f"{explorer} printed no timings: {''.join(printed)[-500:]}")
 
 
