@@ -6,9 +6,12 @@ import matplotlib
 
 matplotlib.use("agg")
 
+import re  # noqa: E402
+
 import ipywidgets as widgets  # noqa: E402
 import pytest  # noqa: E402
 
+from conftest import ROOT  # noqa: E402
 from perfmodel.widgets import controls  # noqa: E402
 from perfmodel.widgets.capstone import capstone_explorer  # noqa: E402
 from perfmodel.widgets.devices import device_explorer  # noqa: E402
@@ -101,3 +104,17 @@ def test_the_capstone_view_names_the_bottleneck_and_the_memory_verdict():
     split = capstone_view(model="7B decoder, 8 x 2048 tokens", devices=16, parallelism="pipeline")
     assert "8 pipeline stages x 2 replicas" in split._suptitle.get_text()
     assert split.axes[1].get_title() == "fits"
+
+
+def test_the_package_table_lists_every_explorer_module():
+    import pkgutil
+
+    import perfmodel.widgets as package
+
+    with_explorers = {
+        info.name
+        for info in pkgutil.iter_modules(package.__path__)
+        if "_explorer(" in (ROOT / "src" / "perfmodel" / "widgets" / f"{info.name}.py").read_text()
+    }
+    listed = set(re.findall(r":mod:`~perfmodel\.widgets\.(\w+)`", package.__doc__ or ""))
+    assert with_explorers and listed == with_explorers, with_explorers ^ listed
