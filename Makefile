@@ -19,7 +19,7 @@ $(PY):
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
 
 $(VENV)/.installed-lab: pyproject.toml jupyter/overrides.json | $(PY)
-	$(PY) -m pip install --quiet -e .
+	$(PY) -m pip install --quiet -e ".[all]"
 	mkdir -p $(LAB_SETTINGS) && cp jupyter/overrides.json $(LAB_SETTINGS)/overrides.json
 	@touch $@
 

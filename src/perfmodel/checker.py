@@ -10,9 +10,13 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-import otter
+from perfmodel._extras import require
 
-from perfmodel.exercises import feedback
+require("course", "otter", feature="a workbook's checks")
+
+import otter  # noqa: E402
+
+from perfmodel.exercises import feedback  # noqa: E402
 
 __all__ = ["Notebook"]
 

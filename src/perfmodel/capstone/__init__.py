@@ -20,7 +20,12 @@ The public face of the package, in the order the lecture uses it:
 ['fc0', 'fc0_bias']
 """
 
+# ruff: noqa: E402 (the extra is checked before the modules that need it are imported)
 from __future__ import annotations
+
+from perfmodel._extras import require
+
+require("capstone", "onnx", feature="perfmodel.capstone")
 
 from perfmodel.capstone import builders
 from perfmodel.capstone.devices import (

@@ -104,6 +104,9 @@ def random_inputs(model: Any, *, seed: int = 0) -> dict[str, Any]:
 
 
 def _session(model: Any, *, threads: int, optimization: str, profile_dir: str | None) -> Any:
+    from perfmodel._extras import require
+
+    require("capstone", "onnxruntime", feature="running a model on onnxruntime")
     import onnxruntime as ort
 
     levels = {

@@ -272,12 +272,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def mpiexec() -> str:
     """The ``mpiexec`` beside this Python (the ``mpich`` wheel puts it there), or on PATH."""
+    from perfmodel._extras import require
+
+    require("mpi", "mpi4py", feature="the MPI benchmark")
     beside = Path(sys.executable).parent / "mpiexec"
     found = str(beside) if beside.is_file() else shutil.which("mpiexec")
     if found is None:
-        raise RuntimeError(
-            "No `mpiexec` found beside this Python or on PATH; install an MPI with "
-            "`pip install mpich mpi4py` (perfmodel's dependencies include both)."
+        raise ImportError(
+            "the MPI benchmark needs an `mpiexec` beside this Python or on PATH: "
+            "pip install 'perfmodel[mpi]' (the mpich wheel brings one), or install any MPI."
         )
     return found
 

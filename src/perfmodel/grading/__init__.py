@@ -23,6 +23,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from perfmodel._extras import require
+
+require("course", "otter", "nbformat", "nbclient", feature="perfmodel.grading")
+
 #: Each public name and the module that defines it.
 _HOMES = {
     "Workbook": "workbooks",

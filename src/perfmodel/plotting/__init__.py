@@ -16,7 +16,11 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-import matplotlib.pyplot as plt
+from perfmodel._extras import require
+
+require("lab", "matplotlib", feature="perfmodel.plotting")
+
+import matplotlib.pyplot as plt  # noqa: E402
 
 __all__ = [
     "COLOURS",

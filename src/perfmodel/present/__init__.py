@@ -14,6 +14,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from perfmodel._extras import require
+
+require("course", "nbformat", "nbconvert", feature="perfmodel.present")
+
 #: Each public name and the module that defines it.
 _HOMES = {
     "annotate": "slides",

@@ -147,6 +147,9 @@ def serve(deck: Path, *, port: int = 8866, open_browser: bool = True) -> NoRetur
     kernels down: a child server would outlive a terminated parent, kernel and all. reveal.js
     is fetched first if this environment does not have it yet.
     """
+    from perfmodel._extras import require
+
+    require("course", "voila", feature="`perfmodel demo`")
     if not (deck.parent / "reveal.js" / "dist" / "reveal.js").is_file():
         print("fetching reveal.js from the npm registry (once)...", file=sys.stderr)
         shutil.copytree(fetch_reveal(), deck.parent / "reveal.js", dirs_exist_ok=True)

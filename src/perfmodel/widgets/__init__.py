@@ -26,3 +26,9 @@ Every explorer has a static twin (a plain function of the same arguments) that t
 notebooks call once with the default values, so the page still reads well where widgets
 cannot render: a PDF, GitHub's viewer, a projector with a dead kernel.
 """
+
+from __future__ import annotations
+
+from perfmodel._extras import require
+
+require("lab", "ipywidgets", "matplotlib", feature="perfmodel.widgets")

@@ -1,0 +1,120 @@
+"""`pip install perfmodel` alone: the models work, and each extra's absence is a clear error.
+
+A fresh virtual environment gets the core install (the package and its `dependencies`, no
+extra), is shown to hold none of the extras' packages, runs every model module's doctests and
+checks that each optional part names the extra it needs. The environment is kept under
+test-output/ and rebuilt only when pyproject.toml changes; the package is installed editable,
+so a warm run tests the current source.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+import venv
+
+import pytest
+
+from conftest import ROOT
+
+#: Model modules: each must import and pass its doctests with the core install alone.
+MODELS = [
+    "perfmodel", "perfmodel._validate", "perfmodel._extras", "perfmodel.units",
+    "perfmodel.hardware", "perfmodel.ops", "perfmodel.metrics", "perfmodel.roofline",
+    "perfmodel.minibatch", "perfmodel.scaling", "perfmodel.transformer", "perfmodel.taskgraph",
+    "perfmodel.exercises", "perfmodel.timing", "perfmodel.microbench", "perfmodel.calibration",
+    "perfmodel.empirical", "perfmodel.parallel", "perfmodel.environment", "perfmodel.gpu",
+    "perfmodel.pipeline", "perfmodel.pipeline.graph", "perfmodel.pipeline.split",
+    "perfmodel.pipeline.search", "perfmodel.pipeline.mip", "perfmodel.pipeline.bounds",
+    "perfmodel.pipeline.cover", "perfmodel.pipeline.budget", "perfmodel.pipeline.baselines",
+    "perfmodel.pipeline.schedule", "perfmodel.pipeline.zoo", "perfmodel.pipeline.partition",
+    "perfmodel.distributed", "perfmodel.distributed.memory", "perfmodel.distributed.mesh",
+    "perfmodel.distributed.network", "perfmodel.distributed.strategies",
+    "perfmodel.distributed.utilization", "perfmodel.distributed.data_parallel",
+    "perfmodel.comms", "perfmodel.comms.collectives", "perfmodel.comms.fit",
+    "perfmodel.comms.topology", "perfmodel.serving", "perfmodel.serving.theory",
+    "perfmodel.serving.simulator", "perfmodel.serving.llm", "perfmodel.serving.server",
+]  # fmt: skip
+
+#: Each optional part and the extra its error must name.
+OPTIONAL = {
+    "perfmodel.plotting": "lab",
+    "perfmodel.widgets": "lab",
+    "perfmodel.checker": "course",
+    "perfmodel.grading": "course",
+    "perfmodel.present": "course",
+    "perfmodel.capstone": "capstone",
+}
+
+#: Modules only an extra brings: none may be in the core environment.
+EXTRAS_ONLY = ["matplotlib", "ipywidgets", "jupyterlab", "otter", "nbformat", "onnx", "mpi4py"]
+
+CHECK = """
+import doctest, importlib, importlib.util, sys
+models, optional, extras_only = {models!r}, {optional!r}, {extras_only!r}
+present = [name for name in extras_only if importlib.util.find_spec(name) is not None]
+assert not present, f"the core install brought extras' packages: {{present}}"
+failed = tried = 0
+for name in models:
+    result = doctest.testmod(importlib.import_module(name),
+                             optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    failed, tried = failed + result.failed, tried + result.attempted
+for name, extra in optional.items():
+    try:
+        importlib.import_module(name)
+    except ImportError as error:
+        assert f"perfmodel[{{extra}}]" in str(error), (name, str(error))
+    else:
+        raise AssertionError(f"{{name}} imported without its extra")
+print(f"{{tried}} examples, {{failed}} failed")
+sys.exit(1 if failed or not tried else 0)
+"""
+
+
+@pytest.fixture(scope="module")
+def core_python():
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()[:12]
+    home = ROOT / "test-output" / f"core-venv-{digest}"
+    python = home / "bin" / "python"
+    if not (home / ".installed").exists():
+        for old in home.parent.glob("core-venv-*"):  # made for an older pyproject.toml
+            shutil.rmtree(old, ignore_errors=True)
+        venv.create(home, clear=True, with_pip=True)
+        done = subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", "-e", str(ROOT)],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            if "No matching distribution" in done.stderr or "connection" in done.stderr.lower():
+                pytest.skip(f"cannot install the core without an index: {done.stderr[-300:]}")
+            raise AssertionError(f"pip install of the core failed:\n{done.stderr[-2000:]}")
+        (home / ".installed").touch()
+    return python
+
+
+@pytest.mark.slow
+def test_the_core_install_runs_every_models_doctests_and_names_each_missing_extra(core_python):
+    script = CHECK.format(models=MODELS, optional=OPTIONAL, extras_only=EXTRAS_ONLY)
+    done = subprocess.run(
+        [str(core_python), "-c", script], capture_output=True, text=True, cwd=ROOT / "test-output"
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert " 0 failed" in done.stdout
+
+
+def test_the_lists_cover_every_module_of_the_package():
+    # a new module lands in MODELS or OPTIONAL, or the core test would never see it
+    package = ROOT / "src" / "perfmodel"
+    found = {
+        "perfmodel." + ".".join(path.relative_to(package).with_suffix("").parts)
+        for path in package.rglob("*.py")
+    }
+    found = {name.removesuffix(".__init__") for name in found}
+    covered = set(MODELS) | set(OPTIONAL)
+    under_optional = {n for n in found if any(n.startswith(o + ".") for o in OPTIONAL)}
+    missing = found - covered - under_optional - {"perfmodel.cli", "perfmodel.comms.bench"}
+    assert not missing, sorted(missing)
+    assert sys.version_info >= (3, 10)
