@@ -2,8 +2,13 @@
 
 The catalogue is a TOML file shipped in the package (``perfmodel/data/catalogue.toml``),
 loaded into frozen dataclasses. Every entry names its source. Look devices up by name,
-load your own from a TOML file of the same shape, or construct a :class:`Device` directly;
-every model in the package accepts either a name or a :class:`Device`.
+load your own from a TOML file of the same shape, or construct a :class:`Device` directly.
+
+Every model in the package takes a device as a :data:`DeviceLike` (a catalogue name or a
+:class:`Device`) and a link as a :data:`LinkLike` (a catalogue name, a :class:`Link`, or
+any :class:`LinkSpec`: an object with ``bandwidth`` and ``latency``, such as a link you
+fitted yourself). Each public function resolves its argument once, with :func:`get` for a
+device and :func:`perfmodel.comms.as_link` for a link, and passes the resolved object on.
 
 Examples
 --------
@@ -26,7 +31,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from perfmodel._validate import choice, count, non_negative, positive, text
 
@@ -42,7 +47,10 @@ __all__ = [
     "LINK_KINDS",
     "Catalogue",
     "Device",
+    "DeviceLike",
     "Link",
+    "LinkLike",
+    "LinkSpec",
     "catalogue",
     "dtype_bytes",
     "get",
@@ -332,6 +340,30 @@ class Link:
         set_("source", _source(owner, self.source))
 
 
+@runtime_checkable
+class LinkSpec(Protocol):
+    """Anything with a link's two numbers, which is all the alpha-beta model needs.
+
+    A :class:`Link` is one; so are :class:`perfmodel.comms.LinkModel` and the fit
+    :func:`perfmodel.comms.fit_alpha_beta` returns, so a link you measured plugs straight in.
+    """
+
+    @property
+    def bandwidth(self) -> float:
+        """Bytes per second in one direction, B/s."""
+
+    @property
+    def latency(self) -> float:
+        """Seconds per message, s."""
+
+
+#: A device as the models take it: a catalogue name (see :func:`names`) or a :class:`Device`.
+DeviceLike: TypeAlias = str | Device
+#: A link as the models take it: a catalogue name (see :func:`link_names`), a :class:`Link`,
+#: or any :class:`LinkSpec`.
+LinkLike: TypeAlias = str | Link | LinkSpec
+
+
 def _key(name: str) -> str:
     return " ".join(name.lower().replace("-", " ").replace("_", " ").split())
 
@@ -585,10 +617,29 @@ def save(device: Device | Link, path: str | Path) -> Path:
     return path
 
 
-def get(name: str | Device, *, argument: str = "name") -> Device:
+def get(name: DeviceLike, *, argument: str = "name") -> Device:
     """A device from the built-in catalogue; a :class:`Device` passes through unchanged.
 
-    ``argument`` is what the caller called it, for error messages (``"device"``).
+    This is how every model resolves a :data:`DeviceLike`, once, where it enters.
+
+    Parameters
+    ----------
+    name : str or Device
+        A catalogue name (case, spaces and hyphens ignored) or a device you built.
+    argument : str
+        What the caller called it, for error messages (``"device"``).
+
+    Returns
+    -------
+    Device
+        The catalogue's device, or ``name`` itself.
+
+    Raises
+    ------
+    TypeError
+        If ``name`` is neither a string nor a :class:`Device`.
+    ValueError
+        If no catalogue device has that name; the message suggests the closest.
     """
     return name if isinstance(name, Device) else catalogue().get(name, argument=argument)
 

@@ -18,9 +18,10 @@ broadcast (scatter+allgather)  ⌈log2 p⌉ + p-1        2(p-1)/p · n
 all-to-all (pairwise)          p-1                   (p-1)/p · n
 =============================  ====================  ====================
 
-A link is a catalogue name, a :class:`perfmodel.hardware.Link`, or any object with
-``bandwidth`` (bytes/s, one direction) and ``latency`` (s): a link you measured yourself
-with :mod:`perfmodel.comms.bench` plugs straight in.
+A link is a :data:`perfmodel.hardware.LinkLike`: a catalogue name, a
+:class:`perfmodel.hardware.Link`, or any object with ``bandwidth`` (B/s, one direction) and
+``latency`` (s), so a link you measured yourself with :mod:`perfmodel.comms.bench` plugs
+straight in. Each function resolves it once, with :func:`as_link`.
 
 Examples
 --------
@@ -36,9 +37,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from perfmodel._validate import choice, count, describe, non_negative, positive
+
+if TYPE_CHECKING:
+    from perfmodel.hardware import LinkLike
 
 __all__ = [
     "ALGORITHMS",
@@ -74,22 +78,66 @@ COLLECTIVES = tuple(ALGORITHMS)
 
 @dataclass(frozen=True, slots=True)
 class LinkModel:
-    """The two numbers of the alpha-beta model: ``bandwidth`` (bytes/s, one direction) and
-    ``latency`` (seconds per message), with the name of what they came from."""
+    """The two numbers of the alpha-beta model, with the name of what they came from.
+
+    Parameters
+    ----------
+    bandwidth : float
+        Bytes per second in one direction, B/s.
+    latency : float
+        Seconds per message, s.
+    name : str
+        What the numbers came from (a catalogue link's name, say).
+    """
 
     bandwidth: float
     latency: float
     name: str = "link"
 
     def time(self, nbytes: float) -> float:
-        """One message of ``nbytes``: ``latency + nbytes / bandwidth``."""
+        """One message's time: ``latency + nbytes / bandwidth``.
+
+        Parameters
+        ----------
+        nbytes : float
+            The message's size, B.
+
+        Returns
+        -------
+        float
+            Seconds, s.
+        """
         return self.latency + non_negative("nbytes", nbytes) / self.bandwidth
 
 
-def as_link(link: Any, *, argument: str = "link") -> LinkModel:
-    """A catalogue name, a :class:`~perfmodel.hardware.Link`, or any object with
-    ``bandwidth`` and ``latency``, as a checked :class:`LinkModel`.
+def as_link(link: LinkLike, *, argument: str = "link") -> LinkModel:
+    """A link-like as a checked :class:`LinkModel`: how every model resolves a link, once.
 
+    Parameters
+    ----------
+    link : str, hardware.Link or hardware.LinkSpec
+        A catalogue name, a :class:`~perfmodel.hardware.Link`, or any object with
+        ``bandwidth`` (B/s, one direction) and ``latency`` (s). A :class:`LinkModel`
+        passes through unchanged.
+    argument : str
+        What the caller called it, for error messages (``"intra_link"``, say).
+
+    Returns
+    -------
+    LinkModel
+        The link's bandwidth and latency, checked, with its name.
+
+    Raises
+    ------
+    TypeError
+        If ``link`` is not a string and lacks ``bandwidth`` or ``latency``, or they are
+        not numbers.
+    ValueError
+        If no catalogue link has that name, the bandwidth is not positive or the latency
+        is negative.
+
+    Examples
+    --------
     >>> as_link("InfiniBand NDR").bandwidth
     50000000000.0
     >>> as_link(3.0)
@@ -97,33 +145,55 @@ def as_link(link: Any, *, argument: str = "link") -> LinkModel:
     ...
     TypeError: `link` must be a catalogue link name or an object with `bandwidth` and ...
     """
-    if isinstance(link, LinkModel):
-        return link
-    if isinstance(link, str):
-        from perfmodel.hardware import get_link
+    from perfmodel.hardware import LinkSpec, get_link
 
-        link = get_link(link, argument=argument)
-    if not (hasattr(link, "bandwidth") and hasattr(link, "latency")):
+    given: object = link  # callers that mypy does not check may pass anything
+    if isinstance(given, LinkModel):
+        return given
+    if isinstance(given, str):
+        given = get_link(given, argument=argument)
+    if not isinstance(given, LinkSpec):
         raise TypeError(
             f"`{argument}` must be a catalogue link name or an object with `bandwidth` and "
-            f"`latency` (got {type(link).__name__} {describe(link)})."
+            f"`latency` (got {type(given).__name__} {describe(given)})."
         )
     return LinkModel(
-        bandwidth=positive(f"{argument}.bandwidth", link.bandwidth),
-        latency=non_negative(f"{argument}.latency", link.latency),
-        name=str(getattr(link, "name", argument)),
+        bandwidth=positive(f"{argument}.bandwidth", given.bandwidth),
+        latency=non_negative(f"{argument}.latency", given.latency),
+        name=str(getattr(given, "name", argument)),
     )
 
 
 @dataclass(frozen=True, slots=True)
 class Terms:
-    """A collective's cost in the alpha-beta model: ``latencies · α + byte_factor · n / B``."""
+    """A collective's cost in the alpha-beta model: ``latencies · α + byte_factor · n / B``.
+
+    Parameters
+    ----------
+    latencies : float
+        Message latencies paid one after another, count.
+    byte_factor : float
+        Times the buffer crosses the slowest link per rank, count (a fraction for a ring).
+    """
 
     latencies: float
     byte_factor: float
 
     def time(self, nbytes: float, link: LinkModel) -> float:
-        """Seconds for a buffer of ``nbytes`` on ``link``."""
+        """The collective's time for one buffer on one resolved link.
+
+        Parameters
+        ----------
+        nbytes : float
+            Each rank's buffer, B.
+        link : LinkModel
+            The link, already resolved (see :func:`as_link`).
+
+        Returns
+        -------
+        float
+            Seconds, s.
+        """
         return self.latencies * link.latency + self.byte_factor * nbytes / link.bandwidth
 
 
@@ -134,6 +204,22 @@ def _log2_ceil(p: int) -> int:
 def terms(collective: str, p: int, algorithm: str | None = None) -> Terms:
     """The latency count and byte factor of ``collective`` on ``p`` ranks (see the table above).
 
+    Parameters
+    ----------
+    collective : {"allreduce", "reduce_scatter", "allgather", "broadcast", "alltoall"}
+        Which collective.
+    p : int
+        Ranks taking part, count.
+    algorithm : str, optional
+        One of :data:`ALGORITHMS` for that collective; its first by default.
+
+    Returns
+    -------
+    Terms
+        The latencies and byte factor; both zero on one rank.
+
+    Examples
+    --------
     >>> terms("allreduce", 8)
     Terms(latencies=14, byte_factor=1.75)
     >>> terms("allreduce", 8, "tree")
@@ -157,28 +243,77 @@ def terms(collective: str, p: int, algorithm: str | None = None) -> Terms:
 
 
 def collective_time(
-    collective: str, nbytes: float, p: int, link: Any, *, algorithm: str | None = None
+    collective: str, nbytes: float, p: int, link: LinkLike, *, algorithm: str | None = None
 ) -> float:
-    """Seconds for ``collective`` over ``p`` ranks, each holding ``nbytes``, on ``link``."""
+    """The time of ``collective`` over ``p`` ranks, each holding ``nbytes``, on ``link``.
+
+    Parameters
+    ----------
+    collective : {"allreduce", "reduce_scatter", "allgather", "broadcast", "alltoall"}
+        Which collective.
+    nbytes : float
+        Each rank's buffer, B.
+    p : int
+        Ranks taking part, count.
+    link : str, hardware.Link or hardware.LinkSpec
+        The link between ranks (see :func:`as_link`).
+    algorithm : str, optional
+        One of :data:`ALGORITHMS` for that collective; its first by default.
+
+    Returns
+    -------
+    float
+        Seconds, s.
+    """
     nbytes = non_negative("nbytes", nbytes)
     return terms(collective, p, algorithm).time(nbytes, as_link(link))
 
 
-def point_to_point_time(nbytes: float, link: Any) -> float:
+def point_to_point_time(nbytes: float, link: LinkLike) -> float:
     """One message of ``nbytes`` from one rank to another: ``α + n/B``.
 
+    Parameters
+    ----------
+    nbytes : float
+        The message's size, B.
+    link : str, hardware.Link or hardware.LinkSpec
+        The link between ranks (see :func:`as_link`).
+
+    Returns
+    -------
+    float
+        Seconds, s.
+
+    Examples
+    --------
     >>> point_to_point_time(50e9, "InfiniBand NDR")
     1.0000006
     """
     return as_link(link).time(nbytes)
 
 
-def allreduce_time(nbytes: float, p: int, link: Any, *, algorithm: str = "ring") -> float:
-    """Seconds to all-reduce a buffer of ``nbytes`` over ``p`` ranks.
+def allreduce_time(nbytes: float, p: int, link: LinkLike, *, algorithm: str = "ring") -> float:
+    """The time to all-reduce a buffer of ``nbytes`` over ``p`` ranks.
 
     Ring: ``2(p-1)/p · n/B + 2(p-1)·α`` (a reduce-scatter then an all-gather; bandwidth-
     optimal, latency grows with p). Tree: a binomial-tree reduce then broadcast,
     ``2⌈log2 p⌉·(α + n/B)`` (few latencies, but every step moves the whole buffer).
+
+    Parameters
+    ----------
+    nbytes : float
+        Each rank's buffer, B: the whole vector every rank ends with.
+    p : int
+        Ranks taking part, count.
+    link : str, hardware.Link or hardware.LinkSpec
+        The link between ranks (see :func:`as_link`).
+    algorithm : {"ring", "tree"}
+        Which algorithm.
+
+    Returns
+    -------
+    float
+        Seconds, s.
 
     Examples
     --------
@@ -188,34 +323,95 @@ def allreduce_time(nbytes: float, p: int, link: Any, *, algorithm: str = "ring")
     return collective_time("allreduce", nbytes, p, link, algorithm=algorithm)
 
 
-def reduce_scatter_time(nbytes: float, p: int, link: Any) -> float:
-    """Seconds to reduce-scatter ``nbytes`` (each rank ends with its ``1/p`` share, summed):
-    ring, ``(p-1)/p · n/B + (p-1)·α``."""
+def reduce_scatter_time(nbytes: float, p: int, link: LinkLike) -> float:
+    """The time to reduce-scatter ``nbytes``: ring, ``(p-1)/p · n/B + (p-1)·α``.
+
+    Parameters
+    ----------
+    nbytes : float
+        Each rank's buffer, B before the collective; each ends with its ``1/p`` share, summed.
+    p : int
+        Ranks taking part, count.
+    link : str, hardware.Link or hardware.LinkSpec
+        The link between ranks (see :func:`as_link`).
+
+    Returns
+    -------
+    float
+        Seconds, s.
+    """
     return collective_time("reduce_scatter", nbytes, p, link)
 
 
-def allgather_time(nbytes: float, p: int, link: Any) -> float:
-    """Seconds to all-gather an output of ``nbytes`` (each rank contributes ``n/p``): ring,
-    ``(p-1)/p · n/B + (p-1)·α``."""
+def allgather_time(nbytes: float, p: int, link: LinkLike) -> float:
+    """The time to all-gather an output of ``nbytes``: ring, ``(p-1)/p · n/B + (p-1)·α``.
+
+    Parameters
+    ----------
+    nbytes : float
+        The whole output each rank ends with, B (each contributes ``n/p``).
+    p : int
+        Ranks taking part, count.
+    link : str, hardware.Link or hardware.LinkSpec
+        The link between ranks (see :func:`as_link`).
+
+    Returns
+    -------
+    float
+        Seconds, s.
+    """
     return collective_time("allgather", nbytes, p, link)
 
 
-def broadcast_time(nbytes: float, p: int, link: Any, *, algorithm: str = "tree") -> float:
-    """Seconds to broadcast ``nbytes`` from one rank: a binomial tree, ``⌈log2 p⌉(α + n/B)``,
-    or for long messages a scatter then an all-gather, ``(⌈log2 p⌉ + p - 1)α + 2(p-1)/p · n/B``.
+def broadcast_time(nbytes: float, p: int, link: LinkLike, *, algorithm: str = "tree") -> float:
+    """The time to broadcast ``nbytes`` from one rank to the others.
+
+    A binomial tree takes ``⌈log2 p⌉(α + n/B)``; for long messages a scatter then an
+    all-gather takes ``(⌈log2 p⌉ + p - 1)α + 2(p-1)/p · n/B``.
+
+    Parameters
+    ----------
+    nbytes : float
+        The buffer the root sends, B.
+    p : int
+        Ranks taking part, count.
+    link : str, hardware.Link or hardware.LinkSpec
+        The link between ranks (see :func:`as_link`).
+    algorithm : {"tree", "scatter_allgather"}
+        Which algorithm.
+
+    Returns
+    -------
+    float
+        Seconds, s.
     """
     return collective_time("broadcast", nbytes, p, link, algorithm=algorithm)
 
 
-def alltoall_time(nbytes: float, p: int, link: Any) -> float:
-    """Seconds for an all-to-all where each rank sends ``nbytes`` in all (``n/p`` to each
-    rank): pairwise exchange, ``(p-1)/p · n/B + (p-1)·α``."""
+def alltoall_time(nbytes: float, p: int, link: LinkLike) -> float:
+    """The time of an all-to-all: pairwise exchange, ``(p-1)/p · n/B + (p-1)·α``.
+
+    Parameters
+    ----------
+    nbytes : float
+        What each rank sends in all, B (``n/p`` to each rank).
+    p : int
+        Ranks taking part, count.
+    link : str, hardware.Link or hardware.LinkSpec
+        The link between ranks (see :func:`as_link`).
+
+    Returns
+    -------
+    float
+        Seconds, s.
+    """
     return collective_time("alltoall", nbytes, p, link)
 
 
-def parameter_server_time(nbytes: float, workers: int, link: Any, *, servers: int = 1) -> float:
-    """Seconds for ``workers`` to push ``nbytes`` of gradients to ``servers`` (the parameters
-    sharded evenly over them) and pull ``nbytes`` of parameters back.
+def parameter_server_time(
+    nbytes: float, workers: int, link: LinkLike, *, servers: int = 1
+) -> float:
+    """The time for ``workers`` to push gradients to ``servers`` and pull parameters back.
 
     Each server's link carries ``workers · n / servers`` bytes each way, each worker's
     ``n``; the slower side sets the time: ``2α + 2·max(workers/servers, 1)·n/B``. With one
@@ -223,6 +419,25 @@ def parameter_server_time(nbytes: float, workers: int, link: Any, *, servers: in
     al., *Scaling Distributed Machine Learning with the Parameter Server*, OSDI 2014,
     shard the parameters over many servers for this reason).
 
+    Parameters
+    ----------
+    nbytes : float
+        The gradients each worker pushes, and the parameters it pulls back, B.
+    workers : int
+        Workers, count.
+    link : str, hardware.Link or hardware.LinkSpec
+        The link between ranks (see :func:`as_link`).
+        Every worker and every server has one.
+    servers : int
+        Servers the parameters are sharded evenly over, count.
+
+    Returns
+    -------
+    float
+        Seconds, s.
+
+    Examples
+    --------
     >>> from perfmodel.hardware import Link
     >>> link = Link(name="toy", kind="other", bandwidth=1e9, latency=0.0, source="a toy")
     >>> parameter_server_time(1e9, 8, link), parameter_server_time(1e9, 8, link, servers=8)
@@ -236,9 +451,9 @@ def parameter_server_time(nbytes: float, workers: int, link: Any, *, servers: in
 
 
 def hierarchical_allreduce_time(
-    nbytes: float, gpus_per_node: int, nodes: int, intra: Any, inter: Any
+    nbytes: float, gpus_per_node: int, nodes: int, intra: LinkLike, inter: LinkLike
 ) -> float:
-    """Seconds to all-reduce ``nbytes`` over ``nodes`` nodes of ``gpus_per_node`` GPUs each.
+    """The time to all-reduce ``nbytes`` over ``nodes`` nodes of ``gpus_per_node`` GPUs each.
 
     Three phases: a ring reduce-scatter inside each node (``intra``, NVLink), then each GPU
     all-reduces its ``n / gpus_per_node`` share with its peers on the other nodes over its
@@ -246,6 +461,26 @@ def hierarchical_allreduce_time(
     ring all-gather inside the node. Each network port carries ``1/gpus_per_node`` of the
     buffer, where a flat ring that treated every hop as a network hop would push all of it.
 
+    Parameters
+    ----------
+    nbytes : float
+        Each rank's buffer, B: the whole vector every GPU ends with.
+    gpus_per_node : int
+        GPUs in each node, count.
+    nodes : int
+        Nodes, count.
+    intra : str, hardware.Link or hardware.LinkSpec
+        The link between GPUs inside a node (see :func:`as_link`).
+    inter : str, hardware.Link or hardware.LinkSpec
+        Each GPU's own port to the network between nodes.
+
+    Returns
+    -------
+    float
+        Seconds, s.
+
+    Examples
+    --------
     >>> flat = allreduce_time(1e9, 64, "InfiniBand NDR")
     >>> tiered = hierarchical_allreduce_time(1e9, 8, 8, "NVLink 4", "InfiniBand NDR")
     >>> round(flat / tiered, 1)
@@ -260,8 +495,22 @@ def hierarchical_allreduce_time(
 
 
 def algorithm_bandwidth(nbytes: float, seconds: float) -> float:
-    """nccl-tests' *algbw*: the buffer size over the time, bytes/s.
+    """nccl-tests' *algbw*: the buffer size over the time.
 
+    Parameters
+    ----------
+    nbytes : float
+        Each rank's buffer, B.
+    seconds : float
+        The collective's measured time, s.
+
+    Returns
+    -------
+    float
+        *algbw*, B/s.
+
+    Examples
+    --------
     >>> algorithm_bandwidth(1e9, 0.01)
     100000000000.0
     """
@@ -269,12 +518,26 @@ def algorithm_bandwidth(nbytes: float, seconds: float) -> float:
 
 
 def bus_factor(collective: str, p: int) -> float:
-    """What nccl-tests multiply *algbw* by to get *busbw*: ``2(p-1)/p`` for an all-reduce,
-    ``(p-1)/p`` for reduce-scatter, all-gather and all-to-all, 1 for a broadcast.
+    """What nccl-tests multiply *algbw* by to get *busbw*.
 
-    *busbw* is the speed each rank's link actually ran at, so it can be compared with the
-    link's one-direction bandwidth whatever p is.
+    That is ``2(p-1)/p`` for an all-reduce, ``(p-1)/p`` for reduce-scatter, all-gather and
+    all-to-all, 1 for a broadcast. *busbw* is the speed each rank's link actually ran at, so
+    it can be compared with the link's one-direction bandwidth whatever p is.
 
+    Parameters
+    ----------
+    collective : {"allreduce", "reduce_scatter", "allgather", "broadcast", "alltoall"}
+        Which collective.
+    p : int
+        Ranks taking part, count.
+
+    Returns
+    -------
+    float
+        The factor, dimensionless.
+
+    Examples
+    --------
     >>> bus_factor("allreduce", 8), bus_factor("allgather", 8), bus_factor("broadcast", 8)
     (1.75, 0.875, 1.0)
     """
@@ -289,6 +552,22 @@ def bus_factor(collective: str, p: int) -> float:
 def bus_bandwidth(algbw: float, p: int, collective: str = "allreduce") -> float:
     """nccl-tests' *busbw* from *algbw*: ``algbw · bus_factor(collective, p)``.
 
+    Parameters
+    ----------
+    algbw : float
+        The algorithm bandwidth, B/s (see :func:`algorithm_bandwidth`).
+    p : int
+        Ranks taking part, count.
+    collective : {"allreduce", "reduce_scatter", "allgather", "broadcast", "alltoall"}
+        Which collective.
+
+    Returns
+    -------
+    float
+        *busbw*, B/s.
+
+    Examples
+    --------
     >>> round(bus_bandwidth(240e9, 8) / 1e9)   # an 8-GPU all-reduce at 240 GB/s algbw
     420
     """
