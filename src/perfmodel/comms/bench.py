@@ -31,10 +31,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perfmodel._validate import count, non_negative
 from perfmodel.comms.fit import AlphaBetaFit, fit_alpha_beta
+
+if TYPE_CHECKING:
+    from perfmodel.hardware import Link
 
 __all__ = [
     "BENCH_COLLECTIVES",
@@ -63,6 +66,18 @@ QUICK_HELD_OUT = 16 * 2**20
 def iterations_for(nbytes: int) -> int:
     """Calls per repeat for a buffer of ``nbytes``: about 32 MiB of traffic, 3 to 1000 calls.
 
+    Parameters
+    ----------
+    nbytes : int
+        Each rank's buffer, B.
+
+    Returns
+    -------
+    int
+        Calls, count.
+
+    Examples
+    --------
     >>> iterations_for(8), iterations_for(2**20), iterations_for(64 * 2**20)
     (1000, 32, 3)
     """
@@ -129,7 +144,17 @@ def _measure(sizes: Sequence[int], held_out: int, repeats: int) -> dict[str, Any
 
 @dataclass(frozen=True, slots=True)
 class HeldOut:
-    """A size kept out of the fit: what the fit predicts for it, and what was measured."""
+    """A size kept out of the fit: what the fit predicts for it, and what was measured.
+
+    Parameters
+    ----------
+    size : int
+        The buffer held out, B.
+    predicted_s : float
+        The fit's time for it, s.
+    measured_s : float
+        The median measured time, s.
+    """
 
     size: int
     predicted_s: float
@@ -143,7 +168,23 @@ class HeldOut:
 
 @dataclass(frozen=True, slots=True)
 class BenchResult:
-    """What one run of the benchmark measured and what it fitted, per collective."""
+    """What one run of the benchmark measured and what it fitted, per collective.
+
+    Parameters
+    ----------
+    ranks : int
+        MPI ranks that took part, count.
+    library : str
+        The MPI library's version line.
+    host : str
+        The machine rank 0 ran on.
+    fits : dict of str to AlphaBetaFit
+        Each collective's fit.
+    held_out : dict of str to HeldOut
+        Each collective's held-out size, predicted and measured.
+    raw : dict
+        The benchmark's JSON, every repeat's time in s.
+    """
 
     ranks: int
     library: str
@@ -174,8 +215,21 @@ class BenchResult:
                 noisy.append(collective)
         return tuple(noisy)
 
-    def link(self, name: str, *, collective: str = "allreduce") -> Any:
-        """The ``collective``'s fit as a catalogue :class:`~perfmodel.hardware.Link`."""
+    def link(self, name: str, *, collective: str = "allreduce") -> Link:
+        """The ``collective``'s fit as a catalogue link, its source saying where it ran.
+
+        Parameters
+        ----------
+        name : str
+            The link's name.
+        collective : str
+            Which collective's fit to use; one of :data:`BENCH_COLLECTIVES`.
+
+        Returns
+        -------
+        hardware.Link
+            The fitted bandwidth (B/s) and latency (s) under that name.
+        """
         fit = self.fits[collective]
         source = (f"measured with `python -m perfmodel.comms.bench` on {self.host}: "
                   f"{self.ranks} ranks, {self.library}")  # fmt: skip
@@ -186,9 +240,25 @@ class BenchResult:
 def read_results(data: dict[str, Any], *, fit_from: float = 0) -> BenchResult:
     """Fit every collective in a benchmark's JSON (the median of its repeats at each size).
 
-    ``fit_from`` keeps only sizes of at least that many bytes in the fit: on one machine the
-    ranks talk through caches, which make mid-size messages faster than any one bandwidth
-    explains, so fit above the last-level cache to predict large messages.
+    Parameters
+    ----------
+    data : dict
+        What ``--json`` writes: ranks, library, host, and per collective the sizes (B),
+        every repeat's time (s) and the held-out size.
+    fit_from : float
+        The smallest size kept in the fit, B. On one machine the ranks talk through caches,
+        which make mid-size messages faster than any one bandwidth explains, so fit above
+        the last-level cache to predict large messages.
+
+    Returns
+    -------
+    BenchResult
+        The fits and their held-out checks.
+
+    Raises
+    ------
+    ValueError
+        If ``fit_from`` leaves fewer than two measured sizes.
     """
     fit_from = non_negative("fit_from", fit_from)
     fits, held = {}, {}
@@ -224,7 +294,18 @@ def _report(result: BenchResult) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The command line: run under ``mpiexec``; rank 0 reports and writes the files."""
+    """The command line: run under ``mpiexec``; rank 0 reports and writes the files.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments; ``sys.argv[1:]`` by default.
+
+    Returns
+    -------
+    int
+        The exit status: 0.
+    """
     parser = argparse.ArgumentParser(prog="python -m perfmodel.comms.bench",
                                      description=__doc__.split("\n\n")[0])  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="five sizes, 3 repeats (CI)")
@@ -271,7 +352,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def mpiexec() -> str:
-    """The ``mpiexec`` beside this Python (the ``mpich`` wheel puts it there), or on PATH."""
+    """The ``mpiexec`` beside this Python (the ``mpich`` wheel puts it there), or on PATH.
+
+    Returns
+    -------
+    str
+        Its path.
+
+    Raises
+    ------
+    ImportError
+        If the ``mpi`` extra is missing or no ``mpiexec`` is found.
+    """
     from perfmodel._extras import require
 
     require("mpi", "mpi4py", feature="the MPI benchmark")
@@ -294,9 +386,27 @@ def run(
     fit_from: float = 0,
     timeout_s: float = 300,
 ) -> BenchResult:
-    """Run the benchmark under ``mpiexec -n ranks`` on this machine and fit its results
-    (``repeats`` per size, 3 quick or 5 full by default; ``largest``: the full run's sizes up to
-    that many bytes, twice it held out; ``fit_from`` as :func:`read_results` takes it).
+    """Run the benchmark under ``mpiexec -n ranks`` on this machine and fit its results.
+
+    Parameters
+    ----------
+    ranks : int
+        MPI ranks, count (at least 2).
+    quick : bool
+        Five sizes (:data:`QUICK_SIZES`) rather than the full sweep.
+    repeats : int, optional
+        Repeats per size, count; 3 quick or 5 full by default.
+    largest : int, optional
+        The full run's sizes up to this many B, twice it held out.
+    fit_from : float
+        The smallest size kept in the fit, B (see :func:`read_results`).
+    timeout_s : float
+        A safety net for the whole run, s; the work itself is bounded by its calls.
+
+    Returns
+    -------
+    BenchResult
+        The fits and their held-out checks.
 
     Raises
     ------

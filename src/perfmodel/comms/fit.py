@@ -23,16 +23,41 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from perfmodel._validate import choice, count, non_negative, positive, text
 from perfmodel.comms.collectives import ALGORITHMS, COLLECTIVES, LinkModel, terms
+
+if TYPE_CHECKING:
+    from perfmodel.hardware import Link
 
 __all__ = ["AlphaBetaFit", "fit_alpha_beta"]
 
 
 @dataclass(frozen=True, slots=True)
 class AlphaBetaFit:
-    """A link's latency and bandwidth as one collective's measurements imply them."""
+    """A link's latency and bandwidth as one collective's measurements imply them.
+
+    It has a link's ``bandwidth`` and ``latency``, so it is itself a
+    :class:`perfmodel.hardware.LinkSpec`: any model that takes a link takes a fit.
+
+    Parameters
+    ----------
+    collective : str
+        The collective the times were measured for.
+    algorithm : str
+        Its algorithm (see :data:`perfmodel.comms.ALGORITHMS`).
+    ranks : int
+        Ranks that took part, count.
+    latency : float
+        The fitted latency per message, s.
+    bandwidth : float
+        The fitted bandwidth in one direction, B/s.
+    sizes : tuple of float
+        The buffer sizes fitted, B.
+    times : tuple of float
+        The time measured at each size, s.
+    """
 
     collective: str
     algorithm: str
@@ -48,7 +73,18 @@ class AlphaBetaFit:
         return LinkModel(self.bandwidth, self.latency, name=f"fitted from {self.collective}")
 
     def predict(self, nbytes: float) -> float:
-        """The fitted time of this collective for a buffer of ``nbytes``."""
+        """The fitted time of this collective for one buffer.
+
+        Parameters
+        ----------
+        nbytes : float
+            Each rank's buffer, B.
+
+        Returns
+        -------
+        float
+            Seconds, s.
+        """
         cost = terms(self.collective, self.ranks, self.algorithm)
         return cost.time(non_negative("nbytes", nbytes), self.model)
 
@@ -63,8 +99,25 @@ class AlphaBetaFit:
         errors = self.relative_errors
         return math.sqrt(sum(e * e for e in errors) / len(errors))
 
-    def link(self, name: str, *, kind: str = "other", source: str, notes: str = "") -> object:
-        """The fit as a :class:`perfmodel.hardware.Link` (``hardware.to_toml`` writes it)."""
+    def link(self, name: str, *, kind: str = "other", source: str, notes: str = "") -> Link:
+        """The fit as a catalogue link, which ``hardware.to_toml`` writes.
+
+        Parameters
+        ----------
+        name : str
+            The link's name.
+        kind : str
+            One of :data:`perfmodel.hardware.LINK_KINDS`.
+        source : str
+            Where the measurements come from.
+        notes : str
+            Anything a reader needs to interpret them.
+
+        Returns
+        -------
+        hardware.Link
+            The fitted bandwidth (B/s) and latency (s) under that name.
+        """
         from perfmodel.hardware import Link
 
         return Link(name=text("name", name), kind=kind, bandwidth=self.bandwidth,
@@ -84,13 +137,20 @@ def fit_alpha_beta(
     Parameters
     ----------
     sizes : sequence of float
-        Buffer sizes, bytes (as :mod:`perfmodel.comms.collectives` counts them).
+        Buffer sizes, B (as :mod:`perfmodel.comms.collectives` counts them).
     times : sequence of float
-        Seconds measured at each size (positive).
-    collective, algorithm : str
-        Which formula the times follow.
+        The time measured at each size, s (positive).
+    collective : str
+        Which collective's formula the times follow.
     ranks : int
-        Ranks that took part (at least 2).
+        Ranks that took part, count (at least 2).
+    algorithm : str, optional
+        Its algorithm; the collective's first by default.
+
+    Returns
+    -------
+    AlphaBetaFit
+        The fitted latency (s) and bandwidth (B/s), with the data they came from.
 
     Raises
     ------

@@ -27,10 +27,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from perfmodel._validate import choice, count, flag, non_negative
 from perfmodel.comms.collectives import LinkModel, as_link
+
+if TYPE_CHECKING:
+    from perfmodel.hardware import LinkLike
 
 __all__ = ["AXIS_COLLECTIVES", "Axis"]
 
@@ -44,9 +47,10 @@ class Axis:
     Parameters
     ----------
     size : int
-        Devices along the axis.
-    link : link-like
-        Each neighbour link: bandwidth in one direction, latency per hop.
+        Devices along the axis, count.
+    link : str, hardware.Link or hardware.LinkSpec
+        Each neighbour link: bandwidth in one direction (B/s), latency per hop (s); resolved
+        once by :func:`~perfmodel.comms.as_link`.
     wraparound : bool
         True for a ring (a torus axis), False for a line.
     """
@@ -55,20 +59,43 @@ class Axis:
     link: LinkModel
     wraparound: bool
 
-    def __init__(self, size: int, link: Any, *, wraparound: bool = True) -> None:
+    def __init__(self, size: int, link: LinkLike, *, wraparound: bool = True) -> None:
         object.__setattr__(self, "size", count("size", size))
         object.__setattr__(self, "link", as_link(link))
         object.__setattr__(self, "wraparound", flag("wraparound", wraparound))
 
     def hops(self, collective: str) -> int:
-        """Neighbour-to-neighbour steps ``collective`` takes along the axis."""
+        """Neighbour-to-neighbour steps ``collective`` takes along the axis.
+
+        Parameters
+        ----------
+        collective : {"allgather", "reduce_scatter", "allreduce"}
+            Which collective.
+
+        Returns
+        -------
+        int
+            Hops one after another, count.
+        """
         collective = choice("collective", collective, AXIS_COLLECTIVES)
         one_way = math.ceil((self.size - 1) / 2) if self.wraparound else self.size - 1
         return 2 * one_way if collective == "allreduce" else one_way
 
     def time(self, collective: str, nbytes: float) -> float:
-        """Seconds for ``collective`` on a buffer of ``nbytes`` (the whole array on each
-        device after an all-gather, before a reduce-scatter): ``hops · (α + (n/p)/B)``."""
+        """The time of ``collective`` along the axis: ``hops · (α + (n/p)/B)``.
+
+        Parameters
+        ----------
+        collective : {"allgather", "reduce_scatter", "allreduce"}
+            Which collective.
+        nbytes : float
+            The whole array on each device after an all-gather (before a reduce-scatter), B.
+
+        Returns
+        -------
+        float
+            Seconds, s.
+        """
         nbytes = non_negative("nbytes", nbytes)
         shard = nbytes / self.size
         return self.hops(collective) * (self.link.latency + shard / self.link.bandwidth)
