@@ -29,6 +29,7 @@ from perfmodel import (
     parallel,
     roofline,
     scaling,
+    transformer,
     units,
 )
 from perfmodel import pipeline as pl
@@ -93,6 +94,7 @@ TINY = capstone.import_onnx(
     )
 )
 CHAIN = pl.Graph.chain([1.0, 2.0, 3.0, 1.0], [0.1, 0.1, 0.1, 0.1])
+SMALL = transformer.Transformer(width=64, layers=2, heads=4, vocab=128)
 
 #: Every public model function: a valid call, and what each argument must be.
 CASES: list[tuple[str, Callable[..., Any], dict[str, Any], dict[str, str]]] = [
@@ -268,6 +270,18 @@ CASES: list[tuple[str, Callable[..., Any], dict[str, Any], dict[str, str]]] = [
      {"serial_share": 0.1, "p": 4}, {"serial_share": "probability", "p": "positive"}),
     ("scaling.gustafson_serial_share", scaling.gustafson_serial_share,
      {"serial_fraction": 0.1, "p": 4}, {"serial_fraction": "probability", "p": "positive"}),
+    ("distributed.compute_time", distributed.compute_time,
+     {"model": SMALL, "tokens": 16, "device": "H100 SXM"},
+     {"tokens": "count", "device": "device", "dtype": "dtype", "ceiling": "ceiling"}),
+    ("distributed.data_parallel_step", distributed.data_parallel_step,
+     {"model": SMALL, "batch_per_device": 1, "seq_len": 16,
+      "devices": 8, "gpus_per_node": 4, "device": "H100 SXM", "link": "InfiniBand NDR",
+      "intra_link": "NVLink 4"},
+     {"batch_per_device": "count", "seq_len": "count", "devices": "count", "buckets": "count",
+      "device": "device", "link": "link", "intra_link": "link", "overlap": "flag",
+      "ceiling": "ceiling"}),
+    ("comms.Axis", comms.Axis, {"size": 8, "link": "NVLink 4"},
+     {"size": "count", "link": "link", "wraparound": "flag"}),
 ]  # fmt: skip
 
 ARGUMENTS = [

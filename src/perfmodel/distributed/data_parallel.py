@@ -33,11 +33,14 @@ backward pass the gradients are summed across devices with an all-reduce. The st
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from perfmodel._validate import count, flag
 from perfmodel.distributed.memory import TrainingMemory, training_memory
 from perfmodel.transformer import Transformer
+
+if TYPE_CHECKING:
+    from perfmodel.hardware import DeviceLike, LinkLike
 
 __all__ = ["DataParallelStep", "compute_time", "data_parallel_step"]
 
@@ -46,15 +49,43 @@ GRADIENT_BYTES = 2
 
 
 def compute_time(
-    model: Transformer, tokens: int, device: Any, *, dtype: str = "bf16", ceiling: Any = "nameplate"
+    model: Transformer,
+    tokens: int,
+    device: DeviceLike,
+    *,
+    dtype: str = "bf16",
+    ceiling: str | float = "nameplate",
 ) -> tuple[float, float]:
-    """Forward and backward seconds for ``tokens`` tokens on ``device``, every weight matmul
-    priced on its roofline (attention scores, norms and activations left out, as 6·N·D
-    leaves them out)."""
+    """Forward and backward times for ``tokens`` tokens, every weight matmul on its roofline.
+
+    Attention scores, norms and activations are left out, as 6·N·D leaves them out.
+
+    Parameters
+    ----------
+    model : Transformer
+        The model's shape.
+    tokens : int
+        Tokens in the batch, count.
+    device : str or hardware.Device
+        A catalogue name or a device you built.
+    dtype : str
+        The matmuls' dtype, which picks the peak FLOP/s.
+    ceiling : {"nameplate", "measured"} or float
+        Which roof (see :func:`perfmodel.roofline.ceilings`).
+
+    Returns
+    -------
+    (float, float)
+        The forward and the backward pass, s.
+    """
     from perfmodel import ops
+    from perfmodel.hardware import get
     from perfmodel.roofline import estimate
 
+    if not isinstance(model, Transformer):
+        raise TypeError(f"`model` must be a Transformer (got {type(model).__name__}).")
     tokens = count("tokens", tokens)
+    device = get(device, argument="device")
     forward = backward = 0.0
     for k, n in model.weight_shapes():
         forward += estimate(ops.matmul(tokens, k, n, dtype=dtype), device, ceiling=ceiling).time_s
@@ -65,10 +96,27 @@ def compute_time(
 
 @dataclass(frozen=True, slots=True)
 class DataParallelStep:
-    """The parts of one data-parallel step on one device, in seconds.
+    """The parts of one data-parallel step on one device.
 
-    ``gradient_bytes`` is what the all-reduce model moves: the bf16 gradients, or under
-    ZeRO-3 1.5 times that (weights gathered twice, gradients reduce-scattered).
+    Parameters
+    ----------
+    devices : int
+        Devices in the data-parallel group, count.
+    forward_s, backward_s : float
+        The forward and the backward pass, s.
+    communication_s : float
+        All the buckets' all-reduces one after another, s.
+    step_s : float
+        The whole step, with whatever overlap was allowed, s.
+    buckets : int
+        Equal pieces the gradients were all-reduced in, count.
+    overlap : bool
+        Whether a bucket's all-reduce could start as soon as its gradients existed.
+    gradient_bytes : float
+        What the all-reduce model moves, B: the bf16 gradients, or under ZeRO-3 1.5 times
+        that (weights gathered twice, gradients reduce-scattered).
+    memory : TrainingMemory
+        What each device holds.
     """
 
     devices: int
@@ -108,46 +156,60 @@ def data_parallel_step(
     batch_per_device: int,
     seq_len: int,
     devices: int,
-    device: Any,
-    link: Any,
+    device: DeviceLike,
+    link: LinkLike,
     overlap: bool = True,
     buckets: int = 1,
     gpus_per_node: int = 1,
-    intra_link: Any = None,
+    intra_link: LinkLike | None = None,
     zero_stage: int = 0,
     recompute: str = "none",
     dtype: str = "bf16",
-    ceiling: Any = "nameplate",
+    ceiling: str | float = "nameplate",
 ) -> DataParallelStep:
     """Price one step of data-parallel training (the per-device batch fixed: weak scaling).
 
     Parameters
     ----------
     model : Transformer
-    batch_per_device, seq_len : int
-        Sequences per device and tokens per sequence.
+        The model's shape.
+    batch_per_device : int
+        Sequences per device, count.
+    seq_len : int
+        Tokens per sequence, count.
     devices : int
-        Devices in the data-parallel group.
-    device : str or Device
+        Devices in the data-parallel group, count.
+    device : str or hardware.Device
         What each device is.
-    link : link-like
-        The network between nodes (a catalogue name, a Link, or anything with
-        ``bandwidth`` and ``latency``).
+    link : str, hardware.Link or hardware.LinkSpec
+        The network between nodes: bandwidth (B/s, one direction) and latency (s).
     overlap : bool
         Start each bucket's all-reduce as soon as its gradients exist.
     buckets : int
-        Equal pieces the gradients are all-reduced in.
-    gpus_per_node, intra_link
-        With several GPUs per node, a hierarchical all-reduce: NVLink (``intra_link``)
-        inside the node, ``link`` between nodes, one port per GPU.
+        Equal pieces the gradients are all-reduced in, count.
+    gpus_per_node : int
+        GPUs per node, count. With more than one, the all-reduce is hierarchical:
+        ``intra_link`` inside the node, ``link`` between nodes, one port per GPU.
+    intra_link : str, hardware.Link or hardware.LinkSpec, optional
+        The link inside a node (NVLink, say); needed when ``gpus_per_node`` > 1.
     zero_stage : int
         ZeRO sharding (0 to 3) for the memory; stage 3 (FSDP) also sends 1.5 times the
         bytes (the weights gathered twice, the gradients reduce-scattered).
     recompute : {"none", "selective", "full"}
         Activation recomputation for the memory; ``"full"`` also runs the forward pass
         again inside the backward one.
+    dtype : str
+        The matmuls' dtype, which picks the peak FLOP/s.
+    ceiling : {"nameplate", "measured"} or float
+        Which roof (see :func:`perfmodel.roofline.ceilings`).
+
+    Returns
+    -------
+    DataParallelStep
+        The step's parts in s, its memory in B, and its scaling efficiency.
     """
     from perfmodel import comms
+    from perfmodel.hardware import get
 
     if not isinstance(model, Transformer):
         raise TypeError(f"`model` must be a Transformer (got {type(model).__name__}).")
@@ -159,18 +221,21 @@ def data_parallel_step(
         raise ValueError(f"`devices` must be a multiple of `gpus_per_node` = {g} (got {p}).")
     if g > 1 and intra_link is None:
         raise ValueError("`intra_link` must be given with `gpus_per_node` > 1 (got None).")
+    node = get(device, argument="device")
+    network = comms.as_link(link, argument="link")
+    inside = None if intra_link is None else comms.as_link(intra_link, argument="intra_link")
     stage = count("zero_stage", zero_stage, minimum=0, maximum=3)
     memory = training_memory(model, data_parallel=p, zero_stage=stage, micro_batch=b,
                              seq_len=s, recompute=recompute)  # fmt: skip
-    forward, backward = compute_time(model, b * s, device, dtype=dtype, ceiling=ceiling)
+    forward, backward = compute_time(model, b * s, node, dtype=dtype, ceiling=ceiling)
     if recompute == "full":
         backward += forward
     gradient_bytes = GRADIENT_BYTES * model.parameters * (1.5 if stage == 3 else 1.0)
     piece = gradient_bytes / k
-    if g > 1:
-        one = comms.hierarchical_allreduce_time(piece, g, p // g, intra_link, link)
+    if inside is not None and g > 1:
+        one = comms.hierarchical_allreduce_time(piece, g, p // g, inside, network)
     else:
-        one = comms.allreduce_time(piece, p, link)
+        one = comms.allreduce_time(piece, p, network)
     if overlap:
         finished = 0.0
         for i in range(k):

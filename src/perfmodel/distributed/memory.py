@@ -26,10 +26,13 @@ sequence parallelism divides them by ``t``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from perfmodel._validate import choice, count, positive
 from perfmodel.transformer import Transformer
+
+if TYPE_CHECKING:
+    from perfmodel.hardware import DeviceLike
 
 __all__ = ["PRECISIONS", "RECOMPUTE", "TrainingMemory", "activation_bytes", "training_memory"]
 
@@ -46,7 +49,19 @@ RECOMPUTE = ("none", "selective", "full")
 
 @dataclass(frozen=True, slots=True)
 class TrainingMemory:
-    """Bytes one device holds while training, by kind."""
+    """Bytes one device holds while training, by kind.
+
+    Parameters
+    ----------
+    weights : float
+        The weights this device keeps, B.
+    gradients : float
+        Their gradients, B.
+    optimizer : float
+        The optimizer's states (fp32 master weights, momentum, variance), B.
+    activations : float
+        What the forward pass keeps for the backward one, B.
+    """
 
     weights: float
     gradients: float
@@ -63,9 +78,22 @@ class TrainingMemory:
         """Everything, activations included (no allowance for buffers or fragmentation)."""
         return self.model_states + self.activations
 
-    def fits(self, device: Any, *, usable: float = 0.9) -> bool:
-        """True when :attr:`total` fits in ``usable`` of ``device``'s memory (a catalogue name
-        or :class:`~perfmodel.hardware.Device`; the rest is the framework's workspace)."""
+    def fits(self, device: DeviceLike, *, usable: float = 0.9) -> bool:
+        """Whether :attr:`total` fits in ``usable`` of ``device``'s memory.
+
+        Parameters
+        ----------
+        device : str or hardware.Device
+            A catalogue name or a device you built; it must state its memory capacity.
+        usable : float
+            The share of the memory training may use, fraction (the rest is the
+            framework's workspace).
+
+        Returns
+        -------
+        bool
+            True when it fits.
+        """
         from perfmodel.hardware import get
 
         spec = get(device, argument="device")
@@ -84,8 +112,30 @@ def activation_bytes(
     tensor_parallel: int = 1,
     layers: int | None = None,
 ) -> float:
-    """Activation bytes kept for the backward pass by ``layers`` transformer layers (all of
-    them by default), after Korthikanti et al. (2022); see the module's docstring."""
+    """Activation bytes kept for the backward pass, after Korthikanti et al. (2022).
+
+    See the module's docstring for the formula.
+
+    Parameters
+    ----------
+    model : Transformer
+        The model's shape.
+    micro_batch : int
+        Sequences per micro-batch, count.
+    seq_len : int
+        Tokens per sequence, count.
+    recompute : {"none", "selective", "full"}
+        Activation recomputation.
+    tensor_parallel : int
+        Ways each layer is split (with sequence parallelism), count.
+    layers : int, optional
+        Layers counted, count; all of the model's by default.
+
+    Returns
+    -------
+    float
+        Bytes, B.
+    """
     if not isinstance(model, Transformer):
         raise TypeError(f"`model` must be a Transformer (got {type(model).__name__}).")
     b, s = count("micro_batch", micro_batch), count("seq_len", seq_len)
@@ -121,15 +171,30 @@ def training_memory(
     ----------
     model : Transformer or int
         The model; a bare parameter count gives model states only.
-    precision, optimizer : str
-        ``"mixed"`` or ``"fp32"``; ``"adam"`` or ``"sgd"`` (with momentum).
-    data_parallel, zero_stage : int
-        The data-parallel group size, and how much ZeRO shards over it (0 to 3; 3 is FSDP).
+    precision : {"mixed", "fp32"}
+        16-bit weights and gradients with fp32 optimizer states, or fp32 throughout.
+    optimizer : {"adam", "sgd"}
+        Adam, or SGD with momentum.
+    data_parallel : int
+        The data-parallel group size, count.
+    zero_stage : int
+        How much ZeRO shards over it (0 to 3; 3 is FSDP).
     tensor_parallel, pipeline_parallel : int
-        Ways the weights are split within a layer and across layers (evenly, by assumption).
-    micro_batch, seq_len, recompute
-        Sequences per micro-batch and tokens per sequence, for activations (a Transformer
-        only; none are counted without ``seq_len``). One micro-batch in flight per stage.
+        Ways the weights are split within a layer and across layers, count (evenly, by
+        assumption).
+    micro_batch : int
+        Sequences per micro-batch, count, for activations (one micro-batch in flight per
+        stage).
+    seq_len : int, optional
+        Tokens per sequence, count; no activations are counted without it (a Transformer
+        only).
+    recompute : {"none", "selective", "full"}
+        Activation recomputation.
+
+    Returns
+    -------
+    TrainingMemory
+        Bytes per device by kind, B.
     """
     precision = choice("precision", precision, tuple(PRECISIONS))
     optimizer = choice("optimizer", optimizer, tuple(PRECISIONS[precision]))

@@ -30,9 +30,13 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from perfmodel._validate import count, text
+
+if TYPE_CHECKING:
+    from perfmodel.comms import LinkModel
+    from perfmodel.hardware import LinkLike
 
 __all__ = ["Collective", "Mesh", "ShardedMatmul", "parse_sharding", "sharded_matmul"]
 
@@ -41,13 +45,25 @@ _DIM = re.compile(r"^([A-Za-z][A-Za-z0-9]*?)(?:_([A-Z]+))?$")
 
 @dataclass(frozen=True, slots=True, init=False)
 class Mesh:
-    """Named mesh axes (single capital letters) with their sizes, and optionally the link
-    along each (anything :func:`perfmodel.comms.as_link` takes)."""
+    """Named mesh axes (single capital letters) with their sizes, and the link along each.
+
+    Parameters
+    ----------
+    axes : mapping of str to int
+        Each axis's name (one capital letter) and its devices, count.
+    links : mapping of str to link-like, optional
+        The link along some or all of the axes (a catalogue name, a
+        :class:`~perfmodel.hardware.Link` or any :class:`~perfmodel.hardware.LinkSpec`),
+        resolved once by :func:`perfmodel.comms.as_link`; collectives over an axis without
+        one are left unpriced.
+    """
 
     axes: Mapping[str, int]
-    links: Mapping[str, Any]
+    links: Mapping[str, LinkModel]
 
-    def __init__(self, axes: Mapping[str, int], *, links: Mapping[str, Any] | None = None):
+    def __init__(
+        self, axes: Mapping[str, int], *, links: Mapping[str, LinkLike] | None = None
+    ) -> None:
         from perfmodel.comms import as_link
 
         if not isinstance(axes, Mapping) or not axes:
@@ -71,13 +87,38 @@ class Mesh:
         return math.prod(self.axes.values())
 
     def size(self, axes: str) -> int:
-        """Devices along a group of axes (``"XY"``)."""
+        """Devices along a group of axes.
+
+        Parameters
+        ----------
+        axes : str
+            Axis names run together (``"XY"``); ``""`` for none.
+
+        Returns
+        -------
+        int
+            Devices, count.
+        """
         return math.prod(self.axes[a] for a in axes)
 
 
 def parse_sharding(spec: str, mesh: Mesh | None = None) -> tuple[tuple[str, str], ...]:
     """``"B_X, D_Y"`` as ``(("B", "X"), ("D", "Y"))``; a whole dimension has axes ``""``.
 
+    Parameters
+    ----------
+    spec : str
+        A sharding, dimensions separated by commas.
+    mesh : Mesh, optional
+        When given, every axis the spec uses must be one of its axes.
+
+    Returns
+    -------
+    tuple of (str, str)
+        Each dimension's name and the axes it is split over.
+
+    Examples
+    --------
     >>> parse_sharding("B_XY, D")
     (('B', 'XY'), ('D', ''))
     """
@@ -105,8 +146,21 @@ def parse_sharding(spec: str, mesh: Mesh | None = None) -> tuple[tuple[str, str]
 
 @dataclass(frozen=True, slots=True)
 class Collective:
-    """A collective a sharding needs: its kind, over which axes, the per-device buffer it
-    moves, and its time (None when the mesh has no link for those axes)."""
+    """A collective a sharding needs.
+
+    Parameters
+    ----------
+    kind : str
+        ``"allgather"``, ``"allreduce"`` or ``"reduce_scatter"``.
+    operand : str
+        Which array it moves: ``"lhs"``, ``"rhs"`` or ``"out"``.
+    axes : str
+        The mesh axes it runs over.
+    nbytes : float
+        The per-device buffer it moves, B.
+    time_s : float or None
+        Its time, s; None when the mesh has no link for those axes.
+    """
 
     kind: str
     operand: str
@@ -117,7 +171,23 @@ class Collective:
 
 @dataclass(frozen=True, slots=True)
 class ShardedMatmul:
-    """What each device does in one sharded matmul, and what the sharding costs."""
+    """What each device does in one sharded matmul, and what the sharding costs.
+
+    Parameters
+    ----------
+    output : str
+        The output's sharding.
+    local_shapes : dict of str to tuple of int
+        Each device's block of ``"lhs"``, ``"rhs"`` and ``"out"``, elements.
+    flops_per_device : float
+        Each device's arithmetic, FLOP (two per multiply-add).
+    bytes_per_device : float
+        The bytes of its three blocks, B.
+    replication : int
+        Devices holding each block of the output, count.
+    collectives : tuple of Collective
+        What the sharding needs, in order.
+    """
 
     output: str
     local_shapes: dict[str, tuple[int, ...]]
@@ -140,11 +210,26 @@ def _format(dims: list[tuple[str, str]]) -> str:
 def sharded_matmul(
     mesh: Mesh, lhs: str, rhs: str, sizes: Mapping[str, int], *, dtype_bytes: int = 2
 ) -> ShardedMatmul:
-    """Multiply ``lhs`` by ``rhs`` (sharding specs sharing exactly one dimension) on ``mesh``.
+    """Multiply ``lhs`` by ``rhs``, two sharded arrays sharing one dimension, on ``mesh``.
 
-    ``sizes`` gives every dimension's full length. Returns the output's sharding, each
-    device's shapes, FLOPs and bytes touched, the output's replication factor, and the
-    collectives the sharding needs (see the module's docstring for the cases).
+    See the module's docstring for the cases.
+
+    Parameters
+    ----------
+    mesh : Mesh
+        The device mesh.
+    lhs, rhs : str
+        The two operands' shardings; they share exactly one (contracting) dimension.
+    sizes : mapping of str to int
+        Every dimension's full length, elements.
+    dtype_bytes : int
+        Bytes per element, B.
+
+    Returns
+    -------
+    ShardedMatmul
+        The output's sharding, each device's shapes, FLOPs and bytes touched, the output's
+        replication and the collectives the sharding needs.
     """
     from perfmodel.comms import collective_time
 

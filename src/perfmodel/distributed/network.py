@@ -23,9 +23,12 @@ to a minibatch ``X`` (K × N), fp32:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from perfmodel._validate import count, non_negative
+
+if TYPE_CHECKING:
+    from perfmodel.hardware import DeviceLike, LinkLike
 
 __all__ = [
     "attainable_flops",
@@ -35,24 +38,58 @@ __all__ = [
 ]
 
 
-def _bandwidth(link: Any) -> float:
+def _bandwidth(link: LinkLike | float) -> float:
     from perfmodel import comms
     from perfmodel._validate import is_number, positive
 
-    return positive("link", link) if is_number(link) else comms.as_link(link).bandwidth
+    if is_number(link):
+        return positive("link", link)
+    return comms.as_link(cast("LinkLike", link)).bandwidth
 
 
-def network_ridge(device: Any, link: Any, *, dtype: str = "bf16") -> float:
-    """FLOPs a node must do per byte it sends to reach its peak: peak FLOP/s over the
-    network's bytes/s (``link``: a link-like, or a bandwidth in bytes/s)."""
+def network_ridge(device: DeviceLike, link: LinkLike | float, *, dtype: str = "bf16") -> float:
+    """FLOPs a node must do per byte it sends to reach its peak: peak FLOP/s over network B/s.
+
+    Parameters
+    ----------
+    device : str or hardware.Device
+        A catalogue name or a device you built.
+    link : str, hardware.Link, hardware.LinkSpec or float
+        The network: a link-like, or its bandwidth in B/s.
+    dtype : str
+        Which peak FLOP/s.
+
+    Returns
+    -------
+    float
+        The ridge, FLOP per network byte (FLOP/B).
+    """
     from perfmodel.hardware import get
 
     return get(device, argument="device").peak_flops(dtype) / _bandwidth(link)
 
 
-def attainable_flops(intensity: float, device: Any, link: Any, *, dtype: str = "bf16") -> float:
-    """The multi-node roofline: ``min(peak, intensity · network bandwidth)`` FLOP/s for work
-    doing ``intensity`` FLOPs per network byte."""
+def attainable_flops(
+    intensity: float, device: DeviceLike, link: LinkLike | float, *, dtype: str = "bf16"
+) -> float:
+    """The multi-node roofline: ``min(peak, intensity · network bandwidth)``.
+
+    Parameters
+    ----------
+    intensity : float
+        The work's FLOPs per byte it sends over the network, FLOP/B.
+    device : str or hardware.Device
+        A catalogue name or a device you built.
+    link : str, hardware.Link, hardware.LinkSpec or float
+        The network: a link-like, or its bandwidth in B/s.
+    dtype : str
+        Which peak FLOP/s.
+
+    Returns
+    -------
+    float
+        The attainable rate, FLOP/s.
+    """
     from perfmodel.hardware import get
 
     intensity = non_negative("intensity", intensity)
@@ -63,9 +100,30 @@ def attainable_flops(intensity: float, device: Any, link: Any, *, dtype: str = "
 def split_minibatch(
     m: int, k: int, n: int, *, nodes: int = 2, value_bytes: int = 4
 ) -> dict[str, dict[str, float]]:
-    """Coates' table: one node's FLOPs, memory bytes and intensity for ``W`` (m × k) times
-    ``X`` (k × n), on one node and after splitting the minibatch over ``nodes``.
+    """Coates' table: one node's FLOPs, bytes and intensity before and after the split.
 
+    The layer is ``W`` (m × k) times ``X`` (k × n), on one node and after splitting the
+    minibatch over ``nodes``.
+
+    Parameters
+    ----------
+    m, k : int
+        The weight matrix's rows and columns, count.
+    n : int
+        The minibatch, count; it must divide evenly over the nodes.
+    nodes : int
+        Nodes the minibatch is split over, count.
+    value_bytes : int
+        Bytes per value, B.
+
+    Returns
+    -------
+    dict of str to dict of str to float
+        ``"before"`` and ``"after"``, each with ``"flops"`` (FLOP), ``"bytes"`` (B) and
+        ``"intensity"`` (FLOP/B).
+
+    Examples
+    --------
     >>> table = split_minibatch(1024, 1024, 1024)
     >>> table["before"]["flops"], table["after"]["flops"]
     (2147483648, 1073741824)
@@ -85,8 +143,22 @@ def split_minibatch(
 
 
 def data_parallel_network_intensity(minibatch: int, *, nodes: int = 2) -> float:
-    """FLOPs per network byte of the data-parallel weight update: each node computes
-    ``2·M·K·(N/nodes)`` FLOPs and sends ``W``, ``4·M·K`` bytes (fp32): ``N / (2·nodes)``,
-    Coates' ``N/4`` for two nodes."""
+    """FLOPs per network byte of the data-parallel weight update: ``N / (2·nodes)``.
+
+    Each node computes ``2·M·K·(N/nodes)`` FLOPs and sends ``W``, ``4·M·K`` bytes (fp32):
+    Coates' ``N/4`` for two nodes.
+
+    Parameters
+    ----------
+    minibatch : int
+        The whole minibatch N, count.
+    nodes : int
+        Nodes it is split over, count.
+
+    Returns
+    -------
+    float
+        FLOP per network byte, FLOP/B.
+    """
     minibatch, nodes = count("minibatch", minibatch), count("nodes", nodes)
     return 2 * minibatch / nodes / 4

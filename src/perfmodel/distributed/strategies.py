@@ -29,10 +29,13 @@ cancels, and what must be large enough is the model's width.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from perfmodel._validate import choice, count, non_negative, positive
 from perfmodel.transformer import Transformer
+
+if TYPE_CHECKING:
+    from perfmodel.hardware import DeviceLike, LinkLike
 
 __all__ = [
     "STRATEGIES",
@@ -53,6 +56,22 @@ BYTES = 2  # bf16 weights, gradients and activations
 def sharded_bytes(parameters: float, p: int, strategy: str = "data") -> float:
     """Bytes each device sends per step under a parameter-sharded ``strategy`` (see above).
 
+    Parameters
+    ----------
+    parameters : float
+        The model's parameters, count.
+    p : int
+        Devices in the group, count.
+    strategy : {"data", "zero1", "zero2", "zero3", "fsdp"}
+        Which strategy.
+
+    Returns
+    -------
+    float
+        Bytes per device per step, B.
+
+    Examples
+    --------
     >>> sharded_bytes(1e9, 8, "zero3") / sharded_bytes(1e9, 8, "data")
     1.5
     """
@@ -64,8 +83,25 @@ def sharded_bytes(parameters: float, p: int, strategy: str = "data") -> float:
 
 
 def tensor_parallel_bytes(model: Transformer, tokens: int, p: int) -> float:
-    """Bytes each device sends per step for ``p``-way tensor parallelism: four ring all-reduces
-    per layer of ``tokens · width · 2`` bytes, each ``2(p-1)/p`` of that on the wire."""
+    """Bytes each device sends per step for ``p``-way tensor parallelism.
+
+    That is four ring all-reduces per layer of ``tokens · width · 2`` bytes, each
+    ``2(p-1)/p`` of that on the wire.
+
+    Parameters
+    ----------
+    model : Transformer
+        The model's shape.
+    tokens : int
+        Tokens per device per step, count.
+    p : int
+        Ways each layer is split, count.
+
+    Returns
+    -------
+    float
+        Bytes per device per step, B.
+    """
     if not isinstance(model, Transformer):
         raise TypeError(f"`model` must be a Transformer (got {type(model).__name__}).")
     tokens, p = count("tokens", tokens), count("p", p)
@@ -73,28 +109,62 @@ def tensor_parallel_bytes(model: Transformer, tokens: int, p: int) -> float:
 
 
 def pipeline_bytes(model: Transformer, tokens_per_micro_batch: int, micro_batches: int) -> float:
-    """Bytes crossing one stage boundary per step: activations forward and their gradients
-    back, for every micro-batch."""
+    """Bytes crossing one stage boundary per step: activations forward, gradients back.
+
+    Parameters
+    ----------
+    model : Transformer
+        The model's shape.
+    tokens_per_micro_batch : int
+        Tokens in each micro-batch, count.
+    micro_batches : int
+        Micro-batches per step, count.
+
+    Returns
+    -------
+    float
+        Bytes per step, B.
+    """
     if not isinstance(model, Transformer):
         raise TypeError(f"`model` must be a Transformer (got {type(model).__name__}).")
     t = count("tokens_per_micro_batch", tokens_per_micro_batch)
     return 2 * count("micro_batches", micro_batches) * t * model.width * BYTES
 
 
-def _ratio(device: Any, link: Any, dtype: str) -> float:
+def _ratio(device: DeviceLike, link: LinkLike, dtype: str) -> float:
     from perfmodel import comms
     from perfmodel.hardware import get
 
     return get(device, argument="device").peak_flops(dtype) / comms.as_link(link).bandwidth
 
 
-def critical_tokens(strategy: str, p: int, device: Any, link: Any, *, dtype: str = "bf16") -> float:
-    """Tokens per device at which a parameter-sharded strategy's traffic takes as long as
-    the compute that can hide it (bandwidth only; latency ignored).
+def critical_tokens(
+    strategy: str, p: int, device: DeviceLike, link: LinkLike, *, dtype: str = "bf16"
+) -> float:
+    """Tokens per device at which a sharded strategy's traffic takes as long as its compute.
 
-    Data parallelism and ZeRO 1-2 hide under the backward pass, ``4Ψt/F`` seconds, so
-    ``t* = 2(p-1)/p · 2 · F / (4B)``; FSDP sends 1.5 times as much but can hide under the
-    whole step, ``6Ψt/F``, so ``t* = 3(p-1)/p · 2 · F / (6B)``: the same, about ``F/B``.
+    Bandwidth only; latency ignored. Data parallelism and ZeRO 1-2 hide under the backward
+    pass, ``4Ψt/F`` seconds, so ``t* = 2(p-1)/p · 2 · F / (4B)``; FSDP sends 1.5 times as
+    much but can hide under the whole step, ``6Ψt/F``, so ``t* = 3(p-1)/p · 2 · F / (6B)``:
+    the same, about ``F/B``.
+
+    Parameters
+    ----------
+    strategy : {"data", "zero1", "zero2", "zero3", "fsdp"}
+        Which strategy.
+    p : int
+        Devices in the group, count.
+    device : str or hardware.Device
+        Each device; its peak FLOP/s is ``F``.
+    link : str, hardware.Link or hardware.LinkSpec
+        The network between devices; only its bandwidth (B/s) counts.
+    dtype : str
+        Which peak FLOP/s.
+
+    Returns
+    -------
+    float
+        The critical batch, tokens per device (count).
     """
     strategy = choice("strategy", strategy, STRATEGIES)
     hidden_under = 6 if strategy in ("zero3", "fsdp") else 4
@@ -102,14 +172,32 @@ def critical_tokens(strategy: str, p: int, device: Any, link: Any, *, dtype: str
 
 
 def critical_width(
-    p: int, device: Any, link: Any, *, mlp_ratio: float = 4.0, dtype: str = "bf16"
+    p: int, device: DeviceLike, link: LinkLike, *, mlp_ratio: float = 4.0, dtype: str = "bf16"
 ) -> float:
-    """The model width at which ``p``-way tensor parallelism's all-reduces take as long as
-    the layer's matmuls (which they could at best hide under).
+    """The width at which ``p``-way tensor parallelism's all-reduces take as long as its matmuls.
 
-    A layer of width ``h`` has ``(4 + 2·mlp_ratio)·h²`` weights; per token each device does
-    ``6 · that / p`` FLOPs and sends ``16(p-1)/p · h`` bytes, so the batch cancels and
+    The matmuls are what the all-reduces could at best hide under. A layer of width ``h``
+    has ``(4 + 2·mlp_ratio)·h²`` weights; per token each device does ``6 · that / p`` FLOPs
+    and sends ``16(p-1)/p · h`` bytes, so the batch cancels and
     ``h* = 16(p-1) / (6(4 + 2·mlp_ratio)) · F / B``.
+
+    Parameters
+    ----------
+    p : int
+        Ways each layer is split, count.
+    device : str or hardware.Device
+        Each device; its peak FLOP/s is ``F``.
+    link : str, hardware.Link or hardware.LinkSpec
+        The network between devices; only its bandwidth (B/s) counts.
+    mlp_ratio : float
+        The MLP's width over the model's, dimensionless.
+    dtype : str
+        Which peak FLOP/s.
+
+    Returns
+    -------
+    float
+        The critical width, count (elements per token).
     """
     p = count("p", p)
     mlp_ratio = positive("mlp_ratio", mlp_ratio)
@@ -120,10 +208,16 @@ def critical_width(
 class SyncOrAsync:
     """Synchronous vs asynchronous data parallelism for one group of workers.
 
-    ``sync_step_s``: every step waits for the slowest worker, then all-reduces.
-    ``async_step_s``: each worker pushes and pulls on its own, at its own average pace.
-    ``staleness``: how many other workers' updates land between a worker reading the
-    weights and its gradient being applied, on average (``workers - 1``).
+    Parameters
+    ----------
+    sync_step_s : float
+        A synchronous step, s: every step waits for the slowest worker, then all-reduces.
+    async_step_s : float
+        An asynchronous step, s: each worker pushes and pulls on its own, at its own
+        average pace.
+    staleness : float
+        How many other workers' updates land between a worker reading the weights and its
+        gradient being applied, on average, count (``workers - 1``).
     """
 
     sync_step_s: float
@@ -139,9 +233,26 @@ class SyncOrAsync:
 def sync_or_async(
     *, mean_compute_s: float, slowest_compute_s: float, communication_s: float, workers: int
 ) -> SyncOrAsync:
-    """Cost vs staleness: what waiting for stragglers costs a synchronous step, and how
-    stale an asynchronous update is instead.
+    """Cost vs staleness: what waiting for stragglers costs, and how stale asynchrony is.
 
+    Parameters
+    ----------
+    mean_compute_s : float
+        A worker's average compute per step, s.
+    slowest_compute_s : float
+        The slowest worker's compute per step, s (at least the mean).
+    communication_s : float
+        The communication per step, s.
+    workers : int
+        Workers, count.
+
+    Returns
+    -------
+    SyncOrAsync
+        Both step times and the asynchronous updates' staleness.
+
+    Examples
+    --------
     >>> choice = sync_or_async(mean_compute_s=1.0, slowest_compute_s=1.3,
     ...                        communication_s=0.2, workers=64)
     >>> round(choice.async_speedup, 2), choice.staleness

@@ -20,9 +20,24 @@ __all__ = ["PUBLISHED_RUNS", "PublishedRun", "mfu", "step_time_for_mfu", "traini
 
 
 def training_flops(parameters: float, tokens: float) -> float:
-    """The rule of thumb for a dense transformer: ``6 · parameters · tokens`` FLOPs (2 for the
-    forward pass, 4 for the backward, per parameter and token).
+    """The rule of thumb for a dense transformer: ``6 · parameters · tokens`` FLOPs.
 
+    That is 2 for the forward pass and 4 for the backward, per parameter and token.
+
+    Parameters
+    ----------
+    parameters : float
+        The model's parameters, count.
+    tokens : float
+        Tokens trained on, count.
+
+    Returns
+    -------
+    float
+        Training FLOPs, FLOP.
+
+    Examples
+    --------
     >>> training_flops(540.35e9, 780e9) / 1e21     # PaLM 540B, reported as 2527.2 ZFLOPs
     2528.838
     """
@@ -30,7 +45,24 @@ def training_flops(parameters: float, tokens: float) -> float:
 
 
 def mfu(*, tokens_per_s: float, flops_per_token: float, devices: int, peak_flops: float) -> float:
-    """Model FLOPs utilization: ``tokens_per_s · flops_per_token / (devices · peak_flops)``."""
+    """Model FLOPs utilization: ``tokens_per_s · flops_per_token / (devices · peak_flops)``.
+
+    Parameters
+    ----------
+    tokens_per_s : float
+        Observed throughput, tokens/s.
+    flops_per_token : float
+        The model's FLOPs per token (``6·N``, say), FLOP.
+    devices : int
+        Devices, count.
+    peak_flops : float
+        Each device's peak, FLOP/s.
+
+    Returns
+    -------
+    float
+        MFU, fraction.
+    """
     achieved = non_negative("tokens_per_s", tokens_per_s) * positive(
         "flops_per_token", flops_per_token
     )
@@ -40,9 +72,28 @@ def mfu(*, tokens_per_s: float, flops_per_token: float, devices: int, peak_flops
 def step_time_for_mfu(
     *, tokens_per_step: float, flops_per_token: float, devices: int, peak_flops: float, mfu: float
 ) -> float:
-    """Seconds per step that a given MFU means: the step's model FLOPs over the fraction of
-    peak achieved.
+    """The step time a given MFU means: the step's model FLOPs over the rate achieved.
 
+    Parameters
+    ----------
+    tokens_per_step : float
+        Tokens per step, count.
+    flops_per_token : float
+        The model's FLOPs per token, FLOP.
+    devices : int
+        Devices, count.
+    peak_flops : float
+        Each device's peak, FLOP/s.
+    mfu : float
+        Model FLOPs utilization, fraction.
+
+    Returns
+    -------
+    float
+        Seconds per step, s.
+
+    Examples
+    --------
     >>> round(step_time_for_mfu(tokens_per_step=4e6, flops_per_token=6 * 70e9, devices=1024,
     ...                         peak_flops=989e12, mfu=0.4), 2)
     4.15
@@ -55,7 +106,25 @@ def step_time_for_mfu(
 
 @dataclass(frozen=True, slots=True)
 class PublishedRun:
-    """A large training run's own report of its utilization."""
+    """A large training run's own report of its utilization.
+
+    Parameters
+    ----------
+    name : str
+        The run.
+    parameters : float
+        The model's parameters, count.
+    devices : int
+        Devices it trained on, count.
+    device : str
+        Which device (a catalogue name).
+    utilization : float
+        What it reports, fraction.
+    measure : str
+        Which utilization: MFU, or hardware FLOPs utilization.
+    source : str
+        Where it is reported.
+    """
 
     name: str
     parameters: float
