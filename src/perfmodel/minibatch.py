@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 
 from perfmodel._validate import count, non_negative, positive
-from perfmodel.hardware import Device, dtype_bytes, get
+from perfmodel.hardware import DeviceLike, dtype_bytes, get
 from perfmodel.ops import dense_forward
 from perfmodel.roofline import estimate
 
@@ -48,11 +48,23 @@ __all__ = [
 ]
 
 
-def crossover_batch(width: int, device: str | Device, dtype: str = "fp32") -> float:
-    """The minibatch at which an N×N dense layer reaches the ridge point (may be fractional).
+def crossover_batch(width: int, device: DeviceLike, dtype: str = "fp32") -> float:
+    """The minibatch at which an N×N dense layer reaches the ridge point.
 
-    Returns ``math.inf`` when the layer is too narrow ever to be compute-bound
-    (``N <= R·w``).
+    Parameters
+    ----------
+    width : int
+        The layer's width N (it is N×N), count.
+    device : str or hardware.Device
+        A catalogue name or a device you built.
+    dtype : str
+        The layer's dtype, which picks the peak FLOP/s and the bytes per value.
+
+    Returns
+    -------
+    float
+        The minibatch M*, count (may be fractional); ``math.inf`` when the layer is too
+        narrow ever to be compute-bound (``N <= R·w``).
     """
     width = count("width", width)
     node = get(device, argument="device")
@@ -63,9 +75,26 @@ def crossover_batch(width: int, device: str | Device, dtype: str = "fp32") -> fl
 
 
 def smallest_compute_bound_power_of_two(
-    width: int, device: str | Device, dtype: str = "fp32", *, largest: int = 2**20
+    width: int, device: DeviceLike, dtype: str = "fp32", *, largest: int = 2**20
 ) -> int | None:
-    """The smallest power-of-two minibatch at which the layer is compute-bound, if any."""
+    """The smallest power-of-two minibatch at which the layer is compute-bound, if any.
+
+    Parameters
+    ----------
+    width : int
+        The layer's width N (it is N×N), count.
+    device : str or hardware.Device
+        A catalogue name or a device you built.
+    dtype : str
+        The layer's dtype, which picks the peak FLOP/s and the bytes per value.
+    largest : int
+        The largest minibatch tried, count.
+
+    Returns
+    -------
+    int or None
+        The minibatch, count; None if none up to ``largest`` is compute-bound.
+    """
     width, largest = count("width", width), count("largest", largest)
     node = get(device, argument="device")
     batch = 1
@@ -76,8 +105,25 @@ def smallest_compute_bound_power_of_two(
     return None
 
 
-def step_time_s(width: int, batch: int, device: str | Device, dtype: str = "fp32") -> float:
-    """Roofline time of one forward pass of the N×N layer on a minibatch of ``batch``."""
+def step_time_s(width: int, batch: int, device: DeviceLike, dtype: str = "fp32") -> float:
+    """Roofline time of one forward pass of the N×N layer on a minibatch of ``batch``.
+
+    Parameters
+    ----------
+    width : int
+        The layer's width N (it is N×N), count.
+    batch : int
+        The minibatch M, count.
+    device : str or hardware.Device
+        A catalogue name or a device you built.
+    dtype : str
+        The layer's dtype, which picks the peak FLOP/s and the bytes per value.
+
+    Returns
+    -------
+    float
+        Seconds, s.
+    """
     width, batch = count("width", width), count("batch", batch)
     return estimate(dense_forward(batch, width, width, dtype=dtype), device).time_s
 
@@ -85,6 +131,22 @@ def step_time_s(width: int, batch: int, device: str | Device, dtype: str = "fp32
 def steps_to_converge(batch: int, *, min_steps: float, noise_scale: float) -> float:
     """Optimizer steps to reach a target loss: ``S_min · (1 + B_noise / batch)``.
 
+    Parameters
+    ----------
+    batch : int
+        The minibatch, count.
+    min_steps : float
+        ``S_min``, the steps an infinite batch would need, count.
+    noise_scale : float
+        ``B_noise``, the gradient noise scale, count (examples).
+
+    Returns
+    -------
+    float
+        Steps, count.
+
+    Examples
+    --------
     >>> steps_to_converge(1000, min_steps=1e4, noise_scale=1000)
     20000.0
     """
@@ -97,12 +159,33 @@ def steps_to_converge(batch: int, *, min_steps: float, noise_scale: float) -> fl
 def experiment_time_s(
     width: int,
     batch: int,
-    device: str | Device,
+    device: DeviceLike,
     dtype: str = "fp32",
     *,
     min_steps: float,
     noise_scale: float,
 ) -> float:
-    """Steps to converge times the time per step: the number a researcher waits for."""
+    """Steps to converge times the time per step: the number a researcher waits for.
+
+    Parameters
+    ----------
+    width : int
+        The layer's width N (it is N×N), count.
+    batch : int
+        The minibatch, count.
+    device : str or hardware.Device
+        A catalogue name or a device you built.
+    dtype : str
+        The layer's dtype, which picks the peak FLOP/s and the bytes per value.
+    min_steps : float
+        ``S_min`` (see :func:`steps_to_converge`), count.
+    noise_scale : float
+        ``B_noise``, count (examples).
+
+    Returns
+    -------
+    float
+        Seconds, s.
+    """
     steps = steps_to_converge(batch, min_steps=min_steps, noise_scale=noise_scale)
     return steps * step_time_s(width, batch, device, dtype)

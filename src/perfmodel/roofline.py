@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from perfmodel._validate import choice, fraction, is_number, number
-from perfmodel.hardware import Device, get
+from perfmodel.hardware import Device, DeviceLike, get
 from perfmodel.ops import Cost
 
 __all__ = [
@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 
-def _device(device: str | Device) -> Device:
+def _device(device: DeviceLike) -> Device:
     return get(device, argument="device")
 
 
@@ -53,7 +53,7 @@ CEILINGS = ("nameplate", "measured")
 
 
 def ceilings(
-    device: str | Device, dtype: str, ceiling: str | float = "nameplate"
+    device: DeviceLike, dtype: str, ceiling: str | float = "nameplate"
 ) -> tuple[float, float, str]:
     """The compute peak and the memory bandwidth a roofline uses, and what they are.
 
@@ -105,7 +105,7 @@ def ceilings(
 
 def attainable_flops(
     intensity: float,
-    device: str | Device,
+    device: DeviceLike,
     dtype: str = "fp32",
     *,
     ceiling: str | float = "nameplate",
@@ -165,7 +165,7 @@ class Estimate:
 
 def estimate(
     cost: Cost,
-    device: str | Device,
+    device: DeviceLike,
     *,
     dtype: str | None = None,
     ceiling: str | float = "nameplate",
@@ -258,7 +258,7 @@ class SequenceEstimate:
 
 def estimate_sequence(
     costs: Iterable[Cost],
-    device: str | Device,
+    device: DeviceLike,
     *,
     dtype: str | None = None,
     ceiling: str | float = "nameplate",

@@ -22,7 +22,8 @@ import numpy as np
 
 from perfmodel import ops
 from perfmodel._validate import count, fraction, non_negative
-from perfmodel.hardware import Device, Link, dtype_bytes, get, get_link
+from perfmodel.comms import as_link
+from perfmodel.hardware import DeviceLike, LinkLike, dtype_bytes, get
 from perfmodel.metrics import transfer_time_s
 from perfmodel.pipeline.graph import Graph
 from perfmodel.roofline import estimate
@@ -65,9 +66,9 @@ class Model(Graph):
 class _Builder:
     """Collects nodes (op cost, output bytes) and edges, then prices them on a machine."""
 
-    def __init__(self, device: str | Device, link: str | Link, dtype: str) -> None:
+    def __init__(self, device: DeviceLike, link: LinkLike, dtype: str) -> None:
         self.device = get(device, argument="device")
-        self.link = get_link(link, argument="link")
+        self.link = as_link(link, argument="link")
         self.dtype = dtype
         self.width = dtype_bytes(dtype)
         self.work: list[float] = []
@@ -95,8 +96,8 @@ def mlp(
     layers: int = 8,
     width: int = 4096,
     batch: int = 64,
-    device: str | Device = "H100 SXM",
-    link: str | Link = "NVLink 4",
+    device: DeviceLike = "H100 SXM",
+    link: LinkLike = "NVLink 4",
     dtype: str = "bf16",
 ) -> Model:
     """A chain of ``layers`` dense layers of ``width`` x ``width`` on a minibatch."""
@@ -122,8 +123,8 @@ def gpt2_like(
     seq_len: int = 1024,
     batch: int = 8,
     vocab: int = 50257,
-    device: str | Device = "H100 SXM",
-    link: str | Link = "NVLink 4",
+    device: DeviceLike = "H100 SXM",
+    link: LinkLike = "NVLink 4",
     dtype: str = "bf16",
 ) -> Model:
     """GPT-2 small's shape by default: 12 blocks of attention and MLP with residual adds."""
@@ -181,8 +182,8 @@ def resnet50_like(
     *,
     batch: int = 32,
     image: int = 224,
-    device: str | Device = "H100 SXM",
-    link: str | Link = "NVLink 4",
+    device: DeviceLike = "H100 SXM",
+    link: LinkLike = "NVLink 4",
     dtype: str = "bf16",
 ) -> Model:
     """ResNet-50: a 7x7 stem, then 3, 4, 6 and 3 bottleneck blocks with skip connections."""
@@ -234,8 +235,8 @@ def inception_like(
     channels: int = 256,
     size: int = 28,
     batch: int = 32,
-    device: str | Device = "H100 SXM",
-    link: str | Link = "NVLink 4",
+    device: DeviceLike = "H100 SXM",
+    link: LinkLike = "NVLink 4",
     dtype: str = "bf16",
 ) -> Model:
     """Inception-style modules: 1x1, 1x1-3x3, 1x1-5x5 and pool-1x1 branches, concatenated."""
