@@ -59,13 +59,14 @@ __all__ = [
 #: A measurement is flagged noisy when its interquartile range exceeds this share of its
 #: median: the machine was busy, or the clock too coarse for the work.
 NOISY_SPREAD = 0.1
-#: A measurement is flagged busy when its threads spent more than this share of the time they
-#: were ready to run waiting for a core...
-BUSY_SHARE = 0.1
-#: ...while other programs used more than this share of the machine's CPU time. Threads of
-#: one's own wait too when a measurement runs as many threads as there are cores (a woken
-#: worker waits for the thread that woke it), and that is no sign of a busy machine.
+#: A measurement is flagged busy when other programs used more than this share of the CPUs it
+#: may run on: they take cores, and they share its caches and memory bandwidth too, so they can
+#: slow it even when it never waits for a core. (Waiting alone is no sign: a measurement running
+#: as many threads as there are cores waits for its own threads.)
 BUSY_OTHERS = 0.25
+#: Where other programs' use is unknown, a measurement is flagged busy when its threads spent
+#: more than this share of the time they were ready to run waiting for a core.
+BUSY_SHARE = 0.1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -90,8 +91,9 @@ class Measurement:
         The share of the time this process's threads were ready to run but waited for a core,
         while the samples were taken (Linux's scheduler statistics); None where unknown.
     others : float or None
-        The share of the machine's CPU time that other programs used while the samples were
-        taken (``/proc/stat``, less this process's own time); None where unknown.
+        The share of the CPU time of the cores this process may run on that other programs
+        (or the hypervisor) used while the samples were taken (``/proc/stat``, less this
+        process's own time); None where unknown.
     """
 
     samples_s: tuple[float, ...]
@@ -158,19 +160,22 @@ class Measurement:
 
     @property
     def busy(self) -> bool:
-        """True when the threads waited for a core more than :data:`BUSY_SHARE` of the time
-        while other programs used more than :data:`BUSY_OTHERS` of the machine (or their use
-        is unknown).
+        """True when other programs used more than :data:`BUSY_OTHERS` of this process's
+        cores meanwhile; where that is unknown, when its threads waited for a core more than
+        :data:`BUSY_SHARE` of the time.
 
         A busy machine can slow every sample alike, so the spread alone may not show it.
 
-        >>> Measurement(samples_s=[1.0], inner_loops=1, contention=0.4, others=0.5).busy
+        >>> Measurement(samples_s=[1.0], inner_loops=1, contention=0.0, others=0.5).busy
         True
         >>> Measurement(samples_s=[1.0], inner_loops=1, contention=0.4, others=0.0).busy
         False
+        >>> Measurement(samples_s=[1.0], inner_loops=1, contention=0.4).busy
+        True
         """
-        waited = self.contention is not None and self.contention > BUSY_SHARE
-        return waited and (self.others is None or self.others > BUSY_OTHERS)
+        if self.others is not None:
+            return self.others > BUSY_OTHERS
+        return self.contention is not None and self.contention > BUSY_SHARE
 
     @property
     def doubt(self) -> str:
@@ -185,8 +190,15 @@ class Measurement:
         if self.noisy:
             reasons.append(f"noisy (spread {self.spread:.0%} of the median)")
         if self.busy:
-            reasons.append(f"busy (waited for a core {self.contention:.0%} of the time)")
+            reasons.append(f"busy ({self.machine or self.waited})")
         return "; ".join(reasons)
+
+    @property
+    def waited(self) -> str:
+        """How long the threads waited for a core, in words (empty when unknown)."""
+        if self.contention is None:
+            return ""
+        return f"waited for a core {self.contention:.0%} of the time"
 
     @property
     def machine(self) -> str:
@@ -249,18 +261,25 @@ def _scheduler_ns() -> tuple[int, int] | None:
 
 
 def _cpu_ticks() -> tuple[int, int, int] | None:
-    """Clock ticks so far: the machine's busy and total CPU time (``/proc/stat``) and this
-    process's own (``/proc/self/stat``); None where the system does not say."""
+    """Clock ticks so far: the busy and total CPU time of the cores this process may run on
+    (their ``cpuN`` lines in ``/proc/stat``; steal counts as busy) and this process's own
+    (``/proc/self/stat``); None where the system does not say."""
     try:
+        mine_cpus = {f"cpu{n}" for n in os.sched_getaffinity(0)}
+        busy = total = 0
         with open("/proc/stat", encoding="ascii") as stat:
-            fields = [int(v) for v in stat.readline().split()[1:9]]
+            for line in stat:
+                name, *values = line.split()
+                if name not in mine_cpus:
+                    continue
+                user, nice, system, idle, iowait, irq, softirq, steal = map(int, values[:8])
+                used = user + nice + system + irq + softirq + steal
+                busy, total = busy + used, total + used + idle + iowait
         with open("/proc/self/stat", encoding="ascii") as own:
             mine = own.read().rsplit(")", 1)[1].split()
-    except (OSError, ValueError, IndexError):
+    except (OSError, ValueError, IndexError, AttributeError):
         return None
-    user, nice, system, idle, iowait, irq, softirq, steal = fields
-    busy = user + nice + system + irq + softirq + steal
-    return busy, busy + idle + iowait, int(mine[11]) + int(mine[12])  # utime + stime
+    return (busy, total, int(mine[11]) + int(mine[12])) if total else None  # utime + stime
 
 
 #: Ticks of other programs' time forgiven in every window: the kernel counts CPU time in
