@@ -71,7 +71,8 @@ def compute_time(
     dtype : str
         The matmuls' dtype, which picks the peak FLOP/s.
     ceiling : {"nameplate", "measured"} or float
-        Which roof (see :func:`perfmodel.roofline.ceilings`).
+        Which roof: the datasheet's, the best published measurements, or a fraction of the
+        datasheet's (see :func:`perfmodel.roofline.ceilings`).
 
     Returns
     -------
@@ -201,7 +202,8 @@ def data_parallel_step(
     dtype : str
         The matmuls' dtype, which picks the peak FLOP/s.
     ceiling : {"nameplate", "measured"} or float
-        Which roof (see :func:`perfmodel.roofline.ceilings`).
+        Which roof: the datasheet's, the best published measurements, or a fraction of the
+        datasheet's (see :func:`perfmodel.roofline.ceilings`).
 
     Returns
     -------

@@ -1,0 +1,49 @@
+"""Strict mypy checks a caller's devices and links: hardware.DeviceLike and LinkLike.
+
+A device is a catalogue name or a ``hardware.Device``; a link is a catalogue name, a
+``hardware.Link``, or anything with ``bandwidth`` and ``latency`` (``hardware.LinkSpec``):
+a ``comms.LinkModel``, or a fit from ``comms.fit_alpha_beta``. mypy reads the caller below
+and must flag exactly the lines marked ``# wrong``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from mypy import api
+
+from conftest import ROOT
+
+CALLER = """
+from perfmodel import comms, distributed, hardware, minibatch, roofline
+from perfmodel.comms import LinkModel
+from perfmodel.pipeline import zoo
+
+fit = comms.fit_alpha_beta([8.0, 1e6, 1e8], [1e-5, 1e-3, 1e-1], ranks=2)
+comms.allreduce_time(1e9, 8, "NVLink 4")
+comms.allreduce_time(1e9, 8, hardware.get_link("NVLink 4"))
+comms.allreduce_time(1e9, 8, LinkModel(1e9, 1e-6))
+comms.allreduce_time(1e9, 8, fit)
+comms.Axis(4, fit)
+zoo.mlp(layers=2, device=hardware.get("H100 SXM"), link=fit)
+distributed.network_ridge("H100 SXM", 6e9)
+distributed.critical_tokens("data", 8, hardware.get("H100 SXM"), "InfiniBand NDR")
+distributed.Mesh({"X": 4}, links={"X": fit})
+roofline.attainable_flops(1.0, "H100 SXM")
+comms.allreduce_time(1e9, 8, 3.0)  # wrong
+comms.allreduce_time(1e9, 8, hardware.get("H100 SXM"))  # wrong
+minibatch.step_time_s(1024, 8, hardware.get_link("NVLink 4"))  # wrong
+roofline.attainable_flops(1.0, 42)  # wrong
+distributed.critical_width(8, "H100 SXM", None)  # wrong
+"""
+
+
+def test_strict_mypy_accepts_every_device_and_link_form_and_flags_the_wrong_ones(tmp_path):
+    caller = tmp_path / "caller.py"
+    caller.write_text(CALLER)
+    cache = ROOT / "test-output" / "mypy-cache"  # kept between runs: a warm run takes a second
+    out, err, _ = api.run(["--strict", "--no-error-summary", "--cache-dir", str(cache),
+                           str(caller)])  # fmt: skip
+    flagged = {int(m) for m in re.findall(r"caller\.py:(\d+): error", out)}
+    wrong = {n for n, line in enumerate(CALLER.splitlines(), 1) if line.endswith("# wrong")}
+    assert wrong and flagged == wrong, out + err
