@@ -145,14 +145,14 @@ def as_link(link: LinkLike, *, argument: str = "link") -> LinkModel:
     ...
     TypeError: `link` must be a catalogue link name or an object with `bandwidth` and ...
     """
-    from perfmodel.hardware import LinkSpec, get_link
+    from perfmodel.hardware import get_link
 
     given: object = link  # callers that mypy does not check may pass anything
     if isinstance(given, LinkModel):
         return given
     if isinstance(given, str):
         given = get_link(given, argument=argument)
-    if not isinstance(given, LinkSpec):
+    if not (hasattr(given, "bandwidth") and hasattr(given, "latency")):
         raise TypeError(
             f"`{argument}` must be a catalogue link name or an object with `bandwidth` and "
             f"`latency` (got {type(given).__name__} {describe(given)})."
