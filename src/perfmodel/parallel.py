@@ -46,8 +46,10 @@ __all__ = [
     "Payoff",
     "ScalingPoint",
     "ScalingRun",
+    "Gap",
     "blocked_scan_additions",
     "branch_scaling",
+    "compare_operations",
     "elementwise_work",
     "io_then_compute_work",
     "locked_work",
@@ -60,6 +62,7 @@ __all__ = [
     "run_branches",
     "sliced",
     "speedup_share",
+    "untrusted",
     "where_it_pays",
 ]
 
@@ -161,20 +164,62 @@ def _doubts(*measurements: Measurement | None) -> str:
     """Why a result computed from ``measurements`` cannot be trusted, the worst case of each
     reason (the widest spread, the longest wait); empty when every one can be.
 
-    >>> quiet = Measurement(samples_s=[1.0], inner_loops=1, contention=0.0)
-    >>> busy = Measurement(samples_s=[1.0], inner_loops=1, contention=0.5)
-    >>> _doubts(quiet, busy, Measurement(samples_s=[1.0], inner_loops=1, contention=0.3))
-    'busy (waited for a core up to 50% of the time)'
+    A measurement is *noisy* when its samples disagree: their spread (interquartile range over
+    median) passes :data:`perfmodel.timing.NOISY_SPREAD`. It is *busy* when other programs used
+    more than :data:`perfmodel.timing.BUSY_OTHERS` of its cores meanwhile.
+
+    >>> quiet = Measurement(samples_s=[1.0], inner_loops=1, contention=0.0, others=0.0)
+    >>> busy = Measurement(samples_s=[1.0], inner_loops=1, contention=0.5, others=0.6)
+    >>> _doubts(quiet, busy, Measurement(samples_s=[1.0], inner_loops=1, others=0.3))
+    'busy, other programs used up to 60% of the CPUs'
+    >>> _doubts(Measurement(samples_s=[1.0, 1.6, 1.0, 1.9], inner_loops=1))
+    'noisy, spread up to 52%'
     """
     found = [m for m in measurements if m is not None]
     reasons = []
     if any(m.noisy for m in found):
         spread = max(m.spread for m in found if m.noisy)
-        reasons.append(f"noisy (spread up to {spread:.0%} of the median)")
+        reasons.append(f"noisy, spread up to {spread:.0%}")
     if any(m.busy for m in found):
-        waited = max(m.contention or 0.0 for m in found if m.busy)
-        reasons.append(f"busy (waited for a core up to {waited:.0%} of the time)")
+        others = [m.others for m in found if m.busy and m.others is not None]
+        if others:
+            reasons.append(f"busy, other programs used up to {max(others):.0%} of the CPUs")
+        else:
+            waited = max(m.contention or 0.0 for m in found if m.busy)
+            reasons.append(f"busy, waited for a core up to {waited:.0%} of the time")
     return "; ".join(reasons)
+
+
+def _kinds(*measurements: Measurement | None) -> tuple[str, ...]:
+    """Which of "noisy" and "busy" apply to any of ``measurements``."""
+    found = [m for m in measurements if m is not None]
+    return tuple(
+        kind
+        for kind, hit in (
+            ("noisy", any(m.noisy for m in found)),
+            ("busy", any(m.busy for m in found)),
+        )
+        if hit
+    )
+
+
+def untrusted(items: Sequence[ScalingPoint | BranchPoint], noun: str) -> str:
+    """How many of ``items`` cannot be trusted, and why, in words; empty when all can.
+
+    Examples
+    --------
+    >>> quiet = Measurement(samples_s=[1.0, 1.0, 1.0], inner_loops=1)
+    >>> noisy = Measurement(samples_s=[1.0, 1.6, 1.0, 1.9], inner_loops=1)
+    >>> untrusted([BranchPoint(16, quiet, quiet), BranchPoint(32, quiet, noisy)], "widths")
+    '1 of 2 widths not trusted (noisy)'
+    >>> untrusted([BranchPoint(16, quiet, quiet)], "widths")
+    ''
+    """
+    flagged = [item for item in items if item.kinds]
+    if not flagged:
+        return ""
+    kinds = [kind for kind in ("noisy", "busy") if any(kind in item.kinds for item in flagged)]
+    return f"{len(flagged)} of {len(items)} {noun} not trusted ({', '.join(kinds)})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +239,11 @@ class ScalingPoint:
         """Why this speedup cannot be trusted (its or the baseline's measurement was noisy,
         or the machine busy); empty when it can."""
         return _doubts(self.measurement, self.baseline)
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """Which of "noisy" and "busy" make this speedup untrustworthy (empty: neither)."""
+        return _kinds(self.measurement, self.baseline)
 
 
 def operation_scaling(
@@ -275,6 +325,114 @@ def speedup_share(
 
 
 @dataclass(frozen=True, slots=True)
+class Gap:
+    """``operation``'s speedup against ``reference``'s on ``threads`` threads, length by length,
+    and what the run shows of it (see :func:`compare_operations`).
+
+    ``gains`` and ``reference_gains`` are the two speedups at each of ``lengths`` (ascending);
+    ``untrusted`` says how many of them cannot be trusted, and why (empty when all can).
+    """
+
+    operation: str
+    reference: str
+    threads: int
+    lengths: tuple[int, ...]
+    gains: tuple[float, ...]
+    reference_gains: tuple[float, ...]
+    untrusted: str
+
+    @property
+    def shares(self) -> tuple[float, ...]:
+        """``operation``'s speedup as a share of ``reference``'s, at each length."""
+        return tuple(g / r for g, r in zip(self.gains, self.reference_gains, strict=True))
+
+    def findings(self) -> list[str]:
+        """What this run shows, one sentence each, every one with the numbers behind it; a run
+        that cannot be trusted gets one sentence saying so, and no findings.
+
+        Examples
+        --------
+        >>> gap = Gap("cumsum", "sin", 2, (10, 100, 1000), (0.2, 0.8, 1.5), (0.5, 1.6, 1.9), "")
+        >>> for line in gap.findings():
+        ...     print(line)
+        short operands: at 10, sin 0.50x and cumsum 0.20x: both lose
+        sin: best 1.90x (at 1,000); 2 threads allow at most 2x
+        cumsum gains less than sin at every length
+        cumsum's share of sin's speedup rises from 40% to 79%: the gap narrows but does not close
+        >>> busy = "1 of 2 speedups not trusted (busy)"
+        >>> Gap("cumsum", "sin", 2, (10,), (0.2,), (0.5,), busy).findings()
+        ['not read: 1 of 2 speedups not trusted (busy); run the cell again']
+        """
+        if self.untrusted:
+            return [f"not read: {self.untrusted}; run the cell again"]
+        op, ref = self.operation, self.reference
+        first = (self.reference_gains[0], self.gains[0])
+        losers = [name for name, gain in zip((ref, op), first, strict=True) if gain < 1]
+        verdict = {
+            2: "both lose",
+            1: f"only {losers[0]} loses" if losers else "",
+            0: "neither loses",
+        }
+        best = max(range(len(self.lengths)), key=lambda i: self.reference_gains[i])
+        lines = [
+            f"short operands: at {self.lengths[0]:,}, {ref} {first[0]:.2f}x and {op} "
+            f"{first[1]:.2f}x: {verdict[len(losers)]}",
+            f"{ref}: best {self.reference_gains[best]:.2f}x (at {self.lengths[best]:,}); "
+            f"{self.threads} threads allow at most {self.threads}x",
+        ]
+        shares = self.shares
+        ahead = [f"{n:,}" for n, s in zip(self.lengths, shares, strict=True) if s >= 1]
+        lines.append(
+            f"{op} gains as much as {ref} or more at {', '.join(ahead)}"
+            if ahead
+            else f"{op} gains less than {ref} at every length"
+        )
+        share = f"{op}'s share of {ref}'s speedup"
+        if len(shares) > 1 and shares[-1] > shares[0]:
+            steady = all(b >= a for a, b in zip(shares, shares[1:], strict=False))
+            close = "narrows but does not close" if shares[-1] < 1 else "closes"
+            lines.append(
+                f"{share} rises from {shares[0]:.0%} to {shares[-1]:.0%}"
+                f"{'' if steady else ' (not at every step)'}: the gap {close}"
+            )
+        elif len(shares) > 1:
+            lines.append(
+                f"{share} does not rise ({shares[0]:.0%} to {shares[-1]:.0%}): the gap does not "
+                "narrow on this run"
+            )
+        return lines
+
+
+def compare_operations(
+    points: Sequence[ScalingPoint], operation: str, reference: str, threads: int
+) -> Gap:
+    """The :class:`Gap` between ``operation``'s and ``reference``'s speedups on ``threads``
+    threads, at every length both were measured.
+
+    Examples
+    --------
+    >>> from perfmodel.timing import Measurement
+    >>> m = Measurement(samples_s=[1.0], inner_loops=1, contention=0.0)
+    >>> points = [ScalingPoint("sin", 10, 2, m, 1.6), ScalingPoint("cumsum", 10, 2, m, 0.4)]
+    >>> compare_operations(points, "cumsum", "sin", 2).shares
+    (0.25,)
+    """
+    shares = speedup_share(points, operation, reference, threads)
+    by = {(p.operation, p.n): p for p in points if p.threads == threads}
+    lengths = tuple(n for n, _, _ in shares)
+    used = [by[op, n] for n in lengths for op in (reference, operation)]
+    return Gap(
+        operation,
+        reference,
+        threads,
+        lengths,
+        tuple(by[operation, n].speedup for n in lengths),
+        tuple(by[reference, n].speedup for n in lengths),
+        untrusted(used, "speedups"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class BranchPoint:
     """Two independent branches of width ``n``, run in turn and at once."""
 
@@ -290,6 +448,11 @@ class BranchPoint:
     def doubt(self) -> str:
         """Why this speedup cannot be trusted; empty when it can."""
         return _doubts(self.sequential, self.concurrent)
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """Which of "noisy" and "busy" make this speedup untrustworthy (empty: neither)."""
+        return _kinds(self.sequential, self.concurrent)
 
 
 @dataclass(frozen=True, slots=True)
@@ -467,6 +630,23 @@ class ScalingRun:
         True
         """
         return _doubts(*self.measurements)
+
+    @property
+    def others(self) -> float | None:
+        """The largest share of the machine's CPU time that other programs used while any of
+        this run's measurements was taken (None where the system does not say).
+
+        A program that holds part of one core all the time slows every sample alike, so the
+        spread does not show it; with the work cut in equal slices, the thread on that core
+        sets the time.
+
+        >>> one = Measurement(samples_s=[1.0], inner_loops=1, threads=1, others=0.05)
+        >>> two = Measurement(samples_s=[0.6], inner_loops=1, threads=2, others=0.2)
+        >>> ScalingRun("sin", (one, two)).others
+        0.2
+        """
+        shares = [m.others for m in self.measurements if m.others is not None]
+        return max(shares) if shares else None
 
     def scaled_points(self) -> tuple[list[int], list[float]]:
         """Every sample above one thread as a scaled speedup against the median one-thread

@@ -44,9 +44,12 @@ def scaling_plot(
     with style():
         ax = new_axes(ax, (10, 6))
         ax.plot(p, p, ":", color="grey", label="ideal: speedup = p")
+        grown = (
+            f"Gustafson: the problem grown p-fold; s = {percent} of each p-processor run\n"
+            "(each keeps the one-processor run's mix of serial and parallel time: s = 1 − α)"
+        )
         ax.plot(p, [scaling.gustafson_speedup(serial_share, n) for n in p], color=COLOURS[2],
-                label=f"Gustafson: the problem grows with p; s = {percent} "
-                      "of each p-processor run")  # fmt: skip
+                label=grown)  # fmt: skip
         ax.plot(p, [scaling.amdahl_speedup(alpha, n) for n in p], color=COLOURS[0],
                 label=f"Amdahl: the problem stays; 1 − α = {percent} "
                       "of the one-processor run")  # fmt: skip

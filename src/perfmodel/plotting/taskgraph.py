@@ -56,6 +56,15 @@ def graph_plot(g: TaskGraph, *, ax: Any = None) -> Any:
     return ax
 
 
+def _time(value: float) -> str:
+    """A time as lecture 07 prints it: to a tenth of its unit from 10 up, three figures below.
+
+    >>> _time(1712.0500000000002), _time(2.75), _time(3.0), _time(0.00125)
+    ('1712.1', '2.75', '3', '0.00125')
+    """
+    return f"{value:.1f}" if value >= 10 else f"{value:.3g}"
+
+
 def gantt_plot(schedule: Schedule, g: TaskGraph, *, ax: Any = None) -> Any:
     """One row per worker, one bar per operation, with Brent's bounds as dotted lines.
 
@@ -74,12 +83,15 @@ def gantt_plot(schedule: Schedule, g: TaskGraph, *, ax: Any = None) -> Any:
             if (slot.end - slot.start) / (high * 1.05) > 0.012 * len(slot.task):  # it fits
                 ax.text((slot.start + slot.end) / 2, slot.worker, slot.task, ha="center",
                         va="center", color="white", fontsize=12, clip_on=True)  # fmt: skip
-        ax.axvline(low, color="black", linestyle=":", label=f"lower bound max(W/P, S) = {low:g}")
-        ax.axvline(high, color="grey", linestyle="--", label=f"greedy bound W/P + S = {high:g}")
+        unit = g.time_unit
+        ax.axvline(low, color="black", linestyle=":",
+                   label=f"lower bound max(W/P, S) = {_time(low)}")  # fmt: skip
+        ax.axvline(high, color="grey", linestyle="--",
+                   label=f"greedy bound W/P + S = {_time(high)}")  # fmt: skip
         ax.set_yticks(range(schedule.workers), [f"worker {w + 1}" for w in range(schedule.workers)])
         ax.invert_yaxis()
         ax.set_xlim(0, high * 1.05)
-        finish = f"{schedule.makespan:g} {g.time_unit}"
+        finish = f"{_time(schedule.makespan)} {unit}"
         ax.set(
             xlabel=f"time ({g.time_unit})", title=f"P = {schedule.workers}: finishes at {finish}"
         )
