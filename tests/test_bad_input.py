@@ -29,12 +29,14 @@ from perfmodel import (
     parallel,
     roofline,
     scaling,
+    serving,
     transformer,
     units,
 )
 from perfmodel import pipeline as pl
 from perfmodel.capstone import builders
 from perfmodel.pipeline import zoo
+from perfmodel.serving import server
 
 # ----------------------------------------------------------------------------- bad values
 
@@ -78,6 +80,7 @@ BAD: dict[str, st.SearchStrategy[Any]] = {
         st.sampled_from([None, 3.0, "1,2"]),
         st.lists(st.one_of(NOT_NUMBERS, NAN_INF, NEGATIVE), min_size=1, max_size=3),
     ),
+    "pairs": st.sampled_from([None, 3, "ab", [], [(1,)], [1, 2], [(None, None)], [("a", "b")]]),
     "ceiling": st.one_of(
         st.sampled_from(["datasheet", "", None, [], True, math.nan]),
         NEGATIVE,
@@ -93,6 +96,7 @@ TINY = capstone.import_onnx(
         batch=1, seq_len=8, width=16, layers=1, heads=2, vocab=32, context=8, weights=False
     )
 )
+RUN = serving.simulate(1.0, 0.5, 1, requests=100, seed=0)  # any run with p50 and p99
 CHAIN = pl.Graph.chain([1.0, 2.0, 3.0, 1.0], [0.1, 0.1, 0.1, 0.1])
 SMALL = transformer.Transformer(width=64, layers=2, heads=4, vocab=128)
 
@@ -282,6 +286,7 @@ CASES: list[tuple[str, Callable[..., Any], dict[str, Any], dict[str, str]]] = [
       "ceiling": "ceiling"}),
     ("comms.Axis", comms.Axis, {"size": 8, "link": "NVLink 4"},
      {"size": "count", "link": "link", "wraparound": "flag"}),
+    ("server.tail_report", server.tail_report, {"pairs": [(RUN, RUN)]}, {"pairs": "pairs"}),
 ]  # fmt: skip
 
 ARGUMENTS = [

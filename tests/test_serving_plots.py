@@ -35,6 +35,9 @@ def test_the_explorer_view_titles_what_it_simulated():
     figure = serving_view(arrival_rate=200, workers=1, max_batch=4, servers=1)
     run = serving.simulate(200, 0.010, 1, max_batch=4, max_wait_s=0.005, requests=8000, seed=0,
                            batch_time=serving.linear_batch_time(0.008, 0.002))  # fmt: skip
-    assert f"utilization {run.utilization:.0%}" in figure._suptitle.get_text()
+    title = figure._suptitle.get_text()
+    assert f"workers busy {run.utilization:.0%} (mean batch {run.mean_batch:.1f})" in title
+    capacity = 4 / (0.008 + 0.002 * 4)  # one worker, full batches of 4
+    assert f"load {200 / capacity:.0%} of full-batch capacity" in title
     with pytest.raises(TypeError, match="unknown settings"):
         serving_explorer(gpus=2)

@@ -49,3 +49,39 @@ def test_bad_input_is_a_clear_error(model):
         load_test(lambda x: x, arrival_rate=10)
     with pytest.raises(ValueError, match="`batch_times`"):
         predict(load_test(model, arrival_rate=500, requests=20), {}, workers=1)
+
+
+def test_tail_report_counts_where_measured_latencies_land():
+    """A hand-made pair: measured p50 1.2x and p99 1.5x its prediction at one load, below both
+    at the other. The line counts each, as lecture 11 prints it."""
+    from types import SimpleNamespace
+
+    from perfmodel.serving.server import tail_report
+
+    def run(p50: float, p99: float) -> SimpleNamespace:
+        return SimpleNamespace(p50_latency_s=p50, p99_latency_s=p99)
+
+    above = (run(1.2, 3.0), run(1.0, 2.0))
+    below = (run(0.9, 1.8), run(1.0, 2.0))
+    assert tail_report([above, below]) == (
+        "the measured p50 is above its prediction at 1 of 2 loads, the p99 at 1 of 2, "
+        "by a larger factor than the p50 at 1 of 2"
+    )
+    with pytest.raises(TypeError, match="`pairs` must be a sequence"):
+        tail_report(above[0])
+    with pytest.raises(ValueError, match="`pairs` must hold at least one"):
+        tail_report([])
+    with pytest.raises(TypeError, match=r"`pairs\[1\]` must be a \(measured, predicted\)"):
+        tail_report([above, (run(1, 2),)])
+    with pytest.raises(TypeError, match=r"`pairs\[0\]`"):
+        tail_report([(run(1, 2), "fast")])
+
+
+def test_a_simulated_run_gives_each_requests_batch_time_as_a_load_test_does():
+    from perfmodel.serving import linear_batch_time, simulate
+
+    run = simulate(100, 0.01, 1, distribution="deterministic", max_batch=4, max_wait_s=0.01,
+                   batch_time=linear_batch_time(0.004, 0.001), requests=200, seed=0)  # fmt: skip
+    assert len(run.service_times_s) == 200
+    allowed = {round(0.004 + 0.001 * b, 9) for b in range(1, 5)}
+    assert {round(t, 9) for t in run.service_times_s} <= allowed

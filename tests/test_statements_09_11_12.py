@@ -226,13 +226,224 @@ def test_lecture_12_shows_its_training_memory_both_ways(big):
 
 
 def test_lecture_12_design_rows_say_how_far_from_the_target():
+    """The rows say "short of 100/s" (the old "21.9% of the target" restated the rate), and
+    the pipeline row says how many micro-batches make its bubble."""
     out = printed(lecture("12_will_it_run_faster"), "capstone.design(")
     rows = [line for line in out.splitlines() if "sequences/s" in line]
+    assert not any("of the target" in line for line in rows)
     for line in rows:
-        rate = number(r"([\d.]+) sequences/s", line)
-        if "of the target" in line:
-            assert number(r"([\d.]+)% of the target", line) == pytest.approx(rate, abs=0.11)
+        if line.startswith("data parallel") and "happy" not in line:
+            assert number(r"([\d.]+) sequences/s", line) < 100 and "short of 100/s" in line
     assert "happy: target met with the fewest replicas" in rows[-1]
+    pipeline = next(line for line in rows if line.startswith("pipeline"))
+    stages = int(number(r"over (\d+) stages", pipeline))
+    micro = int(number(r"(\d+) micro-batches", pipeline))
+    bubble = number(r"bubble (\d+)%", pipeline)
+    assert bubble == round(100 * (stages - 1) / (micro + stages - 1))
+
+
+def test_lecture_12_says_how_a_pipeline_stage_fits(big):
+    """614 GB on one device, yet three stages fit 80 GB each: the printed line splits each
+    stage into its model states and one micro-batch's activations, and the text names the 8
+    micro-batches and the 20% bubble they make."""
+    cells = lecture("12_will_it_run_faster")
+    out = printed(cells, "capstone.design(")
+    line = next(line for line in out.splitlines() if line.startswith("each stage holds"))
+    parts = [tuple(map(float, m)) for m in re.findall(r"(\d+) \+ (\d+) GB", line)]
+    stages = int(number(r"over (\d+) stages", out))
+    assert len(parts) == stages
+    states = number(r"([\d,]+) GB of model states", out)
+    kept = number(r"([\d,]+) GB of activations, every node's output", out)
+    micro = int(number(r"(\d+) micro-batches", out))
+    # each stage keeps its nodes' weights: the embedding the output layer shares sits twice
+    held = 16 * sum(node.weights for node in big.nodes) / 1e9
+    assert sum(s for s, _ in parts) == pytest.approx(held, abs=stages)
+    assert states == round(16 * big.parameters / 1e9) < held
+    assert sum(a for _, a in parts) == pytest.approx(kept / micro, abs=stages)
+    assert all(s + a <= 80 for s, a in parts)  # an H100 SXM holds 80 GB
+    text = prose(cells, "The design loop uses the graph's count")
+    assert f"{micro} micro-batches" in text and "20%" in text
+    assert number(r"bubble \(3 - 1\) / \(8 \+ 3 - 1\) = (\d+)%", line) == 20
+
+
+def test_lecture_12_summary_follows_the_design_loop():
+    """The summary said the loop scales out "while the all-reduce stays hidden"; the rows show
+    the efficiency falling with every doubling, because the all-reduce adds to each step."""
+    cells = lecture("12_will_it_run_faster")
+    summary = prose(cells, "## Summary")
+    assert "stays hidden" not in summary and "drops below 70%" in summary
+    out = printed(cells, "capstone.design(")
+    efficiencies = [number(r"efficiency (\d+)%", line) for line in out.splitlines()
+                    if "efficiency" in line]  # fmt: skip
+    assert efficiencies and all(e < 100 for e in efficiencies)
+    assert efficiencies == sorted(efficiencies, reverse=True)
+
+
+def comparison_table() -> tuple[dict[str, dict[str, float]], str]:
+    out = printed(lecture("12_will_it_run_faster"), "capstone.calibrate_engine(")
+    pattern = r"^(\S+ \S+)\s+([\d.]+) ms\s+([\d.]+) ms\s+([+-]\d+)%\s+(\d+)%\s+([\d.]+) ms$"
+    rows = {m[0]: dict(zip(("predicted", "measured", "error", "node", "fused"),
+                           map(float, m[1:]), strict=True))
+            for m in re.findall(pattern, out, flags=re.M)}  # fmt: skip
+    assert len(rows) == 6, out
+    return rows, out
+
+
+def noisy_models(out: str) -> set[str]:
+    match = re.search(r"too noisy to judge: (.*?) \(their runs", out)
+    return set(match.group(1).split(", ")) if match else set()
+
+
+def test_lecture_12_judges_no_model_on_a_disturbed_calibration():
+    _, out = comparison_table()
+    if "the calibration was disturbed" in out:
+        assert len(noisy_models(out)) == 6 and "within a quarter" not in out
+
+
+def test_lecture_12_counts_the_models_within_a_quarter_on_its_own_run():
+    """The summary claimed "within about a quarter" for whole models while the stored run had
+    2 of 5 steady models there; now the cell prints the count and the summary points to it."""
+    cells = lecture("12_will_it_run_faster")
+    rows, out = comparison_table()
+    steady = {name: row for name, row in rows.items() if name not in noisy_models(out)}
+    within = [name for name, row in steady.items() if abs(row["error"]) <= 25]
+    line = next(line for line in out.splitlines() if line.startswith("within a quarter"))
+    assert f"{len(within)} of {len(steady)} steady models" in line
+    assert all(name in line for name in within)
+    deeper = sum(row["node"] > abs(row["error"]) for row in steady.values())
+    assert f"more than the whole model in {deeper} of {len(steady)}" in out
+    summary = prose(cells, "## Summary")
+    assert "within about a\n  quarter" not in summary and "within about a quarter" not in summary
+    assert "how many models came within a quarter" in summary
+
+
+def test_lecture_12_reads_fusion_from_its_own_run():
+    """The fused column made MLP large slower (23.71 vs 21.05 ms) while the text only said what
+    fusion buys; the cell now sorts the steady models by what fusion did to them."""
+    cells = lecture("12_will_it_run_faster")
+    rows, out = comparison_table()
+    steady = {name: row for name, row in rows.items() if name not in noisy_models(out)}
+    line = next(line for line in out.splitlines() if line.startswith("fusion saved"))
+    saved, cost = (part.split(": ", 1)[1] for part in line.split("; ")[:2])
+    # the table rounds to 0.01 ms: skip a model within that of the 10% line
+    for name, row in steady.items():
+        ratio = row["fused"] / row["measured"]
+        if abs(ratio - 0.9) > 0.002:
+            assert (name in saved.split(", ")) == (ratio < 0.9), (name, ratio)
+        if abs(ratio - 1.1) > 0.002:
+            assert (name in cost.split(", ")) == (ratio > 1.1), (name, ratio)
+    text = prose(cells, "Three families of misses")
+    assert "the fusion line says where" in text
+
+
+def test_lecture_12_defines_its_columns_before_the_table():
+    cells = lecture("12_will_it_run_faster")
+    table = next(i for i, c in enumerate(cells) if "capstone.calibrate_engine(" in source(c))
+    before = source(cells[table - 1])
+    assert "**error** is predicted over\nmeasured, less one" in before
+    assert "**Node median**" in before and "**fused**" in before
+    rows, _ = comparison_table()
+    for row in rows.values():  # the sign convention: predicted over measured, less one
+        assert row["error"] == pytest.approx(100 * (row["predicted"] / row["measured"] - 1),
+                                             abs=1.5)  # fmt: skip
+
+
+def test_lecture_12_plots_and_lists_only_a_steady_model():
+    """The node plot and the costliest misses used GPT-2 large, the one model the stored run
+    called too noisy to judge. Now the cell picks the first steady model and says which."""
+    cells = lecture("12_will_it_run_faster")
+    _, out = comparison_table()
+    noisy = noisy_models(out)
+    said = printed(cells, "node_plot(comparisons[shown]")
+    order = ("GPT-2 large", "GPT-2 small", "MLP large", "MLP small", "ResNet large", "ResNet small")
+    steady = [name for name in order if name not in noisy]
+    if steady:
+        assert said.startswith(f"{steady[0]}, the first model in this list that ran steadily")
+    else:
+        assert "every model was too noisy to judge:" in said
+    misses = printed(cells, "comparisons[key].misses(4)")
+    for name in order:
+        if f"\n{name}" in "\n" + misses and name in noisy:
+            assert f"{name} (too noisy to judge on this run)" in misses
+    text = prose(cells, "The picture shows every node")
+    assert "the first of GPT-2 large" in text and "measured best" not in text
+
+
+def test_lecture_12_small_nodes_are_read_from_the_run():
+    """The text said "small memory-bound nodes often beat their prediction"; most of the stored
+    run's small elementwise and data-movement nodes were 2-5x slower. The cell now prints each
+    op class's median ratio, and no node within ±25% is labelled "as predicted"."""
+    cells = lecture("12_will_it_run_faster")
+    misses = printed(cells, "comparisons[key].misses(4)")
+    assert "as predicted" not in misses
+    classes = re.findall(r"^\s+([a-z ]+?)\s+(\d+) nodes, median\s+([\d.]+)x,\s+(\d+) slower",
+                         misses, flags=re.M)  # fmt: skip
+    assert {name for name, *_ in classes} >= {"matmul", "elementwise", "data movement"}
+    for _, nodes, ratio, slower in classes:
+        assert int(slower) <= int(nodes)
+        assert (float(ratio) > 1) <= (int(slower) >= int(nodes) / 2)  # a median above 1
+    text = prose(cells, "Three families of misses")
+    assert "often beat their prediction" not in text
+    assert "On a\nquiet run" in text or "On a quiet run" in text
+
+
+def test_lecture_12_counts_the_nodes_between_the_ridges():
+    """'Every node gains exactly one of those two ratios' holds for this model only: the cell
+    counts the nodes gaining each, and the text says what a node between the ridges gains."""
+    cells = lecture("12_will_it_run_faster")
+    out = printed(cells, "capstone.upgrade(model,")
+    for label, batch, seq_len in (("1 x 128", 1, 128), ("8 x 1024", 8, 1024)):
+        model = capstone.import_onnx(builders.gpt2(batch=batch, seq_len=seq_len, weights=False))
+        gains = capstone.upgrade(model, "A100 SXM4 80GB", "H100 SXM")
+        found = gains.node_gains()
+        block = out.split(label, 1)[1].split("\n")[1]
+        assert (f"bandwidth ratio {found['bandwidth']}, the peak ratio {found['peak']}, "
+                f"something between {found['between']}") in block  # fmt: skip
+    text = prose(cells, "Now the question itself, for GPT-2 small")
+    assert "exactly one of those two ratios" not in text
+    from perfmodel.hardware import get
+
+    for name, ridge in (("A100 SXM4 80GB", 153), ("H100 SXM", 295)):
+        device = get(name)
+        assert round(device.peak_flops("bf16") / device.memory_bandwidth) == ridge
+        assert f"{ridge}" in text
+
+
+def test_lecture_12_names_the_rows_a_lower_ceiling_brings_close():
+    """'ceiling = 0.7 brings the mixed-precision rows within 10%' missed A100 mixed on 8 GPUs
+    (1.24); the cell now prints which rows come within 10%, and the text names those."""
+    cells = lecture("12_will_it_run_faster")
+    out = printed(cells, "capstone.predict_published()")
+    lowered = capstone.predict_published(ceiling=0.7)
+    close = [row.run.name for row in lowered if abs(row.ratio - 1) <= 0.1]
+    line = next(line for line in out.splitlines() if line.startswith("every roof at 70%"))
+    assert all(name in line for name in close)
+    assert {name.split(",")[0] for name in close} == {
+        "V100 inference", "T4 inference", "A100 80GB training"}  # fmt: skip
+    assert "A100 80GB training, mixed, 8 GPUs (1.24)" in out.split("further off:")[1]
+    text = prose(cells, "What the model explains, and what it does not")
+    assert ("mixed-precision inference rows, both T4 rows and one-GPU mixed-precision\ntraining"
+            in text)  # fmt: skip
+
+
+def test_the_node_plot_names_its_model_and_draws_rare_classes_on_top():
+    from perfmodel.capstone import Comparison, NodeComparison
+    from perfmodel.plotting.capstone import node_plot
+
+    def row(i: int, op_class: str) -> NodeComparison:
+        return NodeComparison(f"n{i}", "Op", op_class, 1e-5, 2e-5, "memory (L2)", "why")
+
+    nodes = tuple(row(i, "elementwise") for i in range(20)) + (row(20, "softmax"),)
+    comparison = Comparison("gpt2", nodes, 2.1e-4, 4.2e-4, None, 2)
+    ax = node_plot(comparison, name="GPT-2 large")
+    try:
+        assert ax.get_title().startswith("GPT-2 large: end to end")
+        drawn = {line.get_label(): line.get_zorder() for line in ax.get_lines()}
+        assert drawn["softmax (1)"] > drawn["elementwise (20)"]  # the one softmax dot shows
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert labels[:2] == ["softmax (1)", "elementwise (20)"]  # the classes' own order
+    finally:
+        plt.close(ax.figure)
 
 
 # --- lecture 11 ----------------------------------------------------------------------------------
@@ -250,6 +461,9 @@ def test_lecture_11_batches_stay_far_below_their_maximum():
     rows = batching_rows()
     text = prose(lecture("11_serve_many_requests"), "Unbatched, the queue grows")
     assert "the queue already fills them" not in text
+    # the queue is sometimes empty (the worker idles), so batching pays because a few requests
+    # are usually waiting when a worker frees up, not because the queue is never empty
+    assert "never empty" not in text and "a few\nrequests are usually waiting" in text
     unbatched, eight, waiting, wide = rows
     batched = [eight, waiting, wide]
     # "2.2 to 2.7 requests on average, far below the maximum of 8"
@@ -283,15 +497,125 @@ def test_lecture_11_prints_the_crossover_and_where_70b_fits():
     assert "at a batch of 512" not in text
 
 
+def server_rows(out: str) -> list[dict[str, float]]:
+    pattern = (r"throughput\s+(\d+) vs\s+(\d+)/s; p50\s+([\d.]+) vs\s+([\d.]+) ms \(([\d.]+)x\); "
+               r"p99\s+([\d.]+) vs\s+([\d.]+) ms \(([\d.]+)x\)\n\s+mean batch ([\d.]+) vs "
+               r"([\d.]+); a batch took ([\d.]+) vs ([\d.]+) ms")  # fmt: skip
+    keys = ("tput", "tput_sim", "p50", "p50_sim", "p50_x", "p99", "p99_sim", "p99_x", "batch",
+            "batch_sim", "inside", "inside_sim")  # fmt: skip
+    return [dict(zip(keys, map(float, m), strict=True)) for m in re.findall(pattern, out)]
+
+
 def test_lecture_11_server_rows_bear_out_the_text():
-    out = printed(lecture("11_serve_many_requests"), "time_batches(model")
-    pattern = (r"throughput\s+(\d+) vs\s+(\d+)/s; p50\s+[\d.]+ vs\s+[\d.]+ ms \(([\d.]+)x\); "
-               r"p99\s+[\d.]+ vs\s+[\d.]+ ms \(([\d.]+)x\)")  # fmt: skip
-    rows = [tuple(map(float, m)) for m in re.findall(pattern, out)]
+    """Each load prints its mean batch and the batch time measured and predicted, so they can
+    be compared; the line "this run:" counts where the measured latencies land, and the text
+    no longer says the median lands "on either side" when the stored rows are all above."""
+    cells = lecture("11_serve_many_requests")
+    out = printed(cells, "time_batches(model")
+    rows = server_rows(out)
     assert len(rows) == 3
-    for measured, predicted, p50, p99 in rows:
-        assert measured == pytest.approx(predicted, rel=0.05)  # "throughput matches"
-        assert p99 > 1 and p99 > p50  # "the p99 above, by a larger factor than the median"
+    for row in rows:
+        assert row["tput"] == pytest.approx(row["tput_sim"], rel=0.05)  # "throughput matches"
+        assert 1 <= row["batch"] <= 8 and 1 <= row["batch_sim"] <= 8
+    p50 = sum(r["p50"] > r["p50_sim"] for r in rows)
+    p99 = sum(r["p99"] > r["p99_sim"] for r in rows)
+    wider = sum(r["p99_x"] > r["p50_x"] for r in rows)
+    assert (f"this run: the measured p50 is above its prediction at {p50} of 3 loads, the p99 "
+            f"at {p99} of 3, by a larger factor than the p50 at {wider} of 3") in out  # fmt: skip
+    text = prose(cells, "Then each load")
+    assert "either side" not in text and "past about half" not in text
+    assert '"this run:" counts' in text and "on a quiet run" in text
+
+
+def test_lecture_11_explains_the_batch_times_and_the_predicted_tail():
+    """Batch 2 cost as much as batch 8 and the predicted p99 sat at 6.30 ms at every load, both
+    unexplained; the cell now prints the ratios and the ceiling a request that never waits for
+    a worker reaches, and how many loads sit on it."""
+    cells = lecture("11_serve_many_requests")
+    out = printed(cells, "time_batches(model")
+    alone = {int(b): float(t) for b, t in re.findall(r"(\d): ([\d.]+) ms", out.splitlines()[0])}
+    assert sorted(alone) == [1, 2, 4, 8]
+    ratios = re.search(r"a batch of 8 costs ([\d.]+)x a batch of 2 and ([\d.]+)x a batch of 1", out)
+    assert ratios, out
+    assert float(ratios[1]) == pytest.approx(alone[8] / alone[2], abs=0.01)
+    assert float(ratios[2]) == pytest.approx(alone[8] / alone[1], abs=0.01)
+    slowest = max(alone.values())
+    ceiling = number(r"for the slowest batch: ([\d.]+) ms", out)
+    assert ceiling == pytest.approx(2 + slowest, abs=0.011)
+    rows = server_rows(out)
+    assert all(r["p99_sim"] <= ceiling + 0.011 for r in rows)  # never past the ceiling
+    on = sum(abs(r["p99_sim"] / ceiling - 1) < 0.01 for r in rows)
+    assert f"the predicted p99 at {on} of 3 loads" in out
+    text = prose(cells, "The batch times alone come first")
+    assert "16 MiB" in text and "the second line gives the ratios" in text
+
+
+def test_lecture_11_hockey_stick_prints_the_loads_it_cites():
+    cells = lecture("11_serve_many_requests")
+    out = printed(cells, "the p99 at 95% load is")
+    p99 = {int(load): float(v) for load, v in re.findall(r"load\s+(\d+)%:.*p99\s+([\d.]+) ms", out)}
+    assert {50, 95} <= set(p99)
+    ratio = number(r"the p99 at 95% load is ([\d.]+) times", out)
+    assert ratio == pytest.approx(p99[95] / p99[50], abs=0.06)
+    text = prose(cells, "At 95% load the p99 is")
+    assert "almost four times" in text and 3.5 <= ratio < 4
+
+
+def test_lecture_11_power_of_two_gets_most_not_almost_all():
+    """Over round robin power of two got half of least loaded's p50 gain (40.3 -> 28.3 vs
+    16.5), so "almost all" was wrong; the cell prints the shares and the text says "most",
+    which is Mitzenmacher's claim over random assignment."""
+    cells = lecture("11_serve_many_requests")
+    out = printed(cells, "for policy in serving.POLICIES")
+    p = {name: (float(a), float(b)) for name, a, b in
+         re.findall(r"(\w+): p50\s+([\d.]+) ms, p99\s+([\d.]+) ms", out)}  # fmt: skip
+    for baseline in ("random", "round_robin"):
+        share = [(p[baseline][i] - p["power_of_two"][i]) / (p[baseline][i] - p["least_loaded"][i])
+                 for i in (0, 1)]  # fmt: skip
+        line = next(line for line in out.splitlines() if line.startswith(f"over {baseline},"))
+        printed_share = [float(x) for x in re.findall(r"(\d+)% of", line)]
+        assert printed_share == pytest.approx([100 * x for x in share], abs=1.01)
+        if baseline == "random":
+            assert min(share) > 0.5  # "most of least loaded's benefit over random assignment"
+    text = prose(cells, "## Worker pools and load balancers")
+    assert "almost all" not in text and "gets most of least loaded's" in text
+
+
+def test_lecture_11_int8_halves_the_weight_bytes_not_the_step():
+    cells = lecture("11_serve_many_requests")
+    out = printed(cells, 'llama70 = preset("Llama 2 70B")')
+    ratio = number(r"with int8 weights \(([\d.]+)x\)", out)
+    llama = preset("Llama 2 7B")
+    assert llm.weight_bytes(llama, weight_dtype="int8") * 2 == llm.weight_bytes(llama)
+    assert 1.5 < ratio < 2  # the KV cache stays in bf16
+    text = prose(cells, "Grouped-query attention is the fix")
+    assert "halves the *weight* bytes" in text and "KV cache stays in bf16" in text
+
+
+def test_lecture_11_static_view_explains_load_against_utilization():
+    """The figure marked the chosen load at 22% while its title said utilization 48%; the title
+    now names the full-batch capacity the axis divides by, and the text works the gap out."""
+    from perfmodel.widgets.serving import serving_view
+
+    figure = serving_view()
+    try:
+        title = figure._suptitle.get_text()
+        xlabel = figure.axes[0].get_xlabel()
+        marker = [line for line in figure.axes[0].get_lines() if line.get_label() == "chosen load"]
+        assert marker and marker[0].get_xdata()[0] == pytest.approx(300 / 1333.33, rel=1e-3)
+    finally:
+        plt.close(figure)
+    assert "1,333 requests/s, the capacity at full batches of 8" in xlabel
+    load = number(r"load (\d+)% of full-batch capacity", title)
+    busy = number(r"workers busy (\d+)%", title)
+    batch = number(r"mean batch ([\d.]+)", title)
+    assert "8 ms + 2 ms a request" in title and "waiting up to 5 ms" in title
+    text = prose(lecture("11_serve_many_requests"), "The static view, at the explorer's")
+    assert f"{load:.0f}% of it" in text and f"busy {busy:.0f}% of the time" in text
+    assert f"finds {batch:.1f}" in text and "1,333 requests/s" in text
+    per_batch = 8 + 2 * batch
+    assert f"{per_batch:.1f} ms, {per_batch / batch:.1f} ms a" in text
+    assert busy == pytest.approx(100 * 300 * per_batch / batch / 1e3 / 4, abs=1.5)
 
 
 def test_the_server_timings_flag_a_busy_machine():

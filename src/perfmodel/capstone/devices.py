@@ -179,6 +179,24 @@ class Upgrade:
     def speedup(self) -> float:
         return self.before.time_s / self.after.time_s
 
+    def node_gains(self) -> dict[str, int]:
+        """How many nodes gain the ``"bandwidth"`` ratio, the ``"peak"`` ratio, or something
+        ``"between"`` them: a node whose intensity lies between the two devices' ridge points
+        is compute-bound on the old device and memory-bound on the new one. Nodes that cost
+        nothing (a reshape of no bytes) are not counted."""
+        gains = {"bandwidth": 0, "peak": 0, "between": 0}
+        for old, new in zip(self.before.estimates, self.after.estimates, strict=True):
+            if not new.time_s:
+                continue
+            gain = old.time_s / new.time_s
+            if math.isclose(gain, self.bandwidth_ratio, rel_tol=1e-9):
+                gains["bandwidth"] += 1
+            elif math.isclose(gain, self.peak_ratio, rel_tol=1e-9):
+                gains["peak"] += 1
+            else:
+                gains["between"] += 1
+        return gains
+
     def by_class(self) -> list[ClassChange]:
         """Each op class's time before and after, most time first."""
         before, after = self.before.by_class(), self.after.by_class()

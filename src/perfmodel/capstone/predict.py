@@ -48,10 +48,22 @@ class EngineModel:
         Lecture 06's calibration, its matrix rates in fp32.
     overhead_s : float
         Seconds per node before any work.
+    disturbed : tuple of str
+        The calibration's kernels measured on a disturbed machine (noisy or busy).
+    measured : int
+        How many kernels the calibration measured.
     """
 
     calibration: Calibration
     overhead_s: float
+    disturbed: tuple[str, ...] = ()
+    measured: int = 0
+
+    @property
+    def unsure(self) -> bool:
+        """True when more than a quarter of the calibration's kernels were disturbed: a busy
+        machine slows them all alike, so every prediction built on them is unsure too."""
+        return len(self.disturbed) > self.measured / 4
 
     def __post_init__(self) -> None:
         if not isinstance(self.calibration, Calibration):
@@ -114,9 +126,12 @@ def calibrate_engine(
     rates = {flops: rate for flops, rate in calibration.matrix_rates}
     for kernel in small:
         rates[kernel.cost.flops] = kernel.flops_per_s
+    kernels = [*machine.kernels, *small]
     return EngineModel(
         calibration=replace(calibration, matrix_rates=tuple(sorted(rates.items()))),
         overhead_s=engine_overhead(),
+        disturbed=tuple(k.name for k in kernels if k.measurement.doubt),
+        measured=len(kernels),
     )
 
 
@@ -176,6 +191,15 @@ class Comparison:
         ranked = sorted(self.nodes, key=lambda node: -abs(node.measured_s - node.predicted_s))
         return ranked[:n]
 
+    def class_ratios(self) -> dict[str, tuple[int, float, int]]:
+        """For each op class: its nodes, their median measured/predicted ratio, and how many
+        ran slower than predicted. What the lecture reads the small nodes' misses from."""
+        found: dict[str, list[float]] = {}
+        for node in self.nodes:
+            found.setdefault(node.op_class, []).append(node.ratio)
+        return {name: (len(ratios), statistics.median(ratios), sum(r > 1 for r in ratios))
+                for name, ratios in found.items()}  # fmt: skip
+
     def by_class(self) -> dict[str, tuple[float, float]]:
         """(predicted, measured) seconds of each op class."""
         totals: dict[str, tuple[float, float]] = {}
@@ -191,7 +215,7 @@ def _why(node: Node, engine: EngineModel, measured_s: float, threads: int) -> st
     ratio = measured_s / predicted
     said = f"measured {ratio:.2f}x the prediction"
     if 0.8 <= ratio <= 1.25:
-        return f"{said}: as predicted"
+        return f"{said}: within ±25% of the prediction"
     bound = engine.bound(node)
     slower = ratio > 1
     if node.op_type == "Transpose" and slower:

@@ -167,6 +167,13 @@ class PipelinePlan:
     method: str
     replicas: int = 1
     allreduce_s: float = 0.0
+    stage_state_bytes: tuple[float, ...] = ()
+
+    @property
+    def stage_activation_bytes(self) -> tuple[float, ...]:
+        """What each stage holds beyond its model states: one micro-batch's activations."""
+        return tuple(total - states for total, states in
+                     zip(self.stage_memory_bytes, self.stage_state_bytes, strict=True))  # fmt: skip
 
     @property
     def bubble_fraction(self) -> float:
@@ -221,10 +228,10 @@ def pipeline_parallel(
     width = hardware.dtype_bytes(dtype)
     per_parameter = TRAINING_BYTES_PER_PARAMETER if training else width
     stage_weights = [sum(model.nodes[i].weights for i in stage) for stage in split.stages]
+    stage_states = tuple(per_parameter * weights for weights in stage_weights)
     stage_memory = tuple(
-        per_parameter * weights
-        + (width / 4) * sum(model.nodes[i].output_bytes for i in stage) / microbatches
-        for weights, stage in zip(stage_weights, split.stages, strict=True)
+        states + (width / 4) * sum(model.nodes[i].output_bytes for i in stage) / microbatches
+        for states, stage in zip(stage_states, split.stages, strict=True)
     )
     allreduce_s = 0.0
     if training and replicas > 1:
@@ -241,6 +248,7 @@ def pipeline_parallel(
         method=split.method,
         replicas=replicas,
         allreduce_s=allreduce_s,
+        stage_state_bytes=stage_states,
     )
 
 
@@ -321,7 +329,8 @@ def design(
                         plan.stages,
                         model.batch / plan.step_s,
                         True,
-                        f"fits; bubble {plan.bubble_fraction:.0%}",
+                        f"fits; {plan.microbatches} micro-batches, bubble "
+                        f"{plan.bubble_fraction:.0%}",
                     )
                 )
                 break
@@ -371,7 +380,7 @@ def design(
                 DesignStep(f"data parallel x{fewest}", fewest * stages, rate, True, verdict)
             )
             return steps
-        verdict = f"{rate / target:.1%} of the target, efficiency {efficiency:.0%}: " + (
+        verdict = f"short of {target:,.0f}/s, efficiency {efficiency:.0%}: " + (
             "stop, communication dominates" if efficiency < min_efficiency else "keep scaling"
         )
         steps.append(

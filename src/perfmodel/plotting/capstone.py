@@ -27,8 +27,11 @@ def _class_colours(classes: Collection[str]) -> dict[str, str]:
     return {name: COLOURS[i % len(COLOURS)] for i, name in enumerate(OP_CLASSES) if name in classes}
 
 
-def node_plot(comparison: Any, *, ax: Any = None) -> Any:
+def node_plot(comparison: Any, *, name: str | None = None, ax: Any = None) -> Any:
     """Each node of a :class:`perfmodel.capstone.Comparison`: predicted (x) and measured (y).
+
+    ``name`` titles the plot (the comparison's ONNX graph name by default). The op classes
+    with the most nodes are drawn first, so a class of a few nodes stays on top, visible.
 
     Returns
     -------
@@ -36,23 +39,28 @@ def node_plot(comparison: Any, *, ax: Any = None) -> Any:
     """
     rows = comparison.nodes
     colours = _class_colours({row.op_class for row in rows})
+    mine = {op: [row for row in rows if row.op_class == op] for op in colours}
     with style():
         ax = new_axes(ax, (9, 7))
-        for name, colour in colours.items():
-            mine = [row for row in rows if row.op_class == name]
-            ax.plot(
-                [r.predicted_s for r in mine],
-                [r.measured_s for r in mine],
+        handles = {}
+        for z, op in enumerate(sorted(colours, key=lambda op: -len(mine[op]))):
+            (handles[op],) = ax.plot(
+                [r.predicted_s for r in mine[op]],
+                [r.measured_s for r in mine[op]],
                 "o",
-                color=colour,
+                color=colours[op],
                 alpha=0.75,
-                label=f"{name} ({len(mine)})",
+                markeredgecolor="white",
+                markeredgewidth=0.6,
+                zorder=3 + z,
+                label=f"{op} ({len(mine[op])})",
             )
         low = min(min(r.predicted_s, r.measured_s) for r in rows) / 1.5
         high = max(max(r.predicted_s, r.measured_s) for r in rows) * 1.5
         span = np.array([low, high])
-        ax.plot(span, span, color="black", lw=1.5, label="measured = predicted")
-        ax.fill_between(span, span / 1.25, span * 1.25, color="grey", alpha=0.2, label="±25%")
+        (equal,) = ax.plot(span, span, color="black", lw=1.5, label="measured = predicted")
+        band = ax.fill_between(span, span / 1.25, span * 1.25, color="grey", alpha=0.2,
+                               label="±25%")  # fmt: skip
         ax.set(
             xscale="log",
             yscale="log",
@@ -60,12 +68,12 @@ def node_plot(comparison: Any, *, ax: Any = None) -> Any:
             ylim=(low, high),
             xlabel="predicted per node",
             ylabel="measured per node (onnxruntime)",
-            title=f"{comparison.model}: end to end {comparison.error:+.0%}, "
+            title=f"{name or comparison.model}: end to end {comparison.error:+.0%}, "
             f"median node {comparison.median_node_error:.0%} off",
         )
         ax.xaxis.set_major_formatter(si_formatter("s"))
         ax.yaxis.set_major_formatter(si_formatter("s"))
-        legend_beside(ax, fontsize=11)
+        legend_beside(ax, handles=[*(handles[op] for op in colours), equal, band], fontsize=11)
     return ax
 
 

@@ -40,6 +40,7 @@ __all__ = [
     "load_test",
     "measure_batch_times",
     "predict",
+    "tail_report",
     "time_batches",
 ]
 
@@ -297,3 +298,44 @@ def predict(
     return simulate(measured.arrival_rate, batch_times[sizes[0]], workers,
                     distribution="deterministic", arrivals=measured.arrivals,
                     max_batch=max_batch, max_wait_s=max_wait_s, batch_time=batch_time)  # fmt: skip
+
+
+def tail_report(pairs: Sequence[tuple[Any, Any]]) -> str:
+    """Where measured latencies sit against their predictions, counted over load tests.
+
+    ``pairs`` holds (measured, predicted) runs, each with ``p50_latency_s`` and
+    ``p99_latency_s``: a :class:`LoadTest` and what :func:`predict` made of it. The line
+    counts the loads where the measured p50 and p99 are above their predictions, and where
+    the p99 misses by a larger factor than the p50, so that a lecture can say what its own
+    run shows.
+
+    >>> from perfmodel.serving import simulate
+    >>> fast = simulate(0.5, 1.0, 1, requests=2000, seed=1)
+    >>> slow = simulate(0.5, 1.5, 1, requests=2000, seed=1)
+    >>> for part in tail_report([(slow, fast)]).split(", "):
+    ...     print(part)
+    the measured p50 is above its prediction at 1 of 1 loads
+    the p99 at 1 of 1
+    by a larger factor than the p50 at 0 of 1
+    """
+    given: Any = pairs  # checked at run time, whatever the annotation says
+    if not isinstance(given, Sequence) or isinstance(given, str | bytes):
+        raise TypeError(f"`pairs` must be a sequence of (measured, predicted) runs "
+                        f"(got {type(pairs).__name__}).")  # fmt: skip
+    if not pairs:
+        raise ValueError("`pairs` must hold at least one (measured, predicted) pair (got none).")
+    p50 = p99 = wider = 0
+    for i, pair in enumerate(pairs):
+        runs = pair if isinstance(pair, tuple) and len(pair) == 2 else ()
+        if not runs or not all(hasattr(run, "p50_latency_s") and hasattr(run, "p99_latency_s")
+                               for run in runs):  # fmt: skip
+            raise TypeError(f"`pairs[{i}]` must be a (measured, predicted) tuple of runs with "
+                            f"p50 and p99 latencies (got {pair!r}).")  # fmt: skip
+        measured, predicted = runs
+        p50 += measured.p50_latency_s > predicted.p50_latency_s
+        p99 += measured.p99_latency_s > predicted.p99_latency_s
+        wider += (measured.p99_latency_s / predicted.p99_latency_s
+                  > measured.p50_latency_s / predicted.p50_latency_s)  # fmt: skip
+    n = len(pairs)
+    return (f"the measured p50 is above its prediction at {p50} of {n} loads, the p99 at {p99} "
+            f"of {n}, by a larger factor than the p50 at {wider} of {n}")  # fmt: skip

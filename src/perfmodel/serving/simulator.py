@@ -159,6 +159,11 @@ class SimulationResult(LatencySummary):
         return (self.starts - self.arrivals)[self.first_kept :]
 
     @property
+    def service_times_s(self) -> Any:
+        """Each request's batch time (start to finish of its batch), every request."""
+        return self.completions - self.starts
+
+    @property
     def span_s(self) -> float:
         """From the first arrival to the last completion."""
         return float(self.completions.max() - self.arrivals[0])

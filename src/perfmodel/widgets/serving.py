@@ -56,12 +56,16 @@ def serving_view(
                                              width_ratios=(3, 2))  # fmt: skip
     load_curve_plot(rates, [run(rate, 4000) for rate in rates], capacity=capacity,
                     marker=arrival_rate, ax=left)  # fmt: skip
+    left.set_xlabel(f"load (arrival rate / {capacity:,.0f} requests/s, the capacity at full "
+                    f"batches of {max_batch})")  # fmt: skip
     chosen = run(arrival_rate, 8000)
     latency_plot(chosen, ax=right)
     figure.suptitle(
-        f"{arrival_rate:.0f} requests/s on {servers} x {workers} workers ({policy}), batches up "
-        f"to {max_batch}: {chosen.throughput:.0f}/s served, utilization "
-        f"{chosen.utilization:.0%}, mean batch {chosen.mean_batch:.1f}",
+        f"{arrival_rate:.0f} requests/s on {servers} x {workers} workers ({policy}), batches of "
+        f"up to {max_batch} at {SETUP_S * 1e3:.0f} ms + {PER_REQUEST_S * 1e3:.0f} ms a request, "
+        f"waiting up to {max_wait_ms:g} ms:\n{chosen.throughput:.0f}/s served, load "
+        f"{arrival_rate / capacity:.0%} of full-batch capacity, workers busy "
+        f"{chosen.utilization:.0%} (mean batch {chosen.mean_batch:.1f})",
         fontsize=15,
     )
     return figure
