@@ -82,3 +82,64 @@ def test_the_three_serial_bottlenecks_run_on_any_thread_count(tmp_path):
     assert all(makers["lock"](t)() == pytest.approx(expected) for t in (1, 2, 3))
     run = parallel.measure_scaling(makers["lock"], [2], progress=False, **QUICK)
     assert sorted(set(run.processors)) == [1, 2]
+
+
+def _points(gains: dict[str, list[float]], lengths=(10, 100, 1000), samples=(1.0, 1.0, 1.0)):
+    from perfmodel.timing import Measurement
+
+    m = Measurement(samples_s=samples, inner_loops=1, threads=2)
+    return [
+        parallel.ScalingPoint(op, n, 2, m, s)
+        for op, speedups in gains.items()
+        for n, s in zip(lengths, speedups, strict=True)
+    ]
+
+
+def test_the_gap_says_what_the_speedups_show_and_nothing_more():
+    catch_up = parallel.compare_operations(
+        _points({"sin": [0.5, 1.5, 1.8], "cumsum": [0.4, 0.9, 1.9]}), "cumsum", "sin", 2
+    ).findings()
+    assert catch_up[0].endswith("both lose")
+    assert catch_up[1].startswith("sin: best 1.80x (at 1,000)")
+    assert catch_up[2] == "cumsum gains as much as sin or more at 1,000"
+    assert catch_up[3].endswith("rises from 80% to 106% (not at every step): the gap closes")
+    flat = parallel.compare_operations(
+        _points({"sin": [0.9, 1.9, 1.8], "cumsum": [1.2, 0.9, 0.5]}), "cumsum", "sin", 2
+    ).findings()
+    assert flat[0].endswith("only sin loses") and flat[1].startswith("sin: best 1.90x (at 100)")
+    assert flat[2] == "cumsum gains as much as sin or more at 10"
+    assert flat[3].endswith("does not rise (133% to 28%): the gap does not narrow on this run")
+
+
+def test_a_gap_with_one_noisy_speedup_is_not_read():
+    points = _points({"sin": [0.5, 1.5, 1.8], "cumsum": [0.2, 0.9, 1.5]})
+    noisy = _points({"sin": [1.7]}, lengths=(1000,), samples=(1.0, 1.6, 1.0, 1.9))
+    points = [p for p in points if (p.operation, p.n) != ("sin", 1000)] + noisy
+    gap = parallel.compare_operations(points, "cumsum", "sin", 2)
+    assert gap.untrusted == "1 of 6 speedups not trusted (noisy)"
+    assert gap.findings() == ["not read: 1 of 6 speedups not trusted (noisy); run the cell again"]
+    assert gap.shares == pytest.approx((0.4, 0.6, 1.5 / 1.7))
+
+
+def test_compare_operations_refuses_a_bad_thread_count():
+    points = _points({"sin": [0.5, 1.5, 1.8], "cumsum": [0.2, 0.9, 1.5]})
+    with pytest.raises(TypeError, match="`threads`"):
+        parallel.compare_operations(points, "cumsum", "sin", "2")
+    with pytest.raises(ValueError, match="`threads`"):
+        parallel.compare_operations(points, "cumsum", "sin", 0)
+    with pytest.raises(ValueError, match="on 4 threads"):
+        parallel.compare_operations(points, "cumsum", "sin", 4)
+
+
+def test_a_scaling_run_reports_the_most_other_programs_used():
+    from perfmodel.timing import Measurement
+
+    def run(*others):
+        return parallel.ScalingRun("sin", tuple(
+            Measurement(samples_s=(1.0,), inner_loops=1, threads=t, others=o)
+            for t, o in enumerate(others, start=1)
+        ))  # fmt: skip
+
+    assert run(0.05, 0.2).others == 0.2 and not run(0.05, 0.2).doubt
+    assert run(None, None).others is None
+    assert "busy, other programs used up to 40%" in run(0.1, 0.4).doubt

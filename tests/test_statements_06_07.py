@@ -415,6 +415,10 @@ def test_beside_a_cpu_hog_lecture07_is_right_or_says_it_is_disturbed():
         assert doubt or share < 1  # the scan's extra pass: never more than sin's gain
     assert branch.doubt or branch.speedup > 1
     assert all(p.doubt for p in points if p.threads == 2) and branch.doubt  # a hog is busy
+    # so the lecture reads neither the gap nor where two branches pay
+    gap = parallel.compare_operations(points, "cumsum", "sin", threads=2)
+    assert gap.findings() == [f"not read: {gap.untrusted}; run the cell again"]
+    assert parallel.untrusted([branch], "widths").startswith("1 of 1 widths not trusted (")
 
 
 def test_beside_a_cpu_hog_lecture06_never_beats_its_roof_unflagged():
