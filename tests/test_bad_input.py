@@ -37,6 +37,7 @@ from perfmodel import pipeline as pl
 from perfmodel.capstone import builders
 from perfmodel.pipeline import zoo
 from perfmodel.serving import server
+from perfmodel.timing import Measurement
 
 # ----------------------------------------------------------------------------- bad values
 
@@ -198,6 +199,10 @@ CASES: list[tuple[str, Callable[..., Any], dict[str, Any], dict[str, str]]] = [
      {"n": "count", "threads": "count"}),
     ("parallel.where_it_pays", parallel.where_it_pays,
      {"sizes": [16, 32], "speedups": [0.5, 1.5]}, {"speedups": "times"}),
+    ("parallel.compare_operations", parallel.compare_operations,
+     {"points": [parallel.ScalingPoint(op, 10, 2, Measurement(samples_s=[1.0], inner_loops=1), s)
+                 for op, s in (("sin", 1.6), ("cumsum", 0.4))],
+      "operation": "cumsum", "reference": "sin", "threads": 2}, {"threads": "count"}),
     ("comms.allreduce_time", comms.allreduce_time, {"nbytes": 1e6, "p": 8, "link": "NVLink 4"},
      {"nbytes": "non_negative", "p": "count", "link": "link"}),
     ("comms.allgather_time", comms.allgather_time, {"nbytes": 1e6, "p": 8, "link": "NVLink 4"},

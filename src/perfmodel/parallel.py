@@ -417,6 +417,7 @@ def compare_operations(
     >>> compare_operations(points, "cumsum", "sin", 2).shares
     (0.25,)
     """
+    threads = int(count("threads", threads))
     shares = speedup_share(points, operation, reference, threads)
     by = {(p.operation, p.n): p for p in points if p.threads == threads}
     lengths = tuple(n for n, _, _ in shares)
