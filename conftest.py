@@ -4,6 +4,9 @@
 a unit, a legend over the data). An IPython startup file, in a directory of the tests' own,
 installs it in every kernel nbval and the tests start; the kernel appends each figure's problems
 to a file of this worker's, and :func:`pytest_runtest_call` fails the cell that drew it.
+
+What it cannot see: a figure a background thread renders after its cell has ended is blamed
+on the next cell (or, after the last, on none), and figures drawn in fixtures are not read.
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ def _audit_every_kernels_figures() -> Path:
         partial.write_text(text)
         partial.replace(script)  # atomic: xdist workers write it side by side
     os.environ["IPYTHONDIR"] = str(FIGURE_AUDIT / "ipython")
+    if "PYTEST_XDIST_WORKER" not in os.environ:  # the session's first process: none is running
+        for stale in FIGURE_AUDIT.glob("worker-*.jsonl"):
+            stale.unlink(missing_ok=True)
     found = FIGURE_AUDIT / f"worker-{os.getpid()}.jsonl"
     found.unlink(missing_ok=True)
     os.environ["PERFMODEL_FIGURE_AUDIT"] = str(found)

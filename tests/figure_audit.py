@@ -18,26 +18,46 @@ from typing import Any
 import numpy as np
 from matplotlib.axis import Axis
 from matplotlib.category import StrCategoryLocator
+from matplotlib.cbook import STEP_LOOKUP_MAP
 from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, StrMethodFormatter
 from matplotlib.transforms import Bbox
 
 #: Where the rendered figures' problems go, one JSON object a line.
 AUDIT_FILE = "PERFMODEL_FIGURE_AUDIT"
 
-#: A label names its unit in brackets, "(ms)" or "[GB/s]", or is a count or a ratio that
-#: has none. These words mark the dimensionless quantities the lectures plot.
-DIMENSIONLESS = re.compile(
-    r"\b(speedup|ratio|fraction|share|efficiency|utili[sz]ation|count|number of|threads?|"
-    r"processors?|workers?|devices?|gpus?|nodes?|stages?|(mini)?batch|layers?|sequences?|requests?|"
-    r"tokens?|elements?|width|rank|per ?cent|relative|normali[sz]ed|x)\b|×|%",
+#: A quantity with a dimension: its label must name a unit.
+DIMENSIONAL = re.compile(
+    r"\b(time|latency|duration|delay|wait|bandwidth|throughput|rate|memory|size|capacity|"
+    r"energy|power|traffic|speed(?!up)|compute|peak)\b",
     re.IGNORECASE,
 )
-UNIT = re.compile(
-    r"\b(k|M|G|T|P)?(s|seconds?|minutes?|hours?|days?|bytes?|B|bits?|b|FLOPs?|OPs?|W|watts?|"
-    r"joules?|J|Hz|dollars?|\$)\b|/s\b|per second|µs|FLOP|byte",
+#: A count or a ratio, which has no unit: these words mark the ones the lectures plot.
+DIMENSIONLESS = re.compile(
+    r"\b(speedup|ratio|fraction|share|efficiency|utili[sz]ation|count|number of|threads?|"
+    r"processors?|workers?|devices?|gpus?|cores?|nodes?|ranks?|stages?|(mini)?batch|layers?|"
+    r"sequences?|requests?|tokens?|elements?|width|per ?cent|relative|normali[sz]ed|"
+    r"iterations?|steps?|year)\b|×|%",
+    re.IGNORECASE,
 )
+#: A unit written out: "seconds per sample", "working set (bytes)".
+UNIT_WORD = re.compile(
+    r"\b(seconds?|milliseconds?|microseconds?|nanoseconds?|minutes?|hours?|days?|bytes?|"
+    r"bits?|FLOPs?|watts?|joules?|dollars?|hertz|steps)\b|\bFLOP\b|\bFLOP/s|per second",
+    re.IGNORECASE,
+)
+#: A unit's symbol, with its SI or binary prefix: "ms", "GB/s", "TFLOP/s", "GiB", "µs".
+SYMBOL = r"(?:[kMGTPEmuµn]i?)?(?:s|B|b|FLOP|OP|W|J|Hz|\$)(?:/s|/B|/byte)?"
+#: Where a symbol stands as a unit: in brackets, or after a comma, "in" or a slash.
+UNIT_SYMBOL = re.compile(
+    rf"[(\[][^)\]]*\b{SYMBOL}(?![A-Za-z])[^)\]]*[)\]]"
+    rf"|(?:,|\bin)\s+{SYMBOL}\b|/\s*{SYMBOL}\b"
+)
+#: A tick with a unit after its number ("100 GB/s", "5 µs", "2x"); a bare prefix ("50 k")
+#: or an exponent ("1e+03") is none.
+TICK_UNIT = re.compile(rf"\d\s*(?:{SYMBOL}|%|x|×)(?![\w])")
 NUMBER = re.compile(r"^[\s−\-+]*[\d.,]+(e[−\-+]?\d+)?\s*$|^\$.*\$$", re.IGNORECASE)
 
 
@@ -61,18 +81,23 @@ def problems(figure: Figure) -> list[str]:
     figure.canvas.draw()
     renderer = figure.canvas.get_renderer()
     found: list[str] = []
+    legends = [legend for legend in figure.legends if legend.get_visible()]
     for number, ax in enumerate(figure.axes, start=1):
-        if not ax.get_visible() or not ax.axison or not _has_data(ax):
+        if not ax.get_visible() or not _has_data(ax):
             continue
         where = f"axes {number}" + (f" ({ax.get_title()!r})" if ax.get_title() else "")
-        found += [f"{where}: {text}" for text in _bars_on_log(ax)]
-        for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
-            text = _label_problem(ax, axis)
-            if text:
-                found.append(f"{where}: the {name} axis {text}")
-        hidden = _hidden_by_legend(ax, renderer)
-        if hidden:
-            found.append(f"{where}: the legend covers {hidden}")
+        if ax.axison and ax.name == "rectilinear":
+            found += [f"{where}: {text}" for text in _bars_on_log(ax)]
+            for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+                text = _label_problem(ax, axis)
+                if text:
+                    found.append(f"{where}: the {name} axis {text}")
+        own = ax.get_legend()
+        for legend in [own] + legends if own is not None and own.get_visible() else legends:
+            hidden = _hidden_by_legend(ax, legend, renderer)
+            if hidden:
+                kind = "legend" if legend is own else "figure's legend"
+                found.append(f"{where}: the {kind} covers {hidden}")
     return found
 
 
@@ -81,6 +106,7 @@ def _has_data(ax: Any) -> bool:
 
 
 def _bars_on_log(ax: Any) -> list[str]:
+    """Bars, boxes and spans drawn from an edge on a non-linear value axis."""
     found = []
     for container in ax.containers:
         if not isinstance(container, BarContainer):
@@ -92,7 +118,27 @@ def _bars_on_log(ax: Any) -> list[str]:
                 f"bars on a {scale} {name} axis (a bar's length then misstates its ratio "
                 "to the others)"
             )
+    in_bars = {id(bar) for c in ax.containers if isinstance(c, BarContainer) for bar in c}
+    boxes = [
+        p
+        for p in ax.patches
+        if id(p) not in in_bars
+        and isinstance(p, Rectangle)
+        and p.get_data_transform() == ax.transData
+    ] + [c for c in ax.collections if type(c).__name__ == "PolyCollection" and _is_broken_barh(c)]
+    logs = [n for n, scale in (("x", ax.get_xscale()), ("y", ax.get_yscale())) if scale != "linear"]
+    if boxes and logs:
+        found.append(
+            f"boxes drawn from an edge on a log {' and '.join(logs)} axis (their lengths "
+            "misstate the ratios)"
+        )
     return found
+
+
+def _is_broken_barh(collection: Any) -> bool:
+    """A collection of axis-aligned rectangles (``broken_barh``), not a filled curve."""
+    paths = collection.get_paths()
+    return bool(paths) and all(len(path.vertices) in (4, 5) for path in paths)
 
 
 def _label_problem(ax: Any, axis: Axis) -> str:
@@ -110,10 +156,11 @@ def _label_problem(ax: Any, axis: Axis) -> str:
     if not label:
         return "has no label"
     units_in_ticks = isinstance(formatter, FuncFormatter | StrMethodFormatter) and any(
-        re.search(r"[a-zA-Zµ%×/]", t) for t in ticks
+        TICK_UNIT.search(t) for t in ticks
     )
-    bracketed = re.search(r"[(\[].+[)\]]", label)
-    if units_in_ticks or bracketed or UNIT.search(label) or DIMENSIONLESS.search(label):
+    if units_in_ticks or UNIT_WORD.search(label) or UNIT_SYMBOL.search(label):
+        return ""
+    if DIMENSIONLESS.search(label) and not DIMENSIONAL.search(label):
         return ""
     return f"label {label!r} names no unit"
 
@@ -125,10 +172,7 @@ def _shared_label(ax: Any, axis: Axis) -> str:
     return text.get_text().strip() if text is not None and text.get_visible() else ""
 
 
-def _hidden_by_legend(ax: Any, renderer: Any) -> str:
-    legend = ax.get_legend()
-    if legend is None or not legend.get_visible():
-        return ""
+def _hidden_by_legend(ax: Any, legend: Any, renderer: Any) -> str:
     box = legend.get_window_extent(renderer).shrunk(0.98, 0.98)
     inside = ax.get_window_extent(renderer)
     covered = []
@@ -160,6 +204,9 @@ def _line_enters(line: Any, box: Bbox, inside: Bbox) -> bool:
     xy = xy[np.isfinite(xy).all(axis=1)]
     if len(xy) == 0:
         return False
+    style = line.get_drawstyle()
+    if style in STEP_LOOKUP_MAP and style != "default" and len(xy) > 1:
+        xy = np.column_stack(STEP_LOOKUP_MAP[style](xy[:, 0], xy[:, 1]))  # the steps drawn
     points = line.get_transform().transform(xy)
     if line.get_linestyle() not in ("None", "none", "", " ") and len(points) > 1:
         steps = np.linspace(0.0, 1.0, 50)[:, None]

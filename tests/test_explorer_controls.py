@@ -18,28 +18,32 @@ import ipywidgets as widgets  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from figure_audit import problems  # noqa: E402
 
 from perfmodel.widgets import controls  # noqa: E402
-from perfmodel.widgets.capstone import capstone_explorer  # noqa: E402
-from perfmodel.widgets.devices import device_explorer  # noqa: E402
-from perfmodel.widgets.distributed import data_parallel_explorer  # noqa: E402
-from perfmodel.widgets.minibatch import batch_size_explorer  # noqa: E402
-from perfmodel.widgets.op_cost import op_explorer  # noqa: E402
-from perfmodel.widgets.partition import partition_explorer  # noqa: E402
-from perfmodel.widgets.roofline import roofline_explorer  # noqa: E402
-from perfmodel.widgets.run_time import run_time_explorer  # noqa: E402
-from perfmodel.widgets.scaling import scaling_explorer  # noqa: E402
-from perfmodel.widgets.serving import serving_explorer  # noqa: E402
-from perfmodel.widgets.taskgraph import schedule_explorer  # noqa: E402
-from perfmodel.widgets.transfer import transfer_time_explorer  # noqa: E402
 
-# The cache sweep's controls act through its *measure* button, not on a live output:
-# tests/test_widgets.py checks that the sweep measures what they say.
-EXPLORERS = [
-    transfer_time_explorer, run_time_explorer, device_explorer, op_explorer, roofline_explorer,
-    batch_size_explorer, schedule_explorer, scaling_explorer, partition_explorer,
-    data_parallel_explorer, serving_explorer, capstone_explorer,
-]  # fmt: skip
+#: The cache sweep's controls act through its *measure* button, not on a live output:
+#: tests/test_widgets.py checks that the sweep measures what they say.
+BUTTON_DRIVEN = {"cache_sweep_explorer"}
+
+
+def explorers() -> list:
+    """Every ``*_explorer`` in :mod:`perfmodel.widgets` that redraws as its controls move."""
+    import importlib
+    import pkgutil
+
+    import perfmodel.widgets
+
+    found = []
+    for info in pkgutil.iter_modules(perfmodel.widgets.__path__):
+        module = importlib.import_module(f"perfmodel.widgets.{info.name}")
+        found += [getattr(module, name) for name in getattr(module, "__all__", ())
+                  if name.endswith("_explorer") and name not in BUTTON_DRIVEN]  # fmt: skip
+    return sorted(found, key=lambda f: f.__name__)
+
+
+#: What the figure audit found in the states an explorer was moved through.
+MISLEADING: list[str] = []
 
 
 def figure_contents(view, values) -> bytes:
@@ -49,6 +53,7 @@ def figure_contents(view, values) -> bytes:
         view(**values)
         parts: list[object] = []
         figure = plt.gcf()
+        MISLEADING.extend(f"{values}: {problem}" for problem in problems(figure))
         parts.append(figure._suptitle.get_text() if figure._suptitle else "")
         for ax in figure.axes:
             parts += [
@@ -59,6 +64,8 @@ def figure_contents(view, values) -> bytes:
                 ax.get_ylim(),
             ]
             parts += [t.get_text() for t in ax.texts]
+            legend = ax.get_legend()
+            parts += [t.get_text() for t in legend.get_texts()] if legend else []
             parts += [np.round(line.get_xydata(), 12).tobytes() for line in ax.lines]
             parts += [(p.get_x(), p.get_y(), p.get_width(), p.get_height())
                       for p in ax.patches if hasattr(p, "get_width")]  # fmt: skip
@@ -81,6 +88,8 @@ def walk(widget, *, readouts: bool = True):
 
 
 def is_control(widget) -> bool:
+    if getattr(widget, "disabled", False):
+        return False  # greyed out: it says itself that it cannot change anything here
     return isinstance(
         widget, widgets.Dropdown | widgets.IntSlider | widgets.FloatSlider | widgets.FloatLogSlider
         | widgets.Checkbox
@@ -120,8 +129,13 @@ def dead_controls(box) -> list[str]:
         start = shown(box)
         for value in other_values(control):
             control.value = value
+            name = control.description or type(control).__name__
             if shown(box) == start:
-                dead.append(f"{control.description or type(control).__name__} = {value!r}")
+                dead.append(f"{name} = {value!r}")
+            elif "<pre>" in " ".join(str(v) for v in shown(box)) and not any(
+                isinstance(v, bytes) for v in shown(box)
+            ):
+                dead.append(f"{name} = {value!r} (only an error message)")
             control.value = default
         assert shown(box) == start, f"{control.description}: going back does not restore the view"
     return dead
@@ -134,8 +148,10 @@ def test_a_control_that_changes_nothing_is_found():
     assert dead_controls(widgets.VBox([live, idle, line])) == ["idle = 'b'"]
 
 
-@pytest.mark.parametrize("explorer", EXPLORERS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("explorer", explorers(), ids=lambda f: f.__name__)
 def test_every_control_changes_what_the_explorer_shows(explorer, monkeypatch):
     monkeypatch.setattr(controls, "render_png", figure_contents)
+    MISLEADING.clear()
     dead = dead_controls(explorer())
     assert not dead, f"{explorer.__name__}: moving these changes nothing: {'; '.join(dead)}"
+    assert not MISLEADING, f"{explorer.__name__} draws misleading figures: {MISLEADING[:5]}"

@@ -145,3 +145,48 @@ def test_every_kernel_the_tests_start_reports_the_figures_it_draws(tmp_path, mon
         ["axes 1: the x axis has no label", "axes 1: the y axis has no label"],
         ["axes 1: bars on a log y axis (a bar's length then misstates its ratio to the others)"],
     ]
+
+
+def test_boxes_drawn_another_way_on_a_log_axis_are_caught_too():
+    from matplotlib.patches import Rectangle
+
+    fig, ax = plt.subplots()
+    labelled(ax, "throughput (images/s)", "run").broken_barh([(1, 10), (20, 100)], (0, 1))
+    ax.set_xscale("log")
+    assert any("boxes drawn from an edge on a log x axis" in p for p in problems(fig))
+    fig, ax = plt.subplots()
+    labelled(ax).add_patch(Rectangle((1, 0), 99, 1))
+    ax.set_xlim(1, 1000), ax.set_xscale("log")
+    assert any("boxes drawn from an edge" in p for p in problems(fig))
+    fig, ax = plt.subplots()  # a shaded span is a region, not a bar
+    labelled(ax).plot([1, 100], [0, 1])
+    ax.axvspan(1, 10, alpha=0.2)
+    ax.set_xscale("log")
+    assert problems(fig) == []
+
+
+def test_a_unit_must_be_a_unit():
+    fig, ax = plt.subplots()
+    ax.plot([1, 2], [3, 4])
+    for label in ("time (bananas)", "time per request", "bandwidth per node", "model's time"):
+        ax.set(xlabel="n (count)", ylabel=label)
+        assert problems(fig) == [f"axes 1: the y axis label {label!r} names no unit"], label
+    for label in ("latency, ms", "time in ns", "memory (GiB)", "seconds per request", "cores"):
+        ax.set(ylabel=label)
+        assert problems(fig) == [], label
+
+
+def test_a_figure_legend_or_a_step_line_under_a_legend_is_caught():
+    fig, ax = plt.subplots()
+    labelled(ax).plot([0, 1], [0.5, 0.5], label="flat")
+    ax.set_xlim(0, 1), ax.set_ylim(0, 1)
+    fig.legend(loc="center")
+    assert problems(fig) == ["axes 1: the figure's legend covers line 'flat'"]
+
+    fig, ax = plt.subplots()  # drawn as steps it goes round the centre; a diagonal would not
+    labelled(ax).plot([0, 0.8, 1], [0.9, 0.1, 0.1], drawstyle="steps-post", label="steps")
+    ax.set_xlim(0, 1), ax.set_ylim(0, 1)
+    ax.legend(loc="center")
+    assert problems(fig) == []
+    ax.get_lines()[0].set_drawstyle("default")
+    assert problems(fig) == ["axes 1: the legend covers line 'steps'"]

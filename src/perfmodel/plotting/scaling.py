@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from perfmodel import scaling
-from perfmodel.plotting import COLOURS, new_axes, style
+from perfmodel.plotting import COLOURS, legend_beside, new_axes, style
 
 __all__ = ["scaling_plot"]
 
@@ -63,5 +63,5 @@ def scaling_plot(
         ax.set(xlabel="processors p", ylabel="speedup (× one processor)",
                xlim=(1, max_processors), ylim=(0, max_processors * 1.05),
                title="Strong scaling saturates; weak scaling keeps growing")  # fmt: skip
-        ax.legend(loc="upper left", fontsize=11)
+        legend_beside(ax, fontsize=11)
     return ax

@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from matplotlib.ticker import MaxNLocator
 
-from perfmodel.plotting import COLOURS, new_axes, si_formatter, style
+from perfmodel.plotting import COLOURS, legend_beside, new_axes, si_formatter, style
 
 __all__ = ["latency_plot", "load_curve_plot"]
 
@@ -41,13 +42,15 @@ def load_curve_plot(
         ax.plot(load, [r.p50_latency_s for r in runs], "o-", color=COLOURS[0], label="p50")
         if theory is not None:
             ax.plot(load, theory, "--", color="grey", label="mean, queueing theory")
-        if marker is not None:
+        right = 1.0
+        if marker is not None:  # past capacity too: the axis widens to show it
+            right = max(right, 1.05 * marker / capacity)
             ax.axvline(marker / capacity, color=COLOURS[2], linewidth=2, label="chosen load")
-        ax.set(xlabel="load (arrival rate / capacity)", ylabel="latency", xlim=(0, 1),
+        ax.set(xlabel="load (arrival rate / capacity)", ylabel="latency", xlim=(0, right),
                ylim=(0, None), title="Latency as load approaches capacity")  # fmt: skip
         ax.yaxis.set_major_formatter(si_formatter("s"))
         ax.xaxis.set_major_formatter(lambda x, _: f"{x:.0%}")
-        ax.legend(loc="upper left")
+        legend_beside(ax)
     return ax
 
 
@@ -68,5 +71,6 @@ def latency_plot(run: Any, *, ax: Any = None) -> Any:
                        label=f"p{q} = {value * 1e3:.3g} ms")  # fmt: skip
         ax.set(xlabel="latency", ylabel="requests", title="Where the requests' latencies fall")
         ax.xaxis.set_major_formatter(si_formatter("s"))
-        ax.legend(loc="upper right")
+        ax.xaxis.set_major_locator(MaxNLocator(4))  # room for "100 ms" beside its neighbours
+        legend_beside(ax)
     return ax

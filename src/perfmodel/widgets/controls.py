@@ -94,6 +94,48 @@ def int_slider(value: int, low: int, high: int, description: str, *, step: int =
     )
 
 
+def dtype_dropdown(device: Any, value: str) -> Any:
+    """A dtype dropdown that offers only what the device chosen in ``device`` (a dropdown of
+    catalogue names) has a peak for, and follows it: a device without the dtype last chosen
+    gets ``value`` or its first dtype, and a device that has it again gets it back. With one
+    dtype to offer it is disabled, so a control that cannot change anything says so.
+    """
+    import ipywidgets as widgets
+
+    from perfmodel.hardware import get
+
+    def offered(name: str) -> list[str]:
+        return list(get(name).peak_flops_by_dtype)
+
+    options = offered(device.value)
+    dropdown = widgets.Dropdown(
+        options=options,
+        value=value if value in options else options[0],
+        description="dtype",
+        disabled=len(options) == 1,
+    )
+    wanted = [value]  # what the learner chose last (not what a device forced)
+    following = [False]
+
+    def choose(change: Any) -> None:
+        if not following[0]:
+            wanted[0] = change["new"]
+
+    def follow(change: Any) -> None:
+        now = offered(change["new"])
+        following[0] = True
+        try:
+            dropdown.options = now  # the value moves to the first option, a valid one
+            dropdown.value = next(d for d in (wanted[0], value, now[0]) if d in now)
+        finally:
+            following[0] = False
+        dropdown.disabled = len(now) == 1
+
+    dropdown.observe(choose, names="value")
+    device.observe(follow, names="value")
+    return dropdown
+
+
 def live_text(controls: tuple[Any, ...], render: Callable[[], str], css_class: str) -> Any:
     """An HTML line, large enough for a lecture hall, re-rendered whenever a control moves."""
     import ipywidgets as widgets

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from perfmodel.hardware import names
-from perfmodel.widgets.controls import int_slider, live_plot
+from perfmodel.widgets.controls import dtype_dropdown, int_slider, live_plot
 
 __all__ = ["batch_size_explorer", "batch_size_view"]
 
@@ -29,6 +29,6 @@ def batch_size_explorer() -> Any:
 
     width = int_slider(4096, 256, 16384, "width N", step=256)
     device = widgets.Dropdown(options=names(), value="GPU circa 2015", description="device")
-    dtype = widgets.Dropdown(options=["fp32", "bf16"], value="fp32", description="dtype")
+    dtype = dtype_dropdown(device, "fp32")
     out = live_plot(batch_size_view, {"width": width, "device": device, "dtype": dtype})
     return widgets.VBox([widgets.HBox([device, dtype]), width, out])

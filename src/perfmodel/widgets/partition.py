@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfmodel.hardware import link_names, names
+from perfmodel.hardware import get, link_names, names
 from perfmodel.widgets.controls import int_slider, live_plot
 
 __all__ = ["ZOO_MODELS", "partition_explorer", "partition_view"]
@@ -51,7 +51,9 @@ def partition_explorer() -> Any:
     import ipywidgets as widgets
 
     model = widgets.Dropdown(options=list(ZOO_MODELS), value="GPT-2 small", description="model")
-    device = widgets.Dropdown(options=names(), value="H100 SXM", description="device")
+    # the zoo prices layers in bf16: offer the devices that have it
+    priced = [name for name in names() if "bf16" in get(name).peak_flops_by_dtype]
+    device = widgets.Dropdown(options=priced, value="H100 SXM", description="device")
     link = widgets.Dropdown(options=link_names(), value="NVLink 4", description="link")
     k = int_slider(8, 1, 32, "stages k")
     controls = {"model": model, "device": device, "link": link, "k": k}

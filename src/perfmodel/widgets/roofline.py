@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from perfmodel.hardware import names
-from perfmodel.widgets.controls import int_slider, live_plot
+from perfmodel.widgets.controls import dtype_dropdown, int_slider, live_plot
 from perfmodel.widgets.op_cost import named_op
 
 __all__ = ["roofline_explorer", "roofline_view"]
@@ -30,9 +30,7 @@ def roofline_explorer(device: str = "H100 SXM", compare: str = "A100 SXM4 80GB")
 
     first = widgets.Dropdown(options=names(), value=device, description="device")
     second = widgets.Dropdown(options=["(none)", *names()], value=compare, description="compare")
-    dtype = widgets.Dropdown(
-        options=["fp32", "bf16", "fp8", "int8"], value="bf16", description="dtype"
-    )
+    dtype = dtype_dropdown(first, "bf16")
     size = int_slider(1024, 64, 16384, "size n", step=64)
 
     def view(device: str, compare: str, dtype: str, n: int) -> Any:
