@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from perfmodel import ops
-from perfmodel._validate import choice, count, flag, non_negative, positive
+from perfmodel._validate import choice, count, flag, non_negative, positive, text
 from perfmodel.empirical import MachineProfile, cpu_caches, usable_cores
 from perfmodel.hardware import Device
 from perfmodel.microbench import KernelResult
@@ -342,6 +342,12 @@ class Row:
         return self.measured_s < self.roofline_s
 
     @property
+    def counted_bytes_per_s(self) -> float:
+        """The one-pass cost's bytes over the measured time: the bandwidth the op reached, as
+        STREAM counts bytes (no write-allocate traffic)."""
+        return self.cost.bytes / self.measured_s if self.measured_s > 0 else math.inf
+
+    @property
     def doubt(self) -> str:
         """Why the measurement cannot be trusted (noisy, or a busy machine); empty if it can."""
         return self.measurement.doubt
@@ -364,6 +370,39 @@ class Comparison:
         """The ops measured faster than the plain roofline: where a measured ceiling was not
         the machine's limit (see :attr:`Row.beats_roofline`)."""
         return tuple(row for row in self.rows if row.beats_roofline)
+
+    def misses(self, tolerance: float = 0.25) -> tuple[Row, ...]:
+        """The ops the calibrated model is off by more than ``tolerance``.
+
+        Parameters
+        ----------
+        tolerance : float
+            The largest ``|measured / predicted - 1|`` that counts as a hit, a ratio.
+
+        Returns
+        -------
+        tuple of Row
+            Every row with ``abs(row.ratio - 1) > tolerance``, in table order.
+        """
+        tolerance = non_negative("tolerance", tolerance)
+        return tuple(row for row in self.rows if abs(row.ratio - 1) > tolerance)
+
+    def row(self, name: str) -> Row:
+        """The row whose name starts with ``name`` (``"matvec"``, ``"add of 8"``).
+
+        Raises
+        ------
+        ValueError
+            If no row's name, or more than one, starts with ``name``.
+        """
+        name = text("name", name)
+        found = [row for row in self.rows if row.name.startswith(name)]
+        if len(found) != 1:
+            names = ", ".join(row.name for row in self.rows)
+            raise ValueError(
+                f"`name` must start exactly one row's name (got {name!r}; the rows: {names})."
+            )
+        return found[0]
 
     @property
     def roofline_median_abs_error(self) -> float:

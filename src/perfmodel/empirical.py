@@ -27,20 +27,27 @@ from pathlib import Path
 from typing import Any
 
 from perfmodel import microbench
-from perfmodel._validate import count, flag, text
+from perfmodel._validate import choice, count, flag, text
 from perfmodel.hardware import Device
 from perfmodel.microbench import KernelResult
 from perfmodel.timing import combine
+from perfmodel.units import format_quantity
 
 __all__ = [
     "MachineProfile",
+    "RoofReading",
     "cpu_caches",
     "cpu_nominal",
     "empirical_roofline",
+    "fraction_of_roof",
     "profile_machine",
+    "read_roof",
     "usable_cores",
     "working_set_sweep",
 ]
+
+#: The kernels a roofline plot places, by kind, and what each kind is called in words.
+ROOF_KINDS = {"matmul": "matmuls", "stream": "STREAM kernels", "elementwise": "elementwise sweep"}
 
 _FALLBACK_CACHES = (("L1", 32 * 1024), ("L2", 512 * 1024), ("L3", 8 * 1024 * 1024))
 
@@ -149,6 +156,139 @@ class MachineProfile:
 
     device: Device
     kernels: tuple[KernelResult, ...]
+
+
+def fraction_of_roof(device: Device, kernel: KernelResult, *, dtype: str = "fp64") -> float:
+    """Achieved FLOP/s over what the measured roof allows at the kernel's intensity: its
+    fraction of the *speed of light* (1.0 on the roof).
+
+    Parameters
+    ----------
+    device : hardware.Device
+        A measured machine (``measured_flops`` and ``measured_memory_bandwidth``).
+    kernel : microbench.KernelResult
+        A kernel with FLOPs.
+    dtype : str
+        Whose measured peak is the flat roof.
+
+    Returns
+    -------
+    float
+        ``flops_per_s / min(peak, intensity * bandwidth)``, a ratio.
+
+    Examples
+    --------
+    >>> from perfmodel import ops
+    >>> from perfmodel.timing import Measurement
+    >>> machine = Device(name="toy", kind="cpu", peak_flops_by_dtype={"fp64": 1e11},
+    ...                  memory_bandwidth=1e10, measured_flops_by_dtype={"fp64": 1e11},
+    ...                  measured_memory_bandwidth=1e10, measured_source="a toy", source="a toy")
+    >>> cost = ops.elementwise(1000, inputs=2, dtype="fp64")   # 1000 FLOPs, 24 kB
+    >>> half = KernelResult(cost, Measurement(samples_s=[4.8e-6], inner_loops=1), "stream", "add")
+    >>> round(fraction_of_roof(machine, half), 2)   # 1000 FLOPs in 4.8 us, roof 2.4 us
+    0.5
+    """
+    if not isinstance(device, Device):
+        raise TypeError(f"`device` must be a hardware.Device (got {type(device).__name__}).")
+    if not isinstance(kernel, KernelResult):
+        raise TypeError(f"`kernel` must be a KernelResult (got {type(kernel).__name__}).")
+    bandwidth = device.measured_memory_bandwidth or device.memory_bandwidth
+    roof = min(device.measured_flops(dtype), kernel.intensity * bandwidth)
+    return kernel.flops_per_s / roof if roof > 0 else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class RoofReading:
+    """Where the kernels of one kind sit under a measured roof (see :func:`read_roof`).
+
+    Parameters
+    ----------
+    kind : str
+        ``"matmul"``, ``"stream"`` or ``"elementwise"``.
+    kernels : tuple of (str, float, float)
+        Each kernel's name, its fraction of the roof (:func:`fraction_of_roof`, a ratio) and
+        its achieved FLOP/s, by intensity.
+    disturbed : tuple of str
+        The kernels measured on a disturbed machine (noisy or busy): read nothing from them.
+    peak : float
+        The measured flat roof, FLOP/s.
+    """
+
+    kind: str
+    kernels: tuple[tuple[str, float, float], ...]
+    disturbed: tuple[str, ...]
+    peak: float
+
+    @property
+    def trusted(self) -> dict[str, float]:
+        """The fractions of the roof of the kernels measured on a quiet machine."""
+        return {name: share for name, share, _ in self.kernels if name not in self.disturbed}
+
+    @property
+    def best_share_of_peak(self) -> float:
+        """The kind's best FLOP/s over the measured flat roof, a ratio."""
+        return max(rate for _, _, rate in self.kernels) / self.peak
+
+    def __str__(self) -> str:
+        if self.kind == "elementwise":  # the sweep is read by its rate: it climbs, then flattens
+            shares = ", ".join(
+                f"{name} {format_quantity(rate, 'FLOP/s')} ({share:.0%})"
+                for name, share, rate in self.kernels
+            )
+            line = (f"{ROOF_KINDS[self.kind]}: {shares} of the measured roof; the best "
+                    f"{self.best_share_of_peak:.0%} of the flat roof")  # fmt: skip
+        else:
+            shares = ", ".join(f"{name} {share:.0%}" for name, share, _ in self.kernels)
+            line = f"{ROOF_KINDS[self.kind]}: {shares} of the measured roof"
+        if self.disturbed:
+            line += f" (disturbed, read nothing from: {', '.join(self.disturbed)})"
+        return line
+
+
+def read_roof(profile: MachineProfile, kind: str, *, dtype: str = "fp64") -> RoofReading:
+    """The kernels of ``kind`` that :func:`perfmodel.plotting.empirical.empirical_roofline_plot`
+    places, each with its fraction of the measured roof, and which were disturbed.
+
+    Parameters
+    ----------
+    profile : MachineProfile
+        From :func:`profile_machine`.
+    kind : str
+        One of ``"matmul"``, ``"stream"`` and ``"elementwise"``.
+    dtype : str
+        The kernels' dtype and whose peak is the flat roof.
+
+    Returns
+    -------
+    RoofReading
+        Printed, one line: ``"matmuls: matmul 256 72%, ... of the measured roof"``.
+
+    Raises
+    ------
+    ValueError
+        If the profile holds no kernel of ``kind`` with FLOPs in ``dtype``.
+    """
+    if not isinstance(profile, MachineProfile):
+        raise TypeError(
+            f"`profile` must be a MachineProfile from profile_machine "
+            f"(got {type(profile).__name__})."
+        )
+    kind = choice("kind", kind, tuple(ROOF_KINDS))
+    kernels = sorted(
+        (k for k in profile.kernels if k.kind == kind and k.cost.dtype == dtype and k.cost.flops),
+        key=lambda k: k.intensity,
+    )
+    if not kernels:
+        raise ValueError(f"`profile` holds no {kind} kernel with FLOPs in {dtype}.")
+    device = profile.device
+    return RoofReading(
+        kind=kind,
+        kernels=tuple(
+            (k.name, fraction_of_roof(device, k, dtype=dtype), k.flops_per_s) for k in kernels
+        ),
+        disturbed=tuple(k.name for k in kernels if k.measurement.doubt),
+        peak=device.measured_flops(dtype),
+    )
 
 
 def profile_machine(

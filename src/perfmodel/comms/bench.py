@@ -184,6 +184,9 @@ class BenchResult:
         Each collective's held-out size, predicted and measured.
     raw : dict
         The benchmark's JSON, every repeat's time in s.
+    unfitted : tuple of str
+        The collectives left without a fit because their median times did not grow with
+        the size (a busy machine: a link never moves more bytes in less time).
     """
 
     ranks: int
@@ -192,13 +195,14 @@ class BenchResult:
     fits: dict[str, AlphaBetaFit]
     held_out: dict[str, HeldOut]
     raw: dict[str, Any]
+    unfitted: tuple[str, ...] = ()
 
     @property
     def noisy(self) -> tuple[str, ...]:
         """The collectives whose repeats disagree, at a size in their fit or the held-out
         one, by more than :data:`perfmodel.timing.NOISY_SPREAD` of their median (the house
         rule for a busy machine): their fit and held-out error say more about the neighbours
-        than about the link."""
+        than about the link. The collectives left :attr:`unfitted` come last."""
         from perfmodel.timing import Measurement
 
         def disagree(samples: Sequence[float]) -> bool:
@@ -213,7 +217,7 @@ class BenchResult:
             ]
             if any(disagree(s) for s in [*samples, table["held_out"]["times"]]):
                 noisy.append(collective)
-        return tuple(noisy)
+        return (*noisy, *self.unfitted)
 
     def link(self, name: str, *, collective: str = "allreduce") -> Link:
         """The ``collective``'s fit as a catalogue link, its source saying where it ran.
@@ -253,7 +257,8 @@ def read_results(data: dict[str, Any], *, fit_from: float = 0) -> BenchResult:
     Returns
     -------
     BenchResult
-        The fits and their held-out checks.
+        The fits and their held-out checks; a collective whose median times do not grow
+        with the size is left out of both and named in ``unfitted`` (a busy machine).
 
     Raises
     ------
@@ -261,7 +266,7 @@ def read_results(data: dict[str, Any], *, fit_from: float = 0) -> BenchResult:
         If ``fit_from`` leaves fewer than two measured sizes.
     """
     fit_from = non_negative("fit_from", fit_from)
-    fits, held = {}, {}
+    fits, held, unfitted = {}, {}, []
     for collective, table in data["results"].items():
         measured = zip(table["sizes"], table["times"], strict=True)
         rows = [(n, statistics.median(samples)) for n, samples in measured if n >= fit_from]
@@ -271,13 +276,21 @@ def read_results(data: dict[str, Any], *, fit_from: float = 0) -> BenchResult:
                 f"the largest measured is {max(table['sizes'])})."
             )
         sizes, times = [n for n, _ in rows], [t for _, t in rows]
-        fit = fit_alpha_beta(sizes, times, collective=collective, ranks=data["ranks"])
+        try:
+            fit = fit_alpha_beta(sizes, times, collective=collective, ranks=data["ranks"])
+        except ValueError:
+            if all(a < b for a, b in zip(times, times[1:], strict=False)):
+                raise  # the times grow: the fault is the data's, not the machine's
+            unfitted.append(collective)
+            continue
         fits[collective] = fit
         out = table["held_out"]
         held[collective] = HeldOut(
             out["size"], fit.predict(out["size"]), statistics.median(out["times"])
         )
-    return BenchResult(data["ranks"], data["library"], data["host"], fits, held, data)
+    return BenchResult(
+        data["ranks"], data["library"], data["host"], fits, held, data, tuple(unfitted)
+    )
 
 
 def _report(result: BenchResult) -> str:

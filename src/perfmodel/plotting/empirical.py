@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from perfmodel.empirical import fraction_of_roof
 from perfmodel.hardware import Device
 from perfmodel.microbench import KernelResult
 from perfmodel.plotting import (
@@ -34,7 +35,8 @@ def empirical_roofline_plot(
     Every STREAM, elementwise and matmul kernel of ``dtype`` with FLOPs is placed at (its
     intensity, its achieved FLOP/s)
     and labelled with its *fraction of the speed of light*: achieved over what the
-    measured roof allows at that intensity. Each measured memory level is drawn as its own
+    measured roof allows at that intensity. A kernel measured on a disturbed machine (noisy
+    or busy) is drawn hollow. Each measured memory level is drawn as its own
     slanted roof.
 
     Returns
@@ -66,9 +68,14 @@ def empirical_roofline_plot(
         points = []
         for kernel in sorted(shown, key=lambda k: k.intensity):
             intensity, achieved = kernel.intensity, kernel.flops_per_s
-            light = achieved / min(measured_peak, intensity * measured_bandwidth)
-            ax.plot([intensity], [achieved], "D", color="black", markersize=7)
+            light = fraction_of_roof(device, kernel, dtype=dtype)
+            disturbed = bool(kernel.measurement.doubt)
+            ax.plot([intensity], [achieved], "D", color="black", markersize=7,
+                    markerfacecolor="white" if disturbed else "black")  # fmt: skip
             points.append((intensity, achieved, f"{kernel.name}: {light:.0%}"))
+        if any(k.measurement.doubt for k in shown):  # hollow: read nothing from it
+            ax.plot([], [], "D", color="black", markerfacecolor="white", markersize=7,
+                    label="disturbed (noisy or busy)")  # fmt: skip
         ax.set(
             xscale="log",
             yscale="log",
@@ -218,7 +225,7 @@ def prediction_plot(comparison: Any, *, ax: Any = None) -> Any:
                 markeredgewidth=2, label="plain roofline (one pass, no overhead)")  # fmt: skip
         ax.plot([r.ratio for r in rows], y, "D", color=COLOURS[0], label="calibrated model")
         ax.set_yticks(y, [r.name for r in rows])
-        ax.set(xscale="log", xlabel="measured / predicted (above 1: slower than predicted)")
+        ax.set(xscale="log", xlabel="ratio, measured / predicted (above 1: slower than predicted)")
         ax.set_title("Predicted vs measured, op by op")
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=3, fontsize=11)
     return ax
