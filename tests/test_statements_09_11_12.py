@@ -290,7 +290,7 @@ def comparison_table() -> tuple[dict[str, dict[str, float]], str]:
 
 
 def noisy_models(out: str) -> set[str]:
-    match = re.search(r"too noisy to judge: (.*?) \(their runs", out)
+    match = re.search(r"too noisy to judge: (.*?) \((?:their runs|the calibration)", out)
     return set(match.group(1).split(", ")) if match else set()
 
 
@@ -307,11 +307,13 @@ def test_lecture_12_counts_the_models_within_a_quarter_on_its_own_run():
     rows, out = comparison_table()
     steady = {name: row for name, row in rows.items() if name not in noisy_models(out)}
     within = [name for name, row in steady.items() if abs(row["error"]) <= 25]
-    line = next(line for line in out.splitlines() if line.startswith("within a quarter"))
-    assert f"{len(within)} of {len(steady)} steady models" in line
-    assert all(name in line for name in within)
-    deeper = sum(row["node"] > abs(row["error"]) for row in steady.values())
-    assert f"more than the whole model in {deeper} of {len(steady)}" in out
+    lines = [line for line in out.splitlines() if line.startswith("within a quarter")]
+    assert len(lines) == (1 if steady else 0)  # no verdict from a run too noisy to judge
+    if steady:
+        assert f"{len(within)} of {len(steady)} steady models" in lines[0]
+        assert all(name in lines[0] for name in within)
+        deeper = sum(row["node"] > abs(row["error"]) for row in steady.values())
+        assert f"more than the whole model in {deeper} of {len(steady)}" in out
     summary = prose(cells, "## Summary")
     assert "within about a\n  quarter" not in summary and "within about a quarter" not in summary
     assert "how many models came within a quarter" in summary
@@ -323,8 +325,9 @@ def test_lecture_12_reads_fusion_from_its_own_run():
     cells = lecture("12_will_it_run_faster")
     rows, out = comparison_table()
     steady = {name: row for name, row in rows.items() if name not in noisy_models(out)}
-    line = next(line for line in out.splitlines() if line.startswith("fusion saved"))
-    saved, cost = (part.split(": ", 1)[1] for part in line.split("; ")[:2])
+    lines = [line for line in out.splitlines() if line.startswith("fusion saved")]
+    assert len(lines) == (1 if steady else 0)
+    saved, cost = (part.split(": ", 1)[1] for part in (lines or ["a: ; b: "])[0].split("; ")[:2])
     # the table rounds to 0.01 ms: skip a model within that of the 10% line
     for name, row in steady.items():
         ratio = row["fused"] / row["measured"]
@@ -658,7 +661,7 @@ def test_workbook_12_accepts_the_bottleneck_as_the_api_writes_it():
         env["test_q2_a100_bottleneck"](f"{wrong} ({roof}")
 
 
-# --- lecture 09 ----------------------------------------------------------------------------------
+# --- lecture 09 (the measured collectives and the bucket table: tests/test_statements_09.py) ----
 
 
 def test_lecture_09_link_ratios_match_the_text():
@@ -674,25 +677,6 @@ def test_lecture_09_link_ratios_match_the_text():
     assert round(rate["NVLink 4"] / rate["InfiniBand NDR"]) == 9
     assert round(rate["InfiniBand NDR"] / rate["100 GbE"]) == 4
     assert round(rate["InfiniBand NDR"] / rate["10 GbE"]) == 40
-
-
-def test_lecture_09_buckets_and_intensity_match_the_text():
-    cells = lecture("09_go_multi_node")
-    out = printed(cells, "for buckets in (1, 4, 16, 64, 512)")
-    efficiency = {
-        int(b): int(e) for b, e in re.findall(r"(\d+) buckets:.*efficiency\s+(\d+)%", out)
-    }
-    text = prose(cells, "One bucket cannot overlap at all")
-    assert f"({efficiency[1]}%)" in text and f"({efficiency[16]}%)" in text
-    assert f"({efficiency[512]}%)" in text
-    assert efficiency[1] < efficiency[16] > efficiency[512]  # "lose again"
-    xl = preset("GPT-2 XL (1.5B)")
-    assert round(2 * xl.parameters / 25e6, -1) in (120, 130)  # "about 125 buckets"
-    split = printed(cells, "distributed.split_minibatch(4096, 4096, 1024)")
-    before, after = (
-        number(rf"{w}:.*MB,\s+([\d.]+) FLOPs per byte", split) for w in ("before", "after")
-    )
-    assert (round(before), round(after)) == (341, 205)
 
 
 def test_lecture_09_static_view_matches_its_text():
@@ -711,19 +695,6 @@ def test_lecture_09_static_view_matches_its_text():
     finally:
         plt.close(one)
         plt.close(two)
-
-
-def test_the_collective_benchmark_says_when_a_busy_machine_drowns_it():
-    from conftest import cpu_hog
-    from perfmodel.comms import bench
-
-    with cpu_hog(4):
-        busy = bench.run(2, quick=True, repeats=3, fit_from=2**16)
-    assert busy.noisy  # the repeats disagree: the notebook then says it cannot judge
-    out = printed(lecture("09_go_multi_node"), "large = bench.read_results(")
-    errors = [abs(float(e)) for e in re.findall(r"\(([+-]\d+)%\)", out)]
-    # "lands within about a quarter" holds, or the lecture says the run was too noisy to judge
-    assert "too noisy to judge" in out or max(errors) <= 30
 
 
 def test_lecture_09_critical_batch_is_f_over_b():
