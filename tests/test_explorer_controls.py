@@ -106,13 +106,20 @@ def shown(box) -> tuple:
     ) + tuple(repr(w.outputs) for w in walk(box) if isinstance(w, widgets.Output))
 
 
+#: The most options of one dropdown tried: evenly spread over its list, first and last kept
+#: (a list of 25 devices would otherwise draw 25 figures for one control).
+OPTIONS_TRIED = 6
+
+
 def other_values(control) -> list:
     if isinstance(control, widgets.Checkbox):
         return [not control.value]
     if hasattr(control, "options"):
         values = [v for _, v in control._options_full] if hasattr(control, "_options_full") else []
         values = values or [o[1] if isinstance(o, tuple) else o for o in control.options]
-        return [v for v in values if v != control.value]
+        others = [v for v in values if v != control.value]
+        picks = np.linspace(0, len(others) - 1, min(OPTIONS_TRIED, len(others))).round()
+        return [others[int(i)] for i in sorted(set(picks))]
     ends = (control.min, control.max)
     if isinstance(control, widgets.FloatLogSlider):
         ends = tuple(control.base**end for end in ends)
