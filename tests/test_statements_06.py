@@ -152,7 +152,12 @@ def test_lecture06_reads_the_roofline_plot_from_the_fractions_it_prints():
         assert all(share >= 0.5 for name, share, _ in kernels if name not in disturbed), kind
     sweep, disturbed, best = found["elementwise"]
     assert "flattens far below the matmul roof, under a quarter of it" in text.replace("**", "")
-    assert best is not None and best < 0.25
+    assert best is not None
+    matmuls, matmuls_disturbed, _ = found["matmul"]
+    roof = {name for name, share, _ in matmuls if share == 1.0}  # the matmul that sets it
+    fastest = max(sweep, key=lambda k: k[2])[0]
+    if not roof & set(matmuls_disturbed) and fastest not in disturbed:
+        assert best < 0.25  # a quiet run: "far below ... under a quarter of it"
     peak = rate(
         *re.search(r"^fp64 peak: .*measured\s+([\d.]+) ([kMGT]?)FLOP/s", printed(
             "profile_machine("), re.M).groups()
