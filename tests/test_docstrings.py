@@ -42,6 +42,7 @@ DOCUMENTED = [
     "perfmodel.distributed.strategies",
     "perfmodel.distributed.utilization",
     "perfmodel.minibatch",
+    "perfmodel.serving.llm",
 ]
 #: numpydoc's checks that must pass (see the module's docstring).
 CHECKS = ("GL08", "SS01", "PR01", "PR02", "PR07", "RT01")

@@ -24,9 +24,13 @@ import math
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perfmodel._validate import choice, count, fraction, non_negative, positive
+from perfmodel.hardware import DeviceLike
+
+if TYPE_CHECKING:
+    from perfmodel.ops import Cost
 
 __all__ = [
     "ARRIVALS",
@@ -60,7 +64,7 @@ def linear_batch_time(setup_s: float, per_request_s: float) -> Callable[[int], f
     return lambda b: setup + each * b
 
 
-def roofline_batch_time(cost: Callable[[int], Any], device: Any) -> Callable[[int], float]:
+def roofline_batch_time(cost: Callable[[int], Cost], device: DeviceLike) -> Callable[[int], float]:
     """A batch cost from the roofline: ``cost(b)`` is the :class:`perfmodel.ops.Cost` of a
     batch of b, priced on ``device`` by :func:`perfmodel.roofline.estimate`. A memory-bound
     model reads its weights once per batch, so a batch of b costs far less than b singles.
