@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from perfmodel import hardware, ops
 from perfmodel._validate import count, flag, non_negative, text
 from perfmodel.capstone.onnx_import import OP_CLASSES, ImportedModel, Node
+from perfmodel.hardware import DeviceLike
 from perfmodel.roofline import Estimate, ceilings, estimate
 
 __all__ = ["ClassChange", "DevicePrediction", "Upgrade", "predict_on", "retyped", "upgrade"]
@@ -55,7 +56,7 @@ def retyped(cost: ops.Cost, dtype: str) -> ops.Cost:
 class DevicePrediction:
     """A model's nodes on one device's roofline."""
 
-    device: str
+    device: hardware.Device
     dtype: str
     ceiling: str
     training: bool
@@ -108,7 +109,7 @@ class DevicePrediction:
 
 def predict_on(
     model: ImportedModel,
-    device: str | hardware.Device,
+    device: DeviceLike,
     *,
     dtype: str = "bf16",
     ceiling: str | float = "nameplate",
@@ -142,7 +143,7 @@ def predict_on(
         for n in model.nodes
     )
     return DevicePrediction(
-        device=node.name,
+        device=node,
         dtype=dtype,
         ceiling=estimates[0].ceiling if estimates else str(ceiling),
         training=training,
@@ -209,8 +210,8 @@ class Upgrade:
 
 def upgrade(
     model: ImportedModel,
-    old: str | hardware.Device,
-    new: str | hardware.Device,
+    old: DeviceLike,
+    new: DeviceLike,
     *,
     dtype: str = "bf16",
     ceiling: str | float = "nameplate",

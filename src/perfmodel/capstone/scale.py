@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from perfmodel import hardware
 from perfmodel._validate import count, flag, positive, text
@@ -28,6 +27,7 @@ from perfmodel.capstone.devices import TRAINING_FACTOR, predict_on, retyped
 from perfmodel.capstone.onnx_import import ImportedModel
 from perfmodel.comms import allreduce_time, as_link, hierarchical_allreduce_time
 from perfmodel.distributed.memory import PRECISIONS
+from perfmodel.hardware import DeviceLike, LinkLike
 
 __all__ = [
     "DataParallel",
@@ -100,12 +100,12 @@ class DataParallel:
 
 def data_parallel(
     model: ImportedModel,
-    device: str | hardware.Device,
+    device: DeviceLike,
     *,
     devices: int,
-    link: Any = "InfiniBand NDR",
+    link: LinkLike = "InfiniBand NDR",
     gpus_per_node: int = 8,
-    intra_link: Any = "NVLink 3",
+    intra_link: LinkLike = "NVLink 3",
     dtype: str = "bf16",
     ceiling: str | float = "nameplate",
     overlap: bool = True,
@@ -118,14 +118,15 @@ def data_parallel(
     (two thirds of the step) and only what is left over adds to the step.
     """
     devices, gpus_per_node = count("devices", devices), count("gpus_per_node", gpus_per_node)
-    as_link(link, argument="link")  # a clear error now, whichever link the step uses
-    as_link(intra_link, argument="intra_link")
-    one = predict_on(model, device, dtype=dtype, ceiling=ceiling, training=True)
+    spec = hardware.get(device, argument="device")
+    inter = as_link(link, argument="link")  # both checked now, whichever the step uses
+    intra = as_link(intra_link, argument="intra_link")
+    one = predict_on(model, spec, dtype=dtype, ceiling=ceiling, training=True)
     gradient_bytes = model.parameters * hardware.dtype_bytes(dtype)
     if devices == 1:
         reduce_s = 0.0
     elif devices <= gpus_per_node:
-        reduce_s = allreduce_time(gradient_bytes, devices, intra_link)
+        reduce_s = allreduce_time(gradient_bytes, devices, intra)
     else:
         if devices % gpus_per_node:
             raise ValueError(
@@ -133,7 +134,7 @@ def data_parallel(
                 f"when it spans several nodes."
             )
         reduce_s = hierarchical_allreduce_time(
-            gradient_bytes, gpus_per_node, devices // gpus_per_node, intra_link, link
+            gradient_bytes, gpus_per_node, devices // gpus_per_node, intra, inter
         )
     backward = one.time_s * (TRAINING_FACTOR - 1) / TRAINING_FACTOR
     exposed = max(0.0, reduce_s - backward) if flag("overlap", overlap) else reduce_s
@@ -144,7 +145,7 @@ def data_parallel(
         allreduce_s=reduce_s,
         exposed_s=exposed,
         memory_bytes=memory_bytes(model, dtype=dtype, training=True),
-        capacity_bytes=hardware.get(device, argument="device").memory_capacity,
+        capacity_bytes=spec.memory_capacity,
     )
 
 
@@ -187,16 +188,16 @@ class PipelinePlan:
 
 def pipeline_parallel(
     model: ImportedModel,
-    device: str | hardware.Device,
+    device: DeviceLike,
     *,
     stages: int,
     microbatches: int = 8,
-    link: Any = "NVLink 3",
+    link: LinkLike = "NVLink 3",
     dtype: str = "bf16",
     ceiling: str | float = "nameplate",
     training: bool = True,
     replicas: int = 1,
-    network: Any = "InfiniBand NDR",
+    network: LinkLike = "InfiniBand NDR",
 ) -> PipelinePlan:
     """Split ``model``'s execution order into ``stages`` with lecture 10's partitioner.
 
@@ -217,9 +218,10 @@ def pipeline_parallel(
     stages, microbatches = count("stages", stages), count("microbatches", microbatches)
     replicas = count("replicas", replicas)
     training = flag("training", training)
-    one = predict_on(model, device, dtype=dtype, ceiling=ceiling, training=training)
-    wire = as_link(link)
+    spec = hardware.get(device, argument="device")
+    wire = as_link(link, argument="link")
     between = as_link(network, argument="network")
+    one = predict_on(model, spec, dtype=dtype, ceiling=ceiling, training=training)
     work = [step.time_s for step in one.estimates]
     comm = [wire.time(retyped_bytes) for retyped_bytes in _output_bytes(model, dtype)]
     graph = Graph(work, comm, model.edges())
@@ -244,7 +246,7 @@ def pipeline_parallel(
         bottleneck_s=split.bottleneck,
         step_s=(microbatches + used - 1) * split.bottleneck / microbatches + allreduce_s,
         stage_memory_bytes=stage_memory,
-        capacity_bytes=hardware.get(device, argument="device").memory_capacity,
+        capacity_bytes=spec.memory_capacity,
         method=split.method,
         replicas=replicas,
         allreduce_s=allreduce_s,
@@ -273,11 +275,11 @@ class DesignStep:
 
 def design(
     model: ImportedModel,
-    device: str | hardware.Device,
+    device: DeviceLike,
     *,
     target_samples_per_s: float,
-    link: Any = "InfiniBand NDR",
-    intra_link: Any = "NVLink 3",
+    link: LinkLike = "InfiniBand NDR",
+    intra_link: LinkLike = "NVLink 3",
     gpus_per_node: int = 8,
     max_devices: int = 4096,
     min_efficiency: float = 0.8,
@@ -302,6 +304,9 @@ def design(
     max_devices = count("max_devices", max_devices)
     gpus_per_node = count("gpus_per_node", gpus_per_node)
     text("dtype", dtype)
+    # resolved once: every step below prices the same device and links
+    device = hardware.get(device, argument="device")
+    link, intra_link = as_link(link, argument="link"), as_link(intra_link, argument="intra_link")
     steps: list[DesignStep] = []
     one = data_parallel(
         model, device, devices=1, dtype=dtype, ceiling=ceiling, link=link, intra_link=intra_link

@@ -90,8 +90,8 @@ def upgrade_plot(change: Any, *, ax: Any = None) -> Any:
         y = np.arange(len(rows))
         before = [row.before_s for row in rows]
         after = [row.after_s for row in rows]
-        ax.barh(y - 0.2, before, 0.4, color=COLOURS[1], label=change.before.device)
-        ax.barh(y + 0.2, after, 0.4, color=COLOURS[0], label=change.after.device)
+        ax.barh(y - 0.2, before, 0.4, color=COLOURS[1], label=change.before.device.name)
+        ax.barh(y + 0.2, after, 0.4, color=COLOURS[0], label=change.after.device.name)
         for i, row in enumerate(rows):
             ax.annotate(
                 f" {row.speedup:.2f}x ({row.bound})",

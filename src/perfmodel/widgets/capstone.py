@@ -203,7 +203,7 @@ def capstone_view(
         left.set(
             xlabel="one device's training step by op class "
             "(blue: compute-bound, red: memory-bound)",
-            title=f"{one.device}, {_dtype(device)}: "
+            title=f"{one.device.name}, {_dtype(device)}: "
             f"{format_quantity(one.time_s, 's')} a step on one device",
         )
         right.bar([0], [memory / 1e9], color=COLOURS[2] if fits else COLOURS[1], width=0.6)
