@@ -351,3 +351,18 @@ def test_misses_and_row_pick_the_rows_the_lecture_names():
     with pytest.raises(ValueError, match="`tolerance`"):
         comparison.misses(-1)
     assert np.isfinite(rows[1].counted_bytes_per_s)
+
+
+def test_lecture06_takeaway_compares_the_median_errors_it_prints():
+    import json
+    import re
+
+    from conftest import ROOT
+
+    nb = json.loads((ROOT / "notebooks" / "06_measure_your_own_machine.ipynb").read_text())
+    printed = "".join("".join(o.get("text", "")) for c in nb["cells"] for o in c.get("outputs", []))
+    errors = re.search(r"plain roofline (\d+)%, calibrated (\d+)%", printed)
+    plain, calibrated = float(errors[1]), float(errors[2])
+    prose = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    assert "misses by far\n> less than the plain roofline" in prose
+    assert calibrated < plain / 2  # "by far less", on the run it prints
