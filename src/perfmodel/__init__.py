@@ -2,9 +2,9 @@
 
 The package backs the course notebooks. Its model modules (``hardware``, ``ops``,
 ``roofline``, ``metrics``, ``minibatch``, ``pipeline``...) are pure and never import
-matplotlib or ipywidgets; ``plotting`` and ``widgets`` draw, and ``course`` holds the
-instructors' tooling. Every public module loads on first use, so ``import perfmodel``
-stays quick and loads no numpy.
+matplotlib or ipywidgets; ``plotting`` and ``widgets`` draw, ``grading`` and ``present``
+hold the instructors' tooling and ``cli`` the ``perfmodel`` command. Every public module loads
+on first use, so ``import perfmodel`` stays quick and loads no numpy.
 
 >>> import perfmodel
 >>> perfmodel.hardware.get("H100 SXM").kind
