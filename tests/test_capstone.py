@@ -241,14 +241,14 @@ def test_onnxruntime_measures_every_node_and_the_prediction_is_finite():
         overhead_s=5e-6,
     )
     result = capstone.compare(model, engine, measured=run, fused=False)
-    assert [row.name for row in result.nodes] == [node.name for node in model.graph.node]
-    fc0 = result.nodes[0]
+    assert [row.name for row in result.rows] == [node.name for node in model.graph.node]
+    fc0 = result.rows[0]
     matmul = ops.matmul(8, 32, 64)
     assert fc0.predicted_s == pytest.approx(5e-6 + max(matmul.flops / 1e11, matmul.bytes / 1e10))
     assert fc0.bound == "overhead"  # 5 us against 1.1 us of memory traffic
-    assert result.predicted_s == pytest.approx(sum(row.predicted_s for row in result.nodes))
-    assert result.misses(2)[0].name in {"fc0", "fc1", "fc0_bias", "fc0_relu", "fc1_bias"}
-    assert all(row.why.startswith("measured ") for row in result.nodes)
+    assert result.predicted_s == pytest.approx(sum(row.predicted_s for row in result.rows))
+    assert result.largest_misses(2)[0].name in {"fc0", "fc1", "fc0_bias", "fc0_relu", "fc1_bias"}
+    assert all(row.why.startswith("measured ") for row in result.rows)
 
 
 def test_an_optimised_session_fuses_nodes_but_keeps_a_total():
@@ -375,7 +375,18 @@ def _comparison(ratios_by_class: dict[str, list[float]]) -> capstone.Comparison:
         for i, ratio in enumerate(ratios)
     )
     total = math.fsum(row.measured_s for row in rows)
-    return capstone.Comparison("m", rows, len(rows) * 1e-5, total, None, 2)
+    return capstone.Comparison(rows, _toy_calibration(), model="m", end_to_end_s=total, threads=2)
+
+
+def _toy_calibration():
+    from perfmodel.calibration import Calibration
+
+    machine = hardware.Device(name="toy", kind="cpu", peak_flops_by_dtype={"fp32": 1e11},
+                              memory_bandwidth=1e10, measured_flops_by_dtype={"fp32": 1e11},
+                              measured_memory_bandwidth=1e10, measured_source="a toy",
+                              memory_levels={"DRAM": 1e10}, source="a toy")  # fmt: skip
+    return Calibration(machine, overhead_s=1e-6, blas_overhead_s=1e-6, vector_flops=1e9,
+                       exp_rate=1e8, caches=(), dtype="fp32")  # fmt: skip
 
 
 def test_class_ratios_give_each_classes_median_and_how_many_ran_slower():

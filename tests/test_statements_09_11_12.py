@@ -347,8 +347,10 @@ def test_lecture_12_defines_its_columns_before_the_table():
     assert "**Node median**" in before and "**fused**" in before
     rows, _ = comparison_table()
     for row in rows.values():  # the sign convention: predicted over measured, less one
-        assert row["error"] == pytest.approx(100 * (row["predicted"] / row["measured"] - 1),
-                                             abs=1.5)  # fmt: skip
+        ratio = row["predicted"] / row["measured"]
+        # the times print to 0.01 ms and the error to 1%: a 1.15 ms run is 1.145-1.155 ms
+        slack = 0.5 + 100 * ratio * (0.005 / row["predicted"] + 0.005 / row["measured"])
+        assert row["error"] == pytest.approx(100 * (ratio - 1), abs=slack)
 
 
 def test_lecture_12_plots_and_lists_only_a_steady_model():
@@ -364,7 +366,7 @@ def test_lecture_12_plots_and_lists_only_a_steady_model():
         assert said.startswith(f"{steady[0]}, the first model in this list that ran steadily")
     else:
         assert "every model was too noisy to judge:" in said
-    misses = printed(cells, "comparisons[key].misses(4)")
+    misses = printed(cells, "comparisons[key].largest_misses(4)")
     for name in order:
         if f"\n{name}" in "\n" + misses and name in noisy:
             assert f"{name} (too noisy to judge on this run)" in misses
@@ -377,7 +379,7 @@ def test_lecture_12_small_nodes_are_read_from_the_run():
     run's small elementwise and data-movement nodes were 2-5x slower. The cell now prints each
     op class's median ratio, and no node within ±25% is labelled "as predicted"."""
     cells = lecture("12_will_it_run_faster")
-    misses = printed(cells, "comparisons[key].misses(4)")
+    misses = printed(cells, "comparisons[key].largest_misses(4)")
     assert "as predicted" not in misses
     classes = re.findall(r"^\s+([a-z ]+?)\s+(\d+) nodes, median\s+([\d.]+)x,\s+(\d+) slower",
                          misses, flags=re.M)  # fmt: skip
@@ -430,14 +432,18 @@ def test_lecture_12_names_the_rows_a_lower_ceiling_brings_close():
 
 
 def test_the_node_plot_names_its_model_and_draws_rare_classes_on_top():
+    from perfmodel.calibration import Calibration
     from perfmodel.capstone import Comparison, NodeComparison
+    from perfmodel.hardware import get
     from perfmodel.plotting.capstone import node_plot
 
     def row(i: int, op_class: str) -> NodeComparison:
         return NodeComparison(f"n{i}", "Op", op_class, 1e-5, 2e-5, "memory (L2)", "why")
 
     nodes = tuple(row(i, "elementwise") for i in range(20)) + (row(20, "softmax"),)
-    comparison = Comparison("gpt2", nodes, 2.1e-4, 4.2e-4, None, 2)
+    calibration = Calibration(get("H100 SXM"), overhead_s=1e-6, blas_overhead_s=1e-6,
+                              vector_flops=1e9, exp_rate=1e8, caches=(), dtype="bf16")  # fmt: skip
+    comparison = Comparison(nodes, calibration, model="gpt2", end_to_end_s=4.2e-4)
     ax = node_plot(comparison, name="GPT-2 large")
     try:
         assert ax.get_title().startswith("GPT-2 large: end to end")

@@ -3,7 +3,9 @@
 A device is a catalogue name or a ``hardware.Device``; a link is a catalogue name, a
 ``hardware.Link``, or anything with ``bandwidth`` and ``latency`` (``hardware.LinkSpec``):
 a ``comms.LinkModel``, or a fit from ``comms.fit_alpha_beta``. mypy reads the caller below
-and must flag exactly the lines marked ``# wrong``.
+and must flag exactly the lines marked ``# wrong``. The one ``Comparison`` of lectures 06 and
+12 offers the roofline columns only over lecture 06's rows and the op classes only over
+lecture 12's nodes.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from mypy import api
 from conftest import ROOT
 
 CALLER = """
-from perfmodel import capstone, comms, distributed, hardware, minibatch, roofline, serving
+from perfmodel import (calibration, capstone, comms, distributed, hardware, minibatch, roofline,
+                       serving)
 from perfmodel.comms import LinkModel
 from perfmodel.pipeline import zoo
 from perfmodel.serving import llm
@@ -59,6 +62,14 @@ capstone.data_parallel(model, "H100 SXM", devices=8, intra_link=50e9)  # wrong
 capstone.pipeline_parallel(model, "H100 SXM", stages=2, network=hardware.get("H100 SXM"))  # wrong
 capstone.design(model, 3, target_samples_per_s=1e4)  # wrong
 capstone.predict_on(model, "H100 SXM").device.startswith("H")  # wrong
+
+
+def read(ops: calibration.Comparison[calibration.Row],
+         nodes: capstone.Comparison[capstone.NodeComparison]) -> None:
+    ops.misses(0.25), ops.row("matvec"), ops.beat_roofline, ops.median_abs_error
+    nodes.largest_misses(4), nodes.class_ratios(), nodes.by_class(), nodes.median_node_error
+    ops.class_ratios()  # wrong
+    nodes.roofline_median_abs_error  # wrong
 """
 
 

@@ -48,7 +48,7 @@ import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from perfmodel import ops
 from perfmodel._validate import choice, count, flag, non_negative, positive, text
@@ -63,6 +63,7 @@ __all__ = [
     "Calibration",
     "Call",
     "Case",
+    "Compared",
     "Comparison",
     "Row",
     "calibrate",
@@ -353,42 +354,145 @@ class Row:
         return self.measurement.doubt
 
 
-@dataclass(frozen=True, slots=True)
-class Comparison:
-    """Every op's predictions and measurement, and the calibration behind them."""
+class Compared(Protocol):
+    """A row of a :class:`Comparison`: a name, a prediction and a measurement.
 
-    rows: tuple[Row, ...]
+    Lecture 06's :class:`Row` (an op timed with numpy) is one; so is lecture 12's
+    :class:`perfmodel.capstone.NodeComparison` (a node timed by onnxruntime).
+    """
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def predicted_s(self) -> float: ...
+    @property
+    def measured_s(self) -> float: ...
+    @property
+    def ratio(self) -> float: ...
+
+
+class Classified(Compared, Protocol):
+    """A row that belongs to an op class (``"matmul"``, ``"elementwise"``, ...)."""
+
+    @property
+    def op_class(self) -> str: ...
+
+
+RowT = TypeVar("RowT", bound=Compared, covariant=True)
+
+
+def _miss_s(row: Compared) -> float:
+    return abs(row.measured_s - row.predicted_s)
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison(Generic[RowT]):
+    """Predictions next to measurements, one row per op or per node of a model.
+
+    Lecture 06 compares numpy ops (rows of :class:`Row`) and lecture 12 the nodes of a model
+    run on onnxruntime (rows of :class:`perfmodel.capstone.NodeComparison`); both read the
+    same medians and misses from it.
+
+    Parameters
+    ----------
+    rows : tuple
+        One :class:`Compared` per op or node, in the order they ran.
+    calibration : Calibration
+        The calibration behind the predictions.
+    model : str
+        The model compared (its ONNX graph's name); empty for ops timed one by one.
+    end_to_end_s : float, optional
+        The whole model timed at once, s (onnxruntime's total); None when only the rows
+        were timed, and :attr:`measured_s` is their sum.
+    fused_s : float, optional
+        The model timed with every graph optimisation on, s; None when not timed.
+    threads : int, optional
+        Threads the measurement ran on, count; None when not recorded.
+    noisy : bool
+        The measured runs disagreed by more than the house threshold (a busy machine,
+        whose errors say nothing about the model).
+    """
+
+    rows: tuple[RowT, ...]
     calibration: Calibration
+    model: str = ""
+    end_to_end_s: float | None = None
+    fused_s: float | None = None
+    threads: int | None = None
+    noisy: bool = False
+
+    @property
+    def predicted_s(self) -> float:
+        """Every row's prediction added up, s."""
+        return math.fsum(row.predicted_s for row in self.rows)
+
+    @property
+    def measured_s(self) -> float:
+        """The whole measured end to end when it was, else every row's measurement added, s."""
+        if self.end_to_end_s is not None:
+            return self.end_to_end_s
+        return math.fsum(row.measured_s for row in self.rows)
+
+    @property
+    def error(self) -> float:
+        """End to end, predicted over measured, less one: +0.2 overestimates by 20%, fraction."""
+        return self.predicted_s / self.measured_s - 1
 
     @property
     def median_abs_error(self) -> float:
-        """Median over the ops of ``|measured / predicted - 1|`` for the calibrated model."""
+        """Median over the rows of ``|measured / predicted - 1|``, fraction."""
         return statistics.median(abs(row.ratio - 1) for row in self.rows)
 
     @property
-    def beat_roofline(self) -> tuple[Row, ...]:
-        """The ops measured faster than the plain roofline: where a measured ceiling was not
-        the machine's limit (see :attr:`Row.beats_roofline`)."""
-        return tuple(row for row in self.rows if row.beats_roofline)
+    def median_node_error(self) -> float:
+        """Median over the rows of ``|predicted / measured - 1|``: each prediction's error as a
+        share of what was measured, fraction."""
+        return statistics.median(abs(row.predicted_s / row.measured_s - 1) for row in self.rows)
 
-    def misses(self, tolerance: float = 0.25) -> tuple[Row, ...]:
-        """The ops the calibrated model is off by more than ``tolerance``.
+    def misses(self, tolerance: float = 0.25) -> tuple[RowT, ...]:
+        """The rows the prediction is off by more than ``tolerance``.
 
         Parameters
         ----------
         tolerance : float
-            The largest ``|measured / predicted - 1|`` that counts as a hit, a ratio.
+            The largest ``|measured / predicted - 1|`` that counts as a hit, fraction.
 
         Returns
         -------
-        tuple of Row
+        tuple
             Every row with ``abs(row.ratio - 1) > tolerance``, in table order.
         """
         tolerance = non_negative("tolerance", tolerance)
         return tuple(row for row in self.rows if abs(row.ratio - 1) > tolerance)
 
-    def row(self, name: str) -> Row:
+    def largest_misses(self, n: int = 5) -> list[RowT]:
+        """The ``n`` rows whose predictions are furthest from their measurements in seconds.
+
+        Parameters
+        ----------
+        n : int
+            How many rows, count.
+
+        Returns
+        -------
+        list
+            The rows, the largest ``|measured - predicted|`` first.
+        """
+        n = count("n", n)
+        return sorted(self.rows, key=_miss_s, reverse=True)[:n]
+
+    def row(self, name: str) -> RowT:
         """The row whose name starts with ``name`` (``"matvec"``, ``"add of 8"``).
+
+        Parameters
+        ----------
+        name : str
+            The start of one row's name.
+
+        Returns
+        -------
+        Compared
+            That row.
 
         Raises
         ------
@@ -405,9 +509,44 @@ class Comparison:
         return found[0]
 
     @property
-    def roofline_median_abs_error(self) -> float:
-        """The same for the plain roofline: how far lecture 04's model alone is off."""
+    def beat_roofline(self: Comparison[Row]) -> tuple[Row, ...]:
+        """The ops measured faster than the plain roofline: where a measured ceiling was not
+        the machine's limit (see :attr:`Row.beats_roofline`)."""
+        return tuple(row for row in self.rows if row.beats_roofline)
+
+    @property
+    def roofline_median_abs_error(self: Comparison[Row]) -> float:
+        """The same for the plain roofline: how far lecture 04's model alone is off, fraction."""
         return statistics.median(abs(row.roofline_ratio - 1) for row in self.rows)
+
+    def class_ratios(self: Comparison[Classified]) -> dict[str, tuple[int, float, int]]:
+        """Each op class's rows, their median measured/predicted ratio, and how many ran slower.
+
+        Returns
+        -------
+        dict of str to tuple
+            For each op class in the order first met: its rows (count), their median
+            ``measured / predicted`` (a ratio, dimensionless), and how many exceed 1 (count).
+        """
+        found: dict[str, list[float]] = {}
+        for row in self.rows:
+            found.setdefault(row.op_class, []).append(row.ratio)
+        return {name: (len(ratios), statistics.median(ratios), sum(r > 1 for r in ratios))
+                for name, ratios in found.items()}  # fmt: skip
+
+    def by_class(self: Comparison[Classified]) -> dict[str, tuple[float, float]]:
+        """Predicted and measured seconds of each op class.
+
+        Returns
+        -------
+        dict of str to tuple of float
+            For each op class in the order first met: (predicted, measured), s.
+        """
+        totals: dict[str, tuple[float, float]] = {}
+        for row in self.rows:
+            predicted, measured = totals.get(row.op_class, (0.0, 0.0))
+            totals[row.op_class] = (predicted + row.predicted_s, measured + row.measured_s)
+        return totals
 
 
 def _vector(n: int, *, inputs: int = 1, outputs: int = 1, flops: float = 1, footprint: int,
@@ -608,7 +747,7 @@ def predict_vs_measure(
     quick: bool = True,
     progress: bool = True,
     **timing: Any,
-) -> Comparison:
+) -> Comparison[Row]:
     """Time every case and put it next to the plain roofline and the calibrated prediction.
 
     Parameters
@@ -627,6 +766,7 @@ def predict_vs_measure(
     Returns
     -------
     Comparison
+        One :class:`Row` per case, in order.
     """
     if not isinstance(calibration, Calibration):
         raise TypeError(
@@ -653,4 +793,6 @@ def predict_vs_measure(
                 measurement=measured,
             )
         )
-    return Comparison(tuple(rows), calibration)
+    threads = options["threads"]
+    threads = threads if isinstance(threads, int) else None
+    return Comparison(tuple(rows), calibration, threads=threads)

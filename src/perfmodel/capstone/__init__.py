@@ -7,7 +7,8 @@ The public face of the package, in the order the lecture uses it:
   :func:`import_onnx` (the same, with op classes, shapes, weights and a pipeline graph);
   :mod:`~perfmodel.capstone.builders` writes real models (an MLP, a ResNet, GPT-2) in ONNX;
 * predict, then run on a real engine: :func:`calibrate_engine`, :func:`compare` (every
-  node predicted and measured on onnxruntime, :func:`profile`);
+  node predicted and measured on onnxruntime, :func:`profile`, in the same
+  :class:`~perfmodel.calibration.Comparison` as lecture 06's ops);
 * will it run faster: :func:`predict_on` a catalogue device, :func:`upgrade` (the
   speed-up by op class);
 * then many devices: :func:`data_parallel`, :func:`pipeline_parallel`, :func:`design`
@@ -27,6 +28,7 @@ from perfmodel._extras import require
 
 require("capstone", "onnx", feature="perfmodel.capstone")
 
+from perfmodel.calibration import Comparison
 from perfmodel.capstone import builders
 from perfmodel.capstone.devices import (
     ClassChange,
@@ -52,13 +54,7 @@ from perfmodel.capstone.onnx_import import (
     from_onnx,
     import_onnx,
 )
-from perfmodel.capstone.predict import (
-    Comparison,
-    EngineModel,
-    NodeComparison,
-    calibrate_engine,
-    compare,
-)
+from perfmodel.capstone.predict import EngineModel, NodeComparison, calibrate_engine, compare
 from perfmodel.capstone.published import PUBLISHED, Prediction, PublishedRun, predict_published
 from perfmodel.capstone.scale import (
     DataParallel,

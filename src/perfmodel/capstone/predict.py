@@ -22,17 +22,16 @@ windows into a matrix (im2col), whose bytes are added to the node's.
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass, replace
 from typing import Any
 
-from perfmodel._validate import count, flag
-from perfmodel.calibration import Calibration, calibrate
+from perfmodel._validate import flag
+from perfmodel.calibration import Calibration, Comparison, calibrate
 from perfmodel.capstone.engine import EngineProfile, engine_overhead, profile
 from perfmodel.capstone.onnx_import import ImportedModel, Node, import_onnx
 from perfmodel.empirical import MachineProfile, profile_machine, usable_cores
 
-__all__ = ["Comparison", "EngineModel", "NodeComparison", "calibrate_engine", "compare"]
+__all__ = ["EngineModel", "NodeComparison", "calibrate_engine", "compare"]
 
 #: Square fp32 matmuls measured below lecture 06's smallest (256): a small model's sizes.
 SMALL_MATMULS = (16, 32, 64, 128)
@@ -158,57 +157,6 @@ class NodeComparison:
         return self.predicted_s / self.measured_s - 1
 
 
-@dataclass(frozen=True, slots=True)
-class Comparison:
-    """A model predicted node by node and measured on onnxruntime.
-
-    ``noisy`` is True when the measured runs disagreed by more than the house threshold
-    (:attr:`EngineProfile.noisy`): a busy machine, whose errors say nothing about the model.
-    """
-
-    model: str
-    nodes: tuple[NodeComparison, ...]
-    predicted_s: float
-    measured_s: float
-    fused_s: float | None
-    threads: int
-    noisy: bool = False
-
-    @property
-    def error(self) -> float:
-        """End to end: predicted over measured, less one."""
-        return self.predicted_s / self.measured_s - 1
-
-    @property
-    def median_node_error(self) -> float:
-        """The median of each node's ``|predicted / measured - 1|``."""
-        return statistics.median(abs(node.error) for node in self.nodes)
-
-    def misses(self, n: int = 5) -> list[NodeComparison]:
-        """The ``n`` nodes whose predictions are furthest from their measurements, in
-        seconds."""
-        n = count("n", n)
-        ranked = sorted(self.nodes, key=lambda node: -abs(node.measured_s - node.predicted_s))
-        return ranked[:n]
-
-    def class_ratios(self) -> dict[str, tuple[int, float, int]]:
-        """For each op class: its nodes, their median measured/predicted ratio, and how many
-        ran slower than predicted. What the lecture reads the small nodes' misses from."""
-        found: dict[str, list[float]] = {}
-        for node in self.nodes:
-            found.setdefault(node.op_class, []).append(node.ratio)
-        return {name: (len(ratios), statistics.median(ratios), sum(r > 1 for r in ratios))
-                for name, ratios in found.items()}  # fmt: skip
-
-    def by_class(self) -> dict[str, tuple[float, float]]:
-        """(predicted, measured) seconds of each op class."""
-        totals: dict[str, tuple[float, float]] = {}
-        for node in self.nodes:
-            predicted, measured = totals.get(node.op_class, (0.0, 0.0))
-            totals[node.op_class] = (predicted + node.predicted_s, measured + node.measured_s)
-        return totals
-
-
 def _why(node: Node, engine: EngineModel, measured_s: float, threads: int) -> str:
     """A reason for the gap, from what is known about the node and the engine."""
     predicted = engine.node_time(node)
@@ -252,7 +200,7 @@ def compare(
     warmup: int = 2,
     fused: bool = True,
     measured: EngineProfile | None = None,
-) -> Comparison:
+) -> Comparison[NodeComparison]:
     """Predict every node of ``model`` with ``engine``, then run it on onnxruntime.
 
     Parameters
@@ -270,7 +218,9 @@ def compare(
 
     Returns
     -------
-    Comparison
+    perfmodel.calibration.Comparison
+        One :class:`NodeComparison` per node that ran, the model timed end to end, and
+        fused when ``fused``.
     """
     if not isinstance(engine, EngineModel):
         raise TypeError(
@@ -298,10 +248,10 @@ def compare(
         if node.name in measured.node_s  # Constant nodes become weights and never run
     )
     return Comparison(
+        rows,
+        engine.calibration,
         model=imported.name,
-        nodes=rows,
-        predicted_s=math.fsum(row.predicted_s for row in rows),
-        measured_s=measured.total_s,
+        end_to_end_s=measured.total_s,
         fused_s=fused_s,
         threads=measured.threads,
         noisy=measured.noisy,

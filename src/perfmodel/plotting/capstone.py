@@ -28,7 +28,7 @@ def _class_colours(classes: Collection[str]) -> dict[str, str]:
 
 
 def node_plot(comparison: Any, *, name: str | None = None, ax: Any = None) -> Any:
-    """Each node of a :class:`perfmodel.capstone.Comparison`: predicted (x) and measured (y).
+    """Each node of a :func:`perfmodel.capstone.compare`: predicted (x) and measured (y).
 
     ``name`` titles the plot (the comparison's ONNX graph name by default). The op classes
     with the most nodes are drawn first, so a class of a few nodes stays on top, visible.
@@ -37,7 +37,7 @@ def node_plot(comparison: Any, *, name: str | None = None, ax: Any = None) -> An
     -------
     matplotlib.axes.Axes
     """
-    rows = comparison.nodes
+    rows = comparison.rows
     colours = _class_colours({row.op_class for row in rows})
     mine = {op: [row for row in rows if row.op_class == op] for op in colours}
     with style():
