@@ -464,3 +464,18 @@ def test_an_engine_calibrated_on_a_disturbed_machine_says_it_is_unsure():
     quiet = capstone.EngineModel(calibration, 5e-6, disturbed=("matmul 256",), measured=28)
     busy = capstone.EngineModel(calibration, 5e-6, disturbed=tuple("abcdefgh"), measured=28)
     assert not quiet.unsure and busy.unsure
+
+
+def test_only_busy_calibration_kernels_make_the_engine_unsure():
+    # sub-microsecond kernels are often noisy on a quiet machine; only a busy one (other
+    # programs holding the CPUs) slows them all alike, which is what makes a prediction unsure
+    from types import SimpleNamespace
+
+    from perfmodel.capstone.predict import _busy
+    from perfmodel.timing import Measurement
+
+    noisy = Measurement(samples_s=[1.0, 1.6, 1.0, 1.9], inner_loops=1, others=0.0)
+    busy = Measurement(samples_s=[1.0, 1.0], inner_loops=1, others=0.6)
+    kernels = [SimpleNamespace(name="add", measurement=noisy),
+               SimpleNamespace(name="matmul", measurement=busy)]  # fmt: skip
+    assert _busy(kernels) == ("matmul",)

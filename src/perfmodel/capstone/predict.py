@@ -48,7 +48,9 @@ class EngineModel:
     overhead_s : float
         Seconds per node before any work.
     disturbed : tuple of str
-        The calibration's kernels measured on a disturbed machine (noisy or busy).
+        The calibration's kernels measured while other programs held a quarter of the CPUs
+        (busy): a busy machine slows them all alike, which their spreads cannot show. A noisy
+        kernel alone (its samples disagree, common for sub-microsecond ones) is not counted.
     measured : int
         How many kernels the calibration measured.
     """
@@ -60,8 +62,8 @@ class EngineModel:
 
     @property
     def unsure(self) -> bool:
-        """True when more than a quarter of the calibration's kernels were disturbed: a busy
-        machine slows them all alike, so every prediction built on them is unsure too."""
+        """True when more than a quarter of the calibration's kernels were measured on a busy
+        machine: it slows them all alike, so every prediction built on them is unsure too."""
         return len(self.disturbed) > self.measured / 4
 
     def __post_init__(self) -> None:
@@ -98,6 +100,15 @@ class EngineModel:
         return math.fsum(self.node_time(node) for node in model.nodes)
 
 
+def _busy(kernels: Any) -> tuple[str, ...]:
+    """The names of ``kernels`` measured while other programs held the CPUs.
+
+    Noise alone does not count: sub-microsecond kernels disagree with themselves on a quiet
+    machine, and it is a busy one that slows every kernel alike.
+    """
+    return tuple(kernel.name for kernel in kernels if kernel.measurement.busy)
+
+
 def calibrate_engine(
     machine: MachineProfile | None = None, *, quick: bool = True, progress: bool = True
 ) -> EngineModel:
@@ -129,7 +140,7 @@ def calibrate_engine(
     return EngineModel(
         calibration=replace(calibration, matrix_rates=tuple(sorted(rates.items()))),
         overhead_s=engine_overhead(),
-        disturbed=tuple(k.name for k in kernels if k.measurement.doubt),
+        disturbed=_busy(kernels),
         measured=len(kernels),
     )
 
