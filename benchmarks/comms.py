@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from perfmodel import empirical
 from perfmodel.comms import bench
+from perfmodel.measure import empirical
 
 
 def main() -> None:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 import tempfile
 
-from perfmodel import parallel, scaling
-from perfmodel.empirical import usable_cores
+from perfmodel import scaling
+from perfmodel.measure import parallel
+from perfmodel.measure.empirical import usable_cores
 
 
 def main() -> None:

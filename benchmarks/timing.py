@@ -1,13 +1,13 @@
 """Measure the timing harness itself, side by side with references, in one run.
 
-* bandwidth: the best STREAM kernel through ``perfmodel.microbench`` against a STREAM triad
+* bandwidth: the best STREAM kernel through ``perfmodel.measure.microbench`` against a STREAM triad
   compiled from ``benchmarks/c/triad.c`` (when a C compiler is on the PATH), on 1 thread and
   on every core (goal: at least 0.80 of it);
-* matmul: FLOP/s through ``perfmodel.timing.measure`` against the best of a plain
+* matmul: FLOP/s through ``perfmodel.measure.timing.measure`` against the best of a plain
   ``time.perf_counter`` loop around ``numpy.matmul`` (goal: at least 0.90);
-* measured peaks against this CPU's nominal peak (``perfmodel.empirical.cpu_nominal``);
+* measured peaks against this CPU's nominal peak (``perfmodel.measure.empirical.cpu_nominal``);
 * the calibrated model's median absolute error on the held-out ops of
-  ``perfmodel.calibration`` (goal: at most 0.25), next to the plain roofline's;
+  ``perfmodel.measure.calibration`` (goal: at most 0.25), next to the plain roofline's;
 * the run-to-run spread of each figure over ``--runs`` runs (max / min).
 
 Run from the repository root::
@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from perfmodel import calibration, microbench
-from perfmodel.empirical import cpu_nominal, profile_machine, usable_cores
+from perfmodel.measure import calibration, microbench
+from perfmodel.measure.empirical import cpu_nominal, profile_machine, usable_cores
 from perfmodel.units import format_quantity
 
 HERE = Path(__file__).resolve().parent

@@ -26,7 +26,6 @@ from perfmodel import (
     metrics,
     minibatch,
     ops,
-    parallel,
     roofline,
     scaling,
     serving,
@@ -35,9 +34,10 @@ from perfmodel import (
 )
 from perfmodel import pipeline as pl
 from perfmodel.capstone import builders
+from perfmodel.measure import parallel
+from perfmodel.measure.timing import Measurement
 from perfmodel.pipeline import zoo
 from perfmodel.serving import server
-from perfmodel.timing import Measurement
 
 # ----------------------------------------------------------------------------- bad values
 

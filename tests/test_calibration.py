@@ -13,11 +13,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from perfmodel import calibration as cal
-from perfmodel import empirical, ops
+from perfmodel import ops
 from perfmodel.hardware import Device
-from perfmodel.microbench import KernelResult
-from perfmodel.timing import Measurement
+from perfmodel.measure import calibration as cal
+from perfmodel.measure import empirical
+from perfmodel.measure.microbench import KernelResult
+from perfmodel.measure.timing import Measurement
 
 TOY = Device(
     name="toy",

@@ -226,7 +226,7 @@ def test_onnxruntime_measures_every_node_and_the_prediction_is_finite():
         memory_levels={"DRAM": 1e10},
         source="a toy",
     )
-    from perfmodel.calibration import Calibration
+    from perfmodel.measure.calibration import Calibration
 
     engine = capstone.EngineModel(
         Calibration(
@@ -379,7 +379,7 @@ def _comparison(ratios_by_class: dict[str, list[float]]) -> capstone.Comparison:
 
 
 def _toy_calibration():
-    from perfmodel.calibration import Calibration
+    from perfmodel.measure.calibration import Calibration
 
     machine = hardware.Device(name="toy", kind="cpu", peak_flops_by_dtype={"fp32": 1e11},
                               memory_bandwidth=1e10, measured_flops_by_dtype={"fp32": 1e11},
@@ -453,7 +453,7 @@ def test_an_engine_calibrated_on_a_disturbed_machine_says_it_is_unsure():
     """A busy machine slows every calibration kernel alike, so the models' runs can agree
     with each other while every prediction is off (a run with 27 of 28 kernels disturbed
     predicted GPT-2 large 29% too slow); past a quarter disturbed, the engine says so."""
-    from perfmodel.calibration import Calibration
+    from perfmodel.measure.calibration import Calibration
 
     machine = hardware.Device(name="toy", kind="cpu", peak_flops_by_dtype={"fp32": 1e11},
                               memory_bandwidth=1e10, measured_flops_by_dtype={"fp32": 1e11},
@@ -472,7 +472,7 @@ def test_only_busy_calibration_kernels_make_the_engine_unsure():
     from types import SimpleNamespace
 
     from perfmodel.capstone.predict import _busy
-    from perfmodel.timing import Measurement
+    from perfmodel.measure.timing import Measurement
 
     noisy = Measurement(samples_s=[1.0, 1.6, 1.0, 1.9], inner_loops=1, others=0.0)
     busy = Measurement(samples_s=[1.0, 1.0], inner_loops=1, others=0.6)

@@ -10,7 +10,8 @@ import functools
 
 import pytest
 
-from perfmodel import empirical, hardware, ops, roofline
+from perfmodel import hardware, ops, roofline
+from perfmodel.measure import empirical
 
 
 @functools.cache
@@ -99,7 +100,7 @@ def test_the_staircase_and_overhead_plots_show_what_was_measured():
     matplotlib.use("agg")
     import matplotlib.pyplot as plt
 
-    from perfmodel.calibration import fit_overhead
+    from perfmodel.measure.calibration import fit_overhead
     from perfmodel.plotting.empirical import overhead_plot, working_set_plot
 
     sets = [k for k in profile().kernels if k.kind == "working set"]
@@ -116,7 +117,7 @@ def test_the_staircase_and_overhead_plots_show_what_was_measured():
 
 
 def test_a_sweep_interrupted_keeps_what_it_measured(monkeypatch):
-    from perfmodel import microbench
+    from perfmodel.measure import microbench
 
     real = microbench.working_set
     calls = []
@@ -138,7 +139,7 @@ def test_the_prediction_plot_has_a_row_and_two_markers_per_op():
     matplotlib.use("agg")
     import matplotlib.pyplot as plt
 
-    from perfmodel import calibration
+    from perfmodel.measure import calibration
     from perfmodel.plotting.empirical import prediction_plot
 
     cases = calibration.held_out_ops()[-3:]

@@ -12,7 +12,7 @@ import types
 import numpy as np
 import pytest
 
-from perfmodel import gpu
+from perfmodel.measure import gpu
 
 
 @pytest.fixture

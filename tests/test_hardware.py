@@ -204,7 +204,7 @@ def test_a_learner_adds_a_device_from_toml(tmp_path):
     path = tmp_path / "mine.toml"
     path.write_text(
         '[[device]]\nname = "My laptop"\nkind = "cpu"\nmemory_bandwidth = 60e9\n'
-        'source = "measured with perfmodel.timing"\n'
+        'source = "measured with perfmodel.measure.timing"\n'
         "derived = { cores = 8, clock_hz = 3.0e9, flops_per_cycle = { fp32 = 32 } }\n"
         '[[link]]\nname = "Wi-Fi"\nkind = "other"\nbandwidth = 50e6\nlatency = 2e-3\n'
         'source = "my router"\n'

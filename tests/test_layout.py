@@ -18,9 +18,9 @@ PACKAGE = ROOT / "src" / "perfmodel"
 #: The models: pure computation, no plotting and no widgets.
 MODELS = [
     *(PACKAGE / f"{name}.py" for name in ("units", "hardware", "ops", "metrics", "roofline",
-                                          "minibatch", "environment", "_validate", "timing",
-                                          "microbench", "empirical", "calibration", "gpu",
-                                          "scaling", "taskgraph", "parallel", "transformer")),
+                                          "minibatch", "_validate", "scaling", "taskgraph",
+                                          "transformer")),
+    *sorted((PACKAGE / "measure").glob("*.py")),
     *sorted((PACKAGE / "pipeline").glob("*.py")),
     *sorted((PACKAGE / "comms").glob("*.py")),
     *sorted((PACKAGE / "distributed").glob("*.py")),

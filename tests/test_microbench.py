@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from perfmodel import microbench as mb
+from perfmodel.measure import microbench as mb
 
 QUICK = {"repeats": 2, "min_time_s": 0.0, "min_sample_s": 1e-4}
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from perfmodel import parallel
+from perfmodel.measure import parallel
 
 QUICK = {"repeats": 2, "min_time_s": 0.0, "min_sample_s": 1e-4}
 
@@ -85,7 +85,7 @@ def test_the_three_serial_bottlenecks_run_on_any_thread_count(tmp_path):
 
 
 def _points(gains: dict[str, list[float]], lengths=(10, 100, 1000), samples=(1.0, 1.0, 1.0)):
-    from perfmodel.timing import Measurement
+    from perfmodel.measure.timing import Measurement
 
     m = Measurement(samples_s=samples, inner_loops=1, threads=2)
     return [
@@ -132,7 +132,7 @@ def test_compare_operations_refuses_a_bad_thread_count():
 
 
 def test_a_scaling_run_reports_the_most_other_programs_used():
-    from perfmodel.timing import Measurement
+    from perfmodel.measure.timing import Measurement
 
     def run(*others):
         return parallel.ScalingRun("sin", tuple(

@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, cpu_hog
-from perfmodel import calibration, empirical, microbench, ops, timing
+from perfmodel import ops
 from perfmodel.hardware import Device
-from perfmodel.timing import Measurement
+from perfmodel.measure import calibration, empirical, microbench, timing
+from perfmodel.measure.timing import Measurement
 
 L06 = ROOT / "notebooks" / "06_measure_your_own_machine.ipynb"
 SECONDS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0}

@@ -21,9 +21,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT, cpu_hog
-from perfmodel import calibration, microbench, ops, parallel
+from perfmodel import ops
 from perfmodel.hardware import Device
-from perfmodel.timing import Measurement
+from perfmodel.measure import calibration, microbench, parallel
+from perfmodel.measure.timing import Measurement
 
 L06 = ROOT / "notebooks" / "06_measure_your_own_machine.ipynb"
 L07 = ROOT / "notebooks" / "07_find_the_parallelism_in_a_model.ipynb"

@@ -15,8 +15,9 @@ import statistics
 import pytest
 
 from conftest import ROOT, cpu_hog, read_json
-from perfmodel import parallel, scaling
-from perfmodel.timing import Measurement
+from perfmodel import scaling
+from perfmodel.measure import parallel
+from perfmodel.measure.timing import Measurement
 
 LECTURE = ROOT / "notebooks" / "08_scale_with_more_processors.ipynb"
 NUMBER = r"(-?\d+(?:\.\d+)?)"

@@ -432,9 +432,9 @@ def test_lecture_12_names_the_rows_a_lower_ceiling_brings_close():
 
 
 def test_the_node_plot_names_its_model_and_draws_rare_classes_on_top():
-    from perfmodel.calibration import Calibration
     from perfmodel.capstone import Comparison, NodeComparison
     from perfmodel.hardware import get
+    from perfmodel.measure.calibration import Calibration
     from perfmodel.plotting.capstone import node_plot
 
     def row(i: int, op_class: str) -> NodeComparison:

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perfmodel import timing
-from perfmodel.timing import Measurement, measure, next_loop_count, sweep
+from perfmodel.measure import timing
+from perfmodel.measure.timing import Measurement, measure, next_loop_count, sweep
 
 
 @settings(max_examples=50, deadline=None)
@@ -151,7 +151,7 @@ def test_contention_must_be_a_share():
 def test_a_busy_machine_is_one_where_other_programs_held_the_cores():
     # two workers on two cores wait for each other on a quiet machine: no sign of business;
     # a neighbour on another core shares the caches and memory even when nobody waits
-    from perfmodel.timing import Measurement
+    from perfmodel.measure.timing import Measurement
 
     own = Measurement(samples_s=[1.0], inner_loops=1, contention=0.3, others=0.02)
     neighbour = Measurement(samples_s=[1.0], inner_loops=1, contention=0.0, others=0.5)
@@ -164,7 +164,7 @@ def test_a_busy_machine_is_one_where_other_programs_held_the_cores():
 def test_other_programs_are_counted_on_this_process_cores_only():
     import os
 
-    from perfmodel.timing import _cpu_ticks
+    from perfmodel.measure.timing import _cpu_ticks
 
     ticks = _cpu_ticks()
     if ticks is None:
@@ -177,7 +177,7 @@ def test_other_programs_are_counted_on_this_process_cores_only():
 
 
 def test_other_programs_share_forgives_a_tick_or_two():
-    from perfmodel.timing import _others
+    from perfmodel.measure.timing import _others
 
     # (machine busy ticks, machine total ticks, own ticks) before and after
     assert _others((100, 1000, 50), (112, 1020, 60)) == 0.0  # 2 ticks of others: the slack

@@ -17,8 +17,8 @@ from mypy import api
 from conftest import ROOT
 
 CALLER = """
-from perfmodel import (calibration, capstone, comms, distributed, hardware, minibatch, roofline,
-                       serving)
+from perfmodel import capstone, comms, distributed, hardware, minibatch, roofline, serving
+from perfmodel.measure import calibration
 from perfmodel.comms import LinkModel
 from perfmodel.pipeline import zoo
 from perfmodel.serving import llm

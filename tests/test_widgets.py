@@ -76,7 +76,7 @@ def test_a_bad_choice_shows_its_reason_instead_of_a_traceback():
 
 
 def test_the_cache_sweep_measures_what_its_controls_say(monkeypatch):
-    from perfmodel import empirical
+    from perfmodel.measure import empirical
 
     asked = {}
 

@@ -8,7 +8,7 @@ The public face of the package, in the order the lecture uses it:
   :mod:`~perfmodel.capstone.builders` writes real models (an MLP, a ResNet, GPT-2) in ONNX;
 * predict, then run on a real engine: :func:`calibrate_engine`, :func:`compare` (every
   node predicted and measured on onnxruntime, :func:`profile`, in the same
-  :class:`~perfmodel.calibration.Comparison` as lecture 06's ops);
+  :class:`~perfmodel.measure.calibration.Comparison` as lecture 06's ops);
 * will it run faster: :func:`predict_on` a catalogue device, :func:`upgrade` (the
   speed-up by op class);
 * then many devices: :func:`data_parallel`, :func:`pipeline_parallel`, :func:`design`
@@ -28,7 +28,6 @@ from perfmodel._extras import require
 
 require("capstone", "onnx", feature="perfmodel.capstone")
 
-from perfmodel.calibration import Comparison
 from perfmodel.capstone import builders
 from perfmodel.capstone.devices import (
     ClassChange,
@@ -65,6 +64,7 @@ from perfmodel.capstone.scale import (
     memory_bytes,
     pipeline_parallel,
 )
+from perfmodel.measure.calibration import Comparison
 
 __all__ = [
     "OPTIMIZATIONS",

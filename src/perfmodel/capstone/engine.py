@@ -66,9 +66,9 @@ class EngineProfile:
     @property
     def noisy(self) -> bool:
         """True when the whole runs' interquartile range exceeds
-        :data:`perfmodel.timing.NOISY_SPREAD` of their median (the house rule for a busy
+        :data:`perfmodel.measure.timing.NOISY_SPREAD` of their median (the house rule for a busy
         machine): the node times are then too disturbed to judge a prediction by."""
-        from perfmodel.timing import Measurement
+        from perfmodel.measure.timing import Measurement
 
         if len(self.totals_s) < 2:
             return False
@@ -158,7 +158,7 @@ def profile(
     """
     import onnx
 
-    from perfmodel.empirical import usable_cores
+    from perfmodel.measure.empirical import usable_cores
 
     if not isinstance(model, onnx.ModelProto):
         raise TypeError(f"`model` must be an onnx.ModelProto (got {type(model).__name__}).")

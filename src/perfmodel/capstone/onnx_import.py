@@ -8,7 +8,7 @@ exotic op is still priced.
 
 Each node also gets an *op class* (:data:`OP_CLASSES`), which is what lecture 12's
 speed-up breakdown groups by, and a *unit*, which is what
-:class:`perfmodel.calibration.Calibration` prices it on.
+:class:`perfmodel.measure.calibration.Calibration` prices it on.
 
 Examples
 --------
@@ -227,7 +227,7 @@ class Node:
     op_class : str
         One of :data:`OP_CLASSES`.
     unit : str
-        What runs it, for :class:`perfmodel.calibration.Calibration`: ``"matrix"``,
+        What runs it, for :class:`perfmodel.measure.calibration.Calibration`: ``"matrix"``,
         ``"vector"``, ``"broadcast"`` or ``"exp"``.
     cost : ops.Cost
         Its FLOPs and bytes, labelled with ``name``.

@@ -26,10 +26,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from perfmodel._validate import flag
-from perfmodel.calibration import Calibration, Comparison, calibrate
 from perfmodel.capstone.engine import EngineProfile, engine_overhead, profile
 from perfmodel.capstone.onnx_import import ImportedModel, Node, import_onnx
-from perfmodel.empirical import MachineProfile, profile_machine, usable_cores
+from perfmodel.measure.calibration import Calibration, Comparison, calibrate
+from perfmodel.measure.empirical import MachineProfile, profile_machine, usable_cores
 
 __all__ = ["EngineModel", "NodeComparison", "calibrate_engine", "compare"]
 
@@ -43,7 +43,7 @@ class EngineModel:
 
     Attributes
     ----------
-    calibration : perfmodel.calibration.Calibration
+    calibration : perfmodel.measure.calibration.Calibration
         Lecture 06's calibration, its matrix rates in fp32.
     overhead_s : float
         Seconds per node before any work.
@@ -117,7 +117,7 @@ def calibrate_engine(
 
     About 4 s in quick mode on 2 cores, all of it bounded by repetitions.
     """
-    from perfmodel import microbench
+    from perfmodel.measure import microbench
 
     quick = flag("quick", quick)
     if machine is None:
@@ -229,7 +229,7 @@ def compare(
 
     Returns
     -------
-    perfmodel.calibration.Comparison
+    perfmodel.measure.calibration.Comparison
         One :class:`NodeComparison` per node that ran, the model timed end to end, and
         fused when ``fused``.
     """

@@ -200,10 +200,10 @@ class BenchResult:
     @property
     def noisy(self) -> tuple[str, ...]:
         """The collectives whose repeats disagree, at a size in their fit or the held-out
-        one, by more than :data:`perfmodel.timing.NOISY_SPREAD` of their median (the house
+        one, by more than :data:`perfmodel.measure.timing.NOISY_SPREAD` of their median (the house
         rule for a busy machine): their fit and held-out error say more about the neighbours
         than about the link. The collectives left :attr:`unfitted` come last."""
-        from perfmodel.timing import Measurement
+        from perfmodel.measure.timing import Measurement
 
         def disagree(samples: Sequence[float]) -> bool:
             return len(samples) > 1 and Measurement(samples_s=tuple(samples), inner_loops=1).noisy

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from perfmodel.empirical import fraction_of_roof
 from perfmodel.hardware import Device
-from perfmodel.microbench import KernelResult
+from perfmodel.measure.empirical import fraction_of_roof
+from perfmodel.measure.microbench import KernelResult
 from perfmodel.plotting import (
     COLOURS,
     legend_beside,
@@ -209,7 +209,7 @@ def prediction_plot(comparison: Any, *, ax: Any = None) -> Any:
     """Measured over predicted for every op, for the plain roofline and the calibrated model.
 
     A ratio of 1 is a perfect prediction; the band is ±25%. ``comparison`` is a
-    :class:`perfmodel.calibration.Comparison`.
+    :class:`perfmodel.measure.calibration.Comparison`.
 
     Returns
     -------

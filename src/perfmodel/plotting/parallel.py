@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from perfmodel.parallel import BranchPoint, ScalingPoint, untrusted, where_it_pays
+from perfmodel.measure.parallel import BranchPoint, ScalingPoint, untrusted, where_it_pays
 from perfmodel.plotting import COLOURS, legend_beside, new_axes, style
 
 __all__ = ["branch_scaling_plot", "operation_scaling_plot"]

@@ -9,7 +9,7 @@ the workers run in parallel (each limited to one BLAS thread).
 :func:`load_test` drives it with Poisson arrivals from a generator thread in the same
 process, bounded both in requests and in seconds, and returns what it measured.
 :func:`measure_batch_times` times one forward pass per batch size with
-:func:`perfmodel.timing.measure`, which is what the simulator needs to predict the same
+:func:`perfmodel.measure.timing.measure`, which is what the simulator needs to predict the same
 service: predict, then measure. Everything stays in this process; nothing is sent over a
 network.
 
@@ -244,15 +244,15 @@ def load_test(
 
 
 def time_batches(model: Any, batches: Sequence[int]) -> dict[int, Any]:
-    """One forward pass per batch size, timed with :func:`perfmodel.timing.measure` (one BLAS
-    thread): a :class:`~perfmodel.timing.Measurement` per size, whose ``noisy`` flag says
-    when the machine was too busy for its median to be trusted.
+    """One forward pass per batch size, timed with :func:`perfmodel.measure.timing.measure`
+    (one BLAS thread): a :class:`~perfmodel.measure.timing.Measurement` per size, whose
+    ``noisy`` flag says when the machine was too busy for its median to be trusted.
 
     >>> timings = time_batches(MLP(width=32, layers=2), [1, 4])
     >>> sorted(timings), all(t.median_s > 0 for t in timings.values())
     ([1, 4], True)
     """
-    from perfmodel.timing import measure, thread_limit
+    from perfmodel.measure.timing import measure, thread_limit
 
     width = getattr(model, "width", None)
     if width is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from perfmodel.microbench import KernelResult
+from perfmodel.measure.microbench import KernelResult
 from perfmodel.widgets.controls import int_slider, log_slider
 
 __all__ = ["cache_sweep_explorer", "cache_sweep_view"]
@@ -19,7 +19,7 @@ def cache_sweep_view(kernels: Sequence[KernelResult]) -> Any:
     -------
     matplotlib.axes.Axes
     """
-    from perfmodel.empirical import cpu_caches
+    from perfmodel.measure.empirical import cpu_caches
     from perfmodel.plotting.empirical import working_set_plot
 
     return working_set_plot(kernels, cpu_caches())
@@ -34,7 +34,7 @@ def cache_sweep_explorer(largest: float = 256e6, points: int = 12) -> Any:
     import ipywidgets as widgets
     import matplotlib.pyplot as plt
 
-    from perfmodel.empirical import working_set_sweep
+    from perfmodel.measure.empirical import working_set_sweep
 
     biggest = log_slider(largest, 5, 9, "largest set", "B")
     sizes = int_slider(points, 4, 24, "sizes")

@@ -1,10 +1,10 @@
 """Measure a GPU with the same harness, when PyTorch with CUDA or CuPy is there.
 
 A GPU runs its work asynchronously: a call returns as soon as the work is queued. So every
-measurement here passes a ``sync`` to :func:`perfmodel.timing.measure` (``torch.cuda.synchronize``
-or CuPy's ``Device.synchronize``), which waits inside the timed region for the queued work to
-finish, and again before the clock starts. Without it, a timer measures how fast Python can
-queue kernels.
+measurement here passes a ``sync`` to :func:`perfmodel.measure.timing.measure`
+(``torch.cuda.synchronize`` or CuPy's ``Device.synchronize``), which waits inside the timed
+region for the queued work to finish, and again before the clock starts. Without it, a timer
+measures how fast Python can queue kernels.
 
 Nothing here is needed on a CPU-only machine: :func:`gpu_backend` says whether a GPU can be
 measured, and each function raises a clear ``RuntimeError`` when none can.
@@ -27,8 +27,8 @@ from typing import Any
 from perfmodel import ops
 from perfmodel._validate import choice, count, text
 from perfmodel.hardware import Device
-from perfmodel.microbench import KernelResult
-from perfmodel.timing import measure
+from perfmodel.measure.microbench import KernelResult
+from perfmodel.measure.timing import measure
 
 __all__ = ["BACKENDS", "GPU_DTYPES", "gpu_backend", "gpu_copy", "gpu_matmul", "profile_gpu"]
 
@@ -161,7 +161,7 @@ def profile_gpu(
         memory_bandwidth=bandwidth,
         measured_flops_by_dtype=peaks,
         measured_memory_bandwidth=bandwidth,
-        measured_source="perfmodel.gpu.profile_gpu: the best matmul per dtype, and a copy",
+        measured_source="perfmodel.measure.gpu.profile_gpu: the best matmul per dtype, and a copy",
         source="measured on this machine (lecture 06)",
         notes="Nominal figures are the measurements: compare with the catalogue's entry.",
     )

@@ -2,7 +2,7 @@
 
 numpy releases Python's global interpreter lock inside its loops, so slices of one array can
 be worked on by a pool of threads at once: that is how the course runs elementwise work in
-parallel (BLAS has threads of its own, limited with :func:`perfmodel.timing.thread_limit`).
+parallel (BLAS has threads of its own, limited with :func:`perfmodel.measure.timing.thread_limit`).
 
 * :func:`sliced`: a runner that applies ``work(piece)`` to ``threads`` slices at once.
 * :func:`parallel_apply`: an elementwise ufunc (``np.sin``) over slices: every element is
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from perfmodel._validate import count, describe, flag, positive
-from perfmodel.timing import Measurement, measure, thread_limit
+from perfmodel.measure.timing import Measurement, measure, thread_limit
 
 __all__ = [
     "BranchPoint",
@@ -165,8 +165,8 @@ def _doubts(*measurements: Measurement | None) -> str:
     reason (the widest spread, the longest wait); empty when every one can be.
 
     A measurement is *noisy* when its samples disagree: their spread (interquartile range over
-    median) passes :data:`perfmodel.timing.NOISY_SPREAD`. It is *busy* when other programs used
-    more than :data:`perfmodel.timing.BUSY_OTHERS` of its cores meanwhile.
+    median) passes :data:`perfmodel.measure.timing.NOISY_SPREAD`. It is *busy* when other
+    programs used more than :data:`perfmodel.measure.timing.BUSY_OTHERS` of its cores meanwhile.
 
     >>> quiet = Measurement(samples_s=[1.0], inner_loops=1, contention=0.0, others=0.0)
     >>> busy = Measurement(samples_s=[1.0], inner_loops=1, contention=0.5, others=0.6)
@@ -293,7 +293,7 @@ def speedup_share(
 
     Examples
     --------
-    >>> from perfmodel.timing import Measurement
+    >>> from perfmodel.measure.timing import Measurement
     >>> m = Measurement(samples_s=[1.0], inner_loops=1, contention=0.0)
     >>> points = [ScalingPoint("sin", 10, 2, m, 1.6), ScalingPoint("cumsum", 10, 2, m, 0.4)]
     >>> speedup_share(points, "cumsum", "sin", 2)
@@ -411,7 +411,7 @@ def compare_operations(
 
     Examples
     --------
-    >>> from perfmodel.timing import Measurement
+    >>> from perfmodel.measure.timing import Measurement
     >>> m = Measurement(samples_s=[1.0], inner_loops=1, contention=0.0)
     >>> points = [ScalingPoint("sin", 10, 2, m, 1.6), ScalingPoint("cumsum", 10, 2, m, 0.4)]
     >>> compare_operations(points, "cumsum", "sin", 2).shares

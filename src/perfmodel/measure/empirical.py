@@ -1,6 +1,6 @@
 """Put this machine in the catalogue: measure its roofline and describe it as a Device.
 
-:func:`profile_machine` runs the micro-benchmarks of :mod:`perfmodel.microbench` (matmul per
+:func:`profile_machine` runs the micro-benchmarks of :mod:`perfmodel.measure.microbench` (matmul per
 dtype, STREAM, one working set per memory level) and returns a :class:`MachineProfile`: a
 :class:`~perfmodel.hardware.Device` like the catalogue's, and the kernels it measured.
 :func:`empirical_roofline` returns just the device. Its nameplate figures are this CPU's
@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perfmodel import microbench
 from perfmodel._validate import choice, count, flag, text
 from perfmodel.hardware import Device
-from perfmodel.microbench import KernelResult
-from perfmodel.timing import combine
+from perfmodel.measure import microbench
+from perfmodel.measure.microbench import KernelResult
+from perfmodel.measure.timing import combine
 from perfmodel.units import format_quantity
 
 __all__ = [
@@ -179,7 +179,7 @@ def fraction_of_roof(device: Device, kernel: KernelResult, *, dtype: str = "fp64
     Examples
     --------
     >>> from perfmodel import ops
-    >>> from perfmodel.timing import Measurement
+    >>> from perfmodel.measure.timing import Measurement
     >>> machine = Device(name="toy", kind="cpu", peak_flops_by_dtype={"fp64": 1e11},
     ...                  memory_bandwidth=1e10, measured_flops_by_dtype={"fp64": 1e11},
     ...                  measured_memory_bandwidth=1e10, measured_source="a toy", source="a toy")
@@ -297,7 +297,7 @@ def profile_machine(
     """Measure this machine's roofline: matmul peaks, STREAM bandwidth, one level per cache,
     and, kept in ``kernels``, the Empirical Roofline Toolkit's elementwise sweep, an ``exp``
     kernel, a broadcast kernel and tiny adds and matmuls (what
-    :func:`perfmodel.calibration.calibrate` needs).
+    :func:`perfmodel.measure.calibration.calibrate` needs).
 
     Matmul (BLAS) and STREAM run on every core the process may use: they give the
     machine's ceilings. Each ceiling is the best of several rounds, interleaved (every
@@ -420,9 +420,9 @@ def profile_machine(
         measured_flops_by_dtype=peaks,
         measured_memory_bandwidth=max(bandwidth, levels.get("DRAM", 0.0)),
         measured_source=(
-            f"perfmodel.empirical.profile_machine(quick={quick}): the best numpy matmul per "
-            f"dtype and the best STREAM kernel on {cores} thread(s), each at its fastest sample "
-            f"of {rounds} interleaved rounds"
+            f"perfmodel.measure.empirical.profile_machine(quick={quick}): the best numpy "
+            f"matmul per dtype and the best STREAM kernel on {cores} thread(s), each at its "
+            f"fastest sample of {rounds} interleaved rounds"
         ),
         memory_levels=levels,
         source="measured on this machine (lecture 06)",
@@ -453,7 +453,7 @@ def working_set_sweep(
     progress: bool = True,
     **timing: Any,
 ) -> list[KernelResult]:
-    """One-core bandwidth of :func:`perfmodel.microbench.working_set` from ``smallest`` to
+    """One-core bandwidth of :func:`perfmodel.measure.microbench.working_set` from ``smallest`` to
     ``largest`` bytes, ``points`` sizes evenly spaced in log: a staircase, one step per
     memory level.
 

@@ -2,7 +2,7 @@
 
 Lecture 04's roofline prices an operation as one pass: ``max(F / P, B / W)`` with one peak
 ``P`` and one bandwidth ``W``. Real code on a real machine differs in four ways, and a
-:class:`Calibration` models each with a number measured by :mod:`perfmodel.microbench`:
+:class:`Calibration` models each with a number measured by :mod:`perfmodel.measure.microbench`:
 
 * **overhead**: every numpy call costs about a microsecond before it touches a byte
   (Python, argument parsing, dispatch, allocation), a matmul more. Fitted as the
@@ -52,11 +52,11 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from perfmodel import ops
 from perfmodel._validate import choice, count, flag, non_negative, positive, text
-from perfmodel.empirical import MachineProfile, cpu_caches, usable_cores
 from perfmodel.hardware import Device
-from perfmodel.microbench import KernelResult
+from perfmodel.measure.empirical import MachineProfile, cpu_caches, usable_cores
+from perfmodel.measure.microbench import KernelResult
+from perfmodel.measure.timing import Measurement, measure
 from perfmodel.roofline import estimate
-from perfmodel.timing import Measurement, measure
 
 __all__ = [
     "UNITS",
@@ -240,7 +240,7 @@ def fit_overhead(tiny: Sequence[KernelResult]) -> tuple[float, float]:
 
     Examples
     --------
-    >>> from perfmodel.microbench import tiny_op
+    >>> from perfmodel.measure.microbench import tiny_op
     >>> overhead, per_flop = fit_overhead([tiny_op(n, repeats=3, min_time_s=0)
     ...                                    for n in (1, 64, 1024, 4096)])
     >>> 0 <= overhead < 1e-3 and per_flop >= 0
@@ -258,7 +258,8 @@ def fit_overhead(tiny: Sequence[KernelResult]) -> tuple[float, float]:
 
 
 def calibrate(profile: MachineProfile, *, dtype: str = "fp64") -> Calibration:
-    """The :class:`Calibration` of a measured machine (:func:`perfmodel.empirical.profile_machine`).
+    """The :class:`Calibration` of a measured machine
+    (:func:`perfmodel.measure.empirical.profile_machine`).
 
     The vector rate is the flat part of the Empirical Roofline Toolkit's sweep (its best
     elementwise kernel), the exp rate the ``exp`` kernel's, and the overhead the fit through
@@ -759,8 +760,8 @@ def predict_vs_measure(
     progress : bool
         Show a progress bar.
     **timing
-        Passed to :func:`perfmodel.timing.measure` (default 5 repeats, at least 0.05 s, and
-        BLAS on every usable core, as :func:`perfmodel.empirical.profile_machine` measured
+        Passed to :func:`perfmodel.measure.timing.measure` (default 5 repeats, at least 0.05 s, and
+        BLAS on every usable core, as :func:`perfmodel.measure.empirical.profile_machine` measured
         the ceilings).
 
     Returns

@@ -1,7 +1,7 @@
-"""Micro-benchmarks with exact FLOP and byte accounting, timed by :mod:`perfmodel.timing`.
+"""Micro-benchmarks with exact FLOP and byte accounting, timed by :mod:`perfmodel.measure.timing`.
 
 Each kernel returns a :class:`KernelResult`: the :class:`~perfmodel.ops.Cost` of one call,
-counted from what numpy actually does, and the :class:`~perfmodel.timing.Measurement` of
+counted from what numpy actually does, and the :class:`~perfmodel.measure.timing.Measurement` of
 that call. Their ratio is an achieved FLOP/s and bandwidth, ready to put on a roofline.
 
 * :func:`stream`: STREAM's copy, scale, add and triad (McCalpin). Bytes are counted as
@@ -38,8 +38,8 @@ from typing import Any
 
 from perfmodel import ops
 from perfmodel._validate import choice, count
-from perfmodel.parallel import sliced
-from perfmodel.timing import Measurement, measure
+from perfmodel.measure.parallel import sliced
+from perfmodel.measure.timing import Measurement, measure
 
 __all__ = [
     "NUMPY_DTYPES",
@@ -116,7 +116,7 @@ def stream(
     threads : int, optional
         Slices of the arrays run at once on a thread pool.
     **timing
-        Passed to :func:`perfmodel.timing.measure` (``repeats``, ``min_time_s``...).
+        Passed to :func:`perfmodel.measure.timing.measure` (``repeats``, ``min_time_s``...).
 
     Examples
     --------

@@ -1,0 +1,35 @@
+"""Measuring this machine: everything that runs and times code here.
+
+* :mod:`~perfmodel.measure.timing`: the harness (warm-up, repeats, median and spread, whether
+  the machine was busy) and the clock every measurement reads;
+* :mod:`~perfmodel.measure.microbench`: micro-benchmarks with exact costs (STREAM, matmuls,
+  working sets, tiny ops);
+* :mod:`~perfmodel.measure.empirical`: the machine as a catalogue ``Device``, its measured
+  roofline, and real numpy ops predicted then measured;
+* :mod:`~perfmodel.measure.calibration`: the roofline calibrated on it (overheads, rates by
+  size) and predictions set beside measurements;
+* :mod:`~perfmodel.measure.parallel`: threads on this machine (splitting an operation,
+  running branches at once, strong and weak scaling runs);
+* :mod:`~perfmodel.measure.gpu`: a GPU measured with the same harness, where one is present;
+* :mod:`~perfmodel.measure.environment`: what the machine and its libraries are.
+
+The models elsewhere in the package never measure; this room is where numbers come from.
+Its modules load on first use: ``from perfmodel.measure import timing``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+__all__ = ["calibration", "empirical", "environment", "gpu", "microbench", "parallel", "timing"]
+
+
+def __getattr__(name: str) -> ModuleType:
+    if name not in __all__:
+        raise AttributeError(f"module 'perfmodel.measure' has no attribute {name!r}")
+    return importlib.import_module(f"perfmodel.measure.{name}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
