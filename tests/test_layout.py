@@ -102,3 +102,72 @@ def test_notebooks_import_public_names_only(path):
                 if node.module.startswith("perfmodel.pipeline."):
                     # The pipeline's public face is its package; submodules are its parts.
                     assert node.module == "perfmodel.pipeline.zoo", node.module
+
+
+#: The rooms of the package, lowest first: a room imports only rooms of a lower layer, so the
+#: import graph has no cycles and no arrow points back up (a model never reaches a picture, the
+#: measurements never reach grading). A new room takes its place here.
+LAYERS: tuple[frozenset[str], ...] = tuple(map(frozenset, (
+    {"_validate", "_extras"},
+    {"units", "hardware"},
+    {"ops", "metrics", "transformer", "scaling"},
+    {"roofline"},
+    {"measure", "minibatch", "exercises"},
+    {"comms"},
+    {"pipeline", "distributed", "serving"},
+    {"taskgraph", "capstone"},
+    {"plotting"},
+    {"widgets"},
+    {"checker", "grading", "present"},
+    {"cli"},
+)))  # fmt: skip
+
+
+def room_imports() -> dict[tuple[str, str], str]:
+    """Each (room, room it imports) across rooms, with a file that does it."""
+
+    def room(module: str) -> str:
+        return module.split(".")[1]
+
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        here = room("perfmodel." + ".".join(path.relative_to(PACKAGE).with_suffix("").parts))
+        for name in imported_modules(path):
+            if name.startswith("perfmodel.") and room(name) != here:
+                found.setdefault((here, room(name)), path.relative_to(PACKAGE).as_posix())
+    return found
+
+
+def test_every_room_has_a_layer():
+    on_disk = {
+        path.stem if path.is_file() else path.name
+        for path in PACKAGE.iterdir()
+        if path.suffix == ".py" or (path / "__init__.py").is_file()
+    } - {"__init__"}
+    assert on_disk == set().union(*LAYERS), on_disk ^ set().union(*LAYERS)
+
+
+def test_imports_point_only_down_the_layers():
+    layer = {name: index for index, rooms in enumerate(LAYERS) for name in rooms}
+    back = [
+        f"{where}: {source} -> {target}"
+        for (source, target), where in sorted(room_imports().items())
+        if target in layer and layer[target] >= layer[source]
+    ]
+    assert not back, back
+
+
+def test_no_room_imports_another_rooms_private_names():
+    private = []
+    for path in PACKAGE.rglob("*.py"):
+        here = "perfmodel." + path.relative_to(PACKAGE).parts[0].removesuffix(".py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("perfmodel."):
+                theirs = ".".join(node.module.split(".")[:2])
+                shared = theirs in ("perfmodel._validate", "perfmodel._extras")
+                private += [
+                    f"{path.name} imports {alias.name} from {node.module}"
+                    for alias in node.names
+                    if alias.name.startswith("_") and theirs != here and not shared
+                ]
+    assert not private, private
