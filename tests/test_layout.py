@@ -171,3 +171,18 @@ def test_no_room_imports_another_rooms_private_names():
                     if alias.name.startswith("_") and theirs != here and not shared
                 ]
     assert not private, private
+
+
+def test_one_module_reads_the_clock():
+    # measurements and deadlines alike read perfmodel.measure.timing.clock
+    readers = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "time"
+                and node.attr in ("perf_counter", "perf_counter_ns", "monotonic", "time")
+            ):
+                readers.append(f"{path.relative_to(PACKAGE).as_posix()}: time.{node.attr}")
+    assert {r.split(":")[0] for r in readers} == {"measure/timing.py"}, readers

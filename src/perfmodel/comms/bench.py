@@ -27,7 +27,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from perfmodel._validate import count, non_negative
 from perfmodel.comms.fit import AlphaBetaFit, fit_alpha_beta
+from perfmodel.measure.timing import clock
 
 if TYPE_CHECKING:
     from perfmodel.hardware import Link
@@ -111,10 +111,10 @@ def _time_one(comm: Any, collective: str, nbytes: int, repeats: int) -> tuple[in
     samples = []
     for _ in range(repeats):
         comm.Barrier()
-        start = time.perf_counter()
+        start = clock()
         for _ in range(loops):
             call()
-        mine = (time.perf_counter() - start) / loops
+        mine = (clock() - start) / loops
         samples.append(comm.allreduce(mine, op=MPI.MAX))
     return elements * 8, samples
 

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from perfmodel.grading import isolation
+from perfmodel.measure.timing import clock
 
 __all__ = [
     "CellError",
@@ -319,13 +320,13 @@ def _watch(process: subprocess.Popen[bytes], limits: Limits, scratch: Path, leve
     """
     scan_disk = level != "bubblewrap"
     task_cap = limits.max_processes if level == "none" else 2 * limits.max_processes
-    started = time.monotonic()
+    started = clock()
     next_slow = started
     watch_tree = os.path.isdir("/proc")
     memfd = 0
     while process.poll() is None:
         problem = ""
-        now = time.monotonic()
+        now = clock()
         if now - started > limits.wall_s:
             problem = f"stopped at the wall-clock limit of {limits.wall_s:g} s"
         elif watch_tree:
@@ -424,7 +425,7 @@ def execute_notebook(
         The plain-data answers, the errors each cell raised, why the read-out failed if it
         did, and the isolation level it ran at.
     """
-    started = time.monotonic()
+    started = clock()
     level = isolation.level() if isolation_level is None else isolation_level
     data = path if isinstance(path, bytes) else Path(path).read_bytes()
     private = Path(tempfile.mkdtemp(prefix="perfmodel-grade-"))
@@ -489,7 +490,7 @@ def execute_notebook(
         if sandbox is not None:
             sandbox.clean_up()
         isolation.remove_tree(private)
-    seconds = time.monotonic() - started
+    seconds = clock() - started
     report = (
         "the grading worker's report was over its size cap"
         if reader.overflow

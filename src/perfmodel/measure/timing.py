@@ -49,6 +49,7 @@ __all__ = [
     "NOISY_SPREAD",
     "Measurement",
     "Sweep",
+    "clock",
     "combine",
     "measure",
     "next_loop_count",
@@ -225,6 +226,18 @@ class Measurement:
         """
         amount = non_negative("amount", amount)
         return amount / self.minimum_s if self.minimum_s > 0 else math.inf
+
+
+def clock() -> float:
+    """Seconds on the one clock perfmodel reads, for measurements and deadlines alike
+    (``time.perf_counter``: monotonic, and the finest the system has). Only differences mean
+    anything.
+
+    >>> start = clock()
+    >>> clock() - start >= 0
+    True
+    """
+    return time.perf_counter()
 
 
 @contextlib.contextmanager

@@ -18,9 +18,9 @@ True
 from __future__ import annotations
 
 import math
-import time
 
 from perfmodel._validate import positive
+from perfmodel.measure.timing import clock
 
 __all__ = ["Deadline"]
 
@@ -44,7 +44,7 @@ class Deadline:
 
     def __init__(self, seconds: float) -> None:
         seconds = positive("seconds", seconds, allow_infinity=True)
-        self._end = time.monotonic() + seconds
+        self._end = clock() + seconds
         self.reached = False
 
     @classmethod
@@ -54,10 +54,10 @@ class Deadline:
 
     def left(self) -> float:
         """Seconds until the deadline (never negative)."""
-        return max(0.0, self._end - time.monotonic())
+        return max(0.0, self._end - clock())
 
     def expired(self) -> bool:
         """Whether the time is up (and, if so, remember that work was cut short)."""
-        if time.monotonic() >= self._end:
+        if clock() >= self._end:
             self.reached = True
         return self.reached

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from perfmodel._validate import count, non_negative, positive
+from perfmodel.measure.timing import clock
 from perfmodel.serving.simulator import LatencySummary
 
 __all__ = [
@@ -117,7 +118,7 @@ class Server:
 
     def submit(self, payload: Any) -> None:
         """Queue one request now."""
-        self._queue.put(_Request(time.perf_counter(), payload))
+        self._queue.put(_Request(clock(), payload))
 
     def _batch_loop(self) -> None:
         while True:
@@ -128,7 +129,7 @@ class Server:
             batch = [first]
             deadline = first.arrival + self.max_wait_s
             while len(batch) < self.max_batch:
-                left = deadline - time.perf_counter()
+                left = deadline - clock()
                 try:
                     item = self._queue.get(timeout=left) if left > 0 else self._queue.get_nowait()
                 except queue.Empty:
@@ -141,9 +142,9 @@ class Server:
 
     def _serve(self, batch: list[_Request]) -> None:
         try:
-            start = time.perf_counter()
+            start = clock()
             self.model(np.stack([r.payload for r in batch]))
-            done = time.perf_counter()
+            done = clock()
             for r in batch:
                 r.start, r.done = start, done
             with self._lock:
@@ -224,14 +225,14 @@ def load_test(
         raise TypeError("`model` must have a `width` (the size of one request's input).")
     payload = np.ones(width, dtype=np.float32)
     with Server(model, workers=workers, max_batch=max_batch, max_wait_s=max_wait_s) as server:
-        begin = time.perf_counter()
+        begin = clock()
         due = begin
         for gap in gaps:
             due += gap
-            pause = due - time.perf_counter()
+            pause = due - clock()
             if pause > 0:
                 time.sleep(pause)
-            if time.perf_counter() - begin > limit:
+            if clock() - begin > limit:
                 break
             server.submit(payload)
     done = sorted(server.completed, key=lambda r: r.arrival)
