@@ -21,7 +21,7 @@ from conftest import ROOT
 
 #: Model modules: each must import and pass its doctests with the core install alone.
 MODELS = [
-    "perfmodel", "perfmodel._validate", "perfmodel._extras", "perfmodel.units",
+    "perfmodel", "perfmodel._validate", "perfmodel._extras", "perfmodel._lazy", "perfmodel.units",
     "perfmodel.hardware", "perfmodel.ops", "perfmodel.metrics", "perfmodel.roofline",
     "perfmodel.minibatch", "perfmodel.scaling", "perfmodel.transformer", "perfmodel.taskgraph",
     "perfmodel.exercises", "perfmodel.measure", "perfmodel.measure.timing",

@@ -20,39 +20,27 @@ keys and checks) and :mod:`perfmodel.checker` (the student copies' ``Notebook``)
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from perfmodel._extras import require
+from perfmodel._lazy import lazy_face
 
 require("course", "otter", "nbformat", "nbclient", feature="perfmodel.grading")
 
-#: Each public name and the module that defines it.
+#: Each public name and where it lives.
 _HOMES = {
-    "Workbook": "workbooks",
-    "assign": "workbooks",
-    "find_workbook": "workbooks",
-    "find_workbooks": "workbooks",
-    "release": "workbooks",
-    "SubmissionGrade": "grade",
-    "grade_folder": "grade",
-    "grade_submission": "grade",
-    "write_csv": "grade",
-    "write_feedback": "grade",
-    "Limits": "sandbox",
-    "execute_notebook": "sandbox",
-    "isolation_level": "isolation",
+    "Workbook": "workbooks:Workbook",
+    "assign": "workbooks:assign",
+    "find_workbook": "workbooks:find_workbook",
+    "find_workbooks": "workbooks:find_workbooks",
+    "release": "workbooks:release",
+    "SubmissionGrade": "grade:SubmissionGrade",
+    "grade_folder": "grade:grade_folder",
+    "grade_submission": "grade:grade_submission",
+    "write_csv": "grade:write_csv",
+    "write_feedback": "grade:write_feedback",
+    "Limits": "sandbox:Limits",
+    "execute_notebook": "sandbox:execute_notebook",
+    "isolation_level": "isolation:level",
 }
 
 __all__ = sorted(_HOMES)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module 'perfmodel.grading' has no attribute {name!r}")
-    module = importlib.import_module(f"perfmodel.grading.{_HOMES[name]}")
-    return getattr(module, "level" if name == "isolation_level" else name)
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_face(__name__, _HOMES)

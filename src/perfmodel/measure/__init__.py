@@ -19,17 +19,7 @@ Its modules load on first use: ``from perfmodel.measure import timing``.
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
+from perfmodel._lazy import lazy_face
 
 __all__ = ["calibration", "empirical", "environment", "gpu", "microbench", "parallel", "timing"]
-
-
-def __getattr__(name: str) -> ModuleType:
-    if name not in __all__:
-        raise AttributeError(f"module 'perfmodel.measure' has no attribute {name!r}")
-    return importlib.import_module(f"perfmodel.measure.{name}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_face(__name__, {name: name for name in __all__})

@@ -11,32 +11,21 @@ command starts without Voilà or a browser.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from perfmodel._extras import require
+from perfmodel._lazy import lazy_face
 
 require("course", "nbformat", "nbconvert", feature="perfmodel.present")
 
-#: Each public name and the module that defines it.
+#: Each public name and where it lives.
 _HOMES = {
-    "annotate": "slides",
-    "overflowing": "slides",
-    "split_at_headings": "slides",
-    "find_lecture": "demo",
-    "presenter_copy": "demo",
-    "build_book": "book",
-    "print_pdf": "book",
+    "annotate": "slides:annotate",
+    "overflowing": "slides:overflowing",
+    "split_at_headings": "slides:split_at_headings",
+    "find_lecture": "demo:find_lecture",
+    "presenter_copy": "demo:presenter_copy",
+    "build_book": "book:build_book",
+    "print_pdf": "book:print_pdf",
 }
 
 __all__ = sorted(_HOMES)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module 'perfmodel.present' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"perfmodel.present.{_HOMES[name]}"), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_face(__name__, _HOMES)
