@@ -183,6 +183,8 @@ CASES: list[tuple[str, Callable[..., Any], dict[str, Any], dict[str, str]]] = [
      {"graph": "graph", "k": "count"}),
     ("pipeline.balance_by_time", pl.balance_by_time, {"graph": CHAIN, "k": 2},
      {"graph": "graph", "k": "count"}),
+    ("pipeline.greedy_cuts", pl.greedy_cuts, {"graph": CHAIN, "k": 2},
+     {"graph": "graph", "k": "count"}),
     ("pipeline.bubble_fraction", pl.bubble_fraction, {"stages": 4, "micro_batches": 8},
      {"stages": "count", "micro_batches": "count"}),
     ("pipeline.simulate", pl.simulate, {"stage_times": [1.0, 2.0], "micro_batches": 4},

@@ -132,3 +132,20 @@ def test_simulate_batch_errors():
         simulate_batch("gpt2_like", batch=8, micro_batches=2, stages=2)
     with pytest.raises(ValueError, match="`stages` must be a positive integer"):
         simulate_batch(linear_chain, batch=8, micro_batches=2, stages=0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    work=st.lists(st.floats(0.1, 5.0), min_size=2, max_size=7),
+    comm=st.lists(st.floats(0.0, 3.0), min_size=7, max_size=7),
+    k=st.integers(1, 4),
+)
+def test_greedy_cuts_never_beat_the_exact_split_and_stay_feasible(work, comm, k):
+    from perfmodel.pipeline.baselines import greedy_cuts
+
+    chain = pl.Graph.chain(work, comm[: len(work)])
+    k = min(k, len(work))
+    found = greedy_cuts(chain, k)
+    assert len(found.stages) <= k and pl.is_feasible(chain, found.stages)
+    assert found.bottleneck == pytest.approx(max(pl.stage_cost(chain, s) for s in found.stages))
+    assert found.bottleneck >= pl.brute_force(chain, k).bottleneck * (1 - 1e-12)

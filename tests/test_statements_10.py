@@ -73,7 +73,7 @@ def the_chain():
 
 def test_greedy_cutting_is_wrong_on_the_lectures_own_chain():
     assert "Greedy cutting" in prose() and "gets this wrong" in prose()
-    out = printed("def greedy(")
+    out = printed("pipeline.greedy_cuts(")
     match = re.search(r"greedy (\(.*?\)): ([\d.]+) ms; exact (\(.*?\)): ([\d.]+) ms", out)
     assert match, out
     greedy, exact = float(match[2]), float(match[4])

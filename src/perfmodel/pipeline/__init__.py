@@ -11,7 +11,8 @@ This package's top level is its public face, everything lecture 10 and a learner
   :func:`downsets` (the sets a stage prefix can be, counted to see whether the exact
   dynamic program fits);
 * the schedule: :func:`bubble_fraction`, :func:`simulate`, :func:`simulate_batch`;
-* the baselines: :func:`equal_layers`, :func:`balance_by_params`, :func:`balance_by_time`;
+* the baselines: :func:`equal_layers`, :func:`balance_by_params`, :func:`balance_by_time`,
+  :func:`greedy_cuts`;
 * :mod:`perfmodel.pipeline.zoo`: model graphs priced on catalogue hardware.
 
 The submodules (``graph``, ``split``, ``search``, ``mip``, ``bounds``, ``cover``,
@@ -26,7 +27,12 @@ The submodules (``graph``, ``split``, ``search``, ``mip``, ``bounds``, ``cover``
 from __future__ import annotations
 
 from perfmodel.pipeline import zoo
-from perfmodel.pipeline.baselines import balance_by_params, balance_by_time, equal_layers
+from perfmodel.pipeline.baselines import (
+    balance_by_params,
+    balance_by_time,
+    equal_layers,
+    greedy_cuts,
+)
 from perfmodel.pipeline.bounds import MipBound, mip_lower_bound
 from perfmodel.pipeline.graph import (
     MIP_REL_GAP,
@@ -51,6 +57,7 @@ __all__ = [
     "Schedule",
     "balance_by_params",
     "balance_by_time",
+    "greedy_cuts",
     "brute_force",
     "bubble_fraction",
     "combinatorial_lower_bound",

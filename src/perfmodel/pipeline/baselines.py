@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from perfmodel._validate import non_negative
 from perfmodel.pipeline.graph import Graph, Partition, bisect_threshold, check_k, stage_cost
 
-__all__ = ["balance_by_params", "balance_by_time", "equal_layers"]
+__all__ = ["balance_by_params", "balance_by_time", "equal_layers", "greedy_cuts"]
 
 
 def _priced(graph: Graph, cuts: Sequence[int], method: str) -> Partition:
@@ -88,3 +88,37 @@ def balance_by_time(graph: Graph, k: int) -> Partition:
     cuts = cuts_within(high)
     assert cuts is not None  # high is always feasible: it starts at the total
     return _priced(graph, cuts, "balance by time (block partition)")
+
+
+def greedy_cuts(graph: Graph, k: int) -> Partition:
+    """Cut the order greedily: at a threshold T, a stage grows until one more node would take its
+    cost (communication included) over T; the best such split into at most ``k`` stages, over
+    every T a stage can cost.
+
+    The rule lecture 10 shows failing: a cut it chooses can send a large tensor across the link
+    where a cut one node later would not. Every contiguous block is priced, so the work grows as
+    the cube of the node count: for teaching-size chains.
+
+    Examples
+    --------
+    >>> from perfmodel.pipeline import partition
+    >>> chain = Graph.chain([4.0, 2.0, 1.0, 1.0], [0.5, 0.5, 3.0, 0.5])  # lecture 10's chain
+    >>> found = greedy_cuts(chain, 2)
+    >>> found.stages, found.bottleneck, partition(chain, 2).bottleneck
+    (((0, 1), (2, 3)), 6.5, 4.5)
+    """
+    k = check_k(graph, k)
+    order, n = graph.order, graph.n
+    limits = sorted({stage_cost(graph, order[a:b]) for a in range(n) for b in range(a + 1, n + 1)})
+    best: Partition | None = None
+    for limit in limits:
+        cuts, start = [], 0
+        for end in range(1, n):
+            if stage_cost(graph, order[start : end + 1]) > limit:  # node `end` takes it over
+                cuts.append(end)
+                start = end
+        if len(cuts) < k:
+            found = _priced(graph, cuts, "greedy cuts")
+            best = found if best is None or found.bottleneck < best.bottleneck else best
+    assert best is not None  # the largest limit is the whole order in one stage
+    return best
