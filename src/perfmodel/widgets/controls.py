@@ -114,21 +114,23 @@ def dtype_dropdown(device: Any, value: str) -> Any:
         description="dtype",
         disabled=len(options) == 1,
     )
-    wanted = [value]  # what the learner chose last (not what a device forced)
-    following = [False]
+    wanted = value  # what the learner chose last (not what a device forced)
+    following = False
 
     def choose(change: Any) -> None:
-        if not following[0]:
-            wanted[0] = change["new"]
+        nonlocal wanted
+        if not following:
+            wanted = change["new"]
 
     def follow(change: Any) -> None:
+        nonlocal following
         now = offered(change["new"])
-        following[0] = True
+        following = True
         try:
             dropdown.options = now  # the value moves to the first option, a valid one
-            dropdown.value = next(d for d in (wanted[0], value, now[0]) if d in now)
+            dropdown.value = next(d for d in (wanted, value, now[0]) if d in now)
         finally:
-            following[0] = False
+            following = False
         dropdown.disabled = len(now) == 1
 
     dropdown.observe(choose, names="value")
