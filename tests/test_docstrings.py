@@ -234,3 +234,10 @@ def test_the_checker_fails_a_module_that_is_not_yet_documented(tmp_path, monkeyp
         "Rate": {"parameter"},  # "Events per second." names no unit
         "every": {"PR01", "RT01"},
     }
+
+
+if __name__ == "__main__":
+    # python tests/test_docstrings.py perfmodel.scaling ...: what is left to document, per module.
+    for module_name in sys.argv[1:]:
+        left = [line for name in public_definitions(module_name) for line in problems(name)]
+        print(f"{module_name}: {len(left)} problem(s)", *left, sep="\n  ")
