@@ -220,10 +220,12 @@ class Tensor:
 class Node:
     """One ONNX node, priced.
 
-    Attributes
+    Parameters
     ----------
-    name, op_type : str
-        The node's name (``"<op_type>_<index>"`` when the model left it empty) and operator.
+    name : str
+        The node's name; ``"<op_type>_<index>"`` when the model left it empty.
+    op_type : str
+        Its ONNX operator, ``"MatMul"``, ``"Conv"``, ...
     op_class : str
         One of :data:`OP_CLASSES`.
     unit : str
@@ -231,18 +233,22 @@ class Node:
         ``"vector"``, ``"broadcast"`` or ``"exp"``.
     cost : ops.Cost
         Its FLOPs and bytes, labelled with ``name``.
-    inputs, outputs : tuple of str
-        The tensors it reads and writes.
+    inputs : tuple of str
+        The names of the tensors it reads.
+    outputs : tuple of str
+        The names of the tensors it writes.
     output_bytes : int
-        Bytes of its outputs: what another pipeline stage would receive.
+        Bytes of its outputs, B: what another pipeline stage would receive.
     weights : int
-        Elements of the model's weights (initializers) it reads.
+        Elements of the model's weights (initializers and Constant outputs) it reads, count.
     supported : bool
         False when its operator had no cost rule and it was priced as bytes only.
     im2col_bytes : int
-        For a convolution whose window is more than one pixel: the bytes of the matrix of
-        input windows that a CPU engine copies out before its GEMM (im2col). Not part of
-        ``cost``, which is the one-pass cost; :mod:`perfmodel.capstone.predict` adds it.
+        For a convolution whose window is more than one pixel or whose stride is more
+        than one: the bytes of the matrix of input windows that a CPU engine copies out
+        before its GEMM (im2col), written once and read once, B; 0 for any other node.
+        Not part of ``cost``, which is the one-pass cost;
+        :mod:`perfmodel.capstone.predict` adds it.
     """
 
     name: str
@@ -262,8 +268,20 @@ class Node:
 class ImportedModel:
     """An ONNX model priced node by node, in execution (topological) order.
 
-    ``parameters`` counts every stored weight (initializer), batch-norm statistics
-    included; ``batch`` is the first dimension of the first input.
+    Parameters
+    ----------
+    name : str
+        The ONNX graph's name, ``"model"`` when it has none.
+    nodes : tuple of Node
+        Every node, priced, in execution order.
+    parameters : int
+        Elements of every stored weight (initializer), batch-norm statistics included,
+        count.
+    parameter_bytes : int
+        Bytes of those weights, at the width they are stored in, B.
+    batch : int
+        The first dimension of the first input that is not a weight, count; 1 when the
+        model has no such input or it is a scalar.
     """
 
     name: str
@@ -279,10 +297,12 @@ class ImportedModel:
 
     @property
     def flops(self) -> float:
+        """Floating-point operations of one pass, all nodes together, FLOP."""
         return math.fsum(node.cost.flops for node in self.nodes)
 
     @property
     def bytes(self) -> float:
+        """Bytes every node reads and writes, all nodes together, B."""
         return math.fsum(node.cost.bytes for node in self.nodes)
 
     @property
@@ -296,14 +316,27 @@ class ImportedModel:
         return sum(node.output_bytes for node in self.nodes)
 
     def by_class(self) -> dict[str, list[Node]]:
-        """The nodes of each op class present, in :data:`OP_CLASSES` order."""
+        """The nodes of each op class present, in :data:`OP_CLASSES` order.
+
+        Returns
+        -------
+        dict of str to list of Node
+            Op class to its nodes, in execution order; classes with no node are left out.
+        """
         groups: dict[str, list[Node]] = {name: [] for name in OP_CLASSES}
         for node in self.nodes:
             groups[node.op_class].append(node)
         return {name: nodes for name, nodes in groups.items() if nodes}
 
     def edges(self) -> list[tuple[int, int]]:
-        """``(u, v)`` for each node v that reads an output of node u."""
+        """``(u, v)`` for each node v that reads an output of node u.
+
+        Returns
+        -------
+        list of (int, int)
+            Pairs of node indices into :attr:`nodes`, sorted, each once; a node reading
+            its own output makes no edge, and neither do the graph's inputs and weights.
+        """
         producer = {tensor: i for i, node in enumerate(self.nodes) for tensor in node.outputs}
         return sorted(
             {
@@ -610,6 +643,7 @@ def import_onnx(model: Any, *, shapes: Mapping[str, Sequence[int]] | None = None
     Returns
     -------
     ImportedModel
+        Every node priced, with the model's name, weights and batch.
 
     Warns
     -----
@@ -689,6 +723,25 @@ def import_onnx(model: Any, *, shapes: Mapping[str, Sequence[int]] | None = None
 
 
 def from_onnx(model: Any, *, shapes: Mapping[str, Sequence[int]] | None = None) -> list[ops.Cost]:
-    """Every node's :class:`~perfmodel.ops.Cost`, in execution order, labelled with its
-    ONNX node name (see :func:`import_onnx` for the parameters)."""
+    """Every node's :class:`~perfmodel.ops.Cost`, in execution order.
+
+    The costs of :func:`import_onnx`'s nodes, without their op class, unit and edges.
+
+    Parameters
+    ----------
+    model : onnx.ModelProto or str or pathlib.Path
+        The model, or the path of its ``.onnx`` file (see :func:`import_onnx`).
+    shapes : mapping of str to sequence of int, optional
+        Sizes for inputs exported with dynamic axes, ``{"input": (8, 3, 224, 224)}``.
+
+    Returns
+    -------
+    list of ops.Cost
+        One cost per node, labelled with its ONNX node name.
+
+    Warns
+    -----
+    UnsupportedOpWarning
+        As :func:`import_onnx` does.
+    """
     return import_onnx(model, shapes=shapes).costs
