@@ -74,6 +74,19 @@ def amdahl_speedup(parallel_fraction: float, p: float) -> float:
     """Strong-scaling speedup on ``p`` processors when ``parallel_fraction`` of the work is
     parallel: ``1 / ((1 - α) + α / p)``.
 
+    Parameters
+    ----------
+    parallel_fraction : float
+        The share ``α`` of the one-processor run's work that can run in parallel, in [0, 1],
+        fraction.
+    p : float
+        Processors, count (at least 1; need not be whole).
+
+    Returns
+    -------
+    float
+        The speedup over one processor, dimensionless.
+
     Raises
     ------
     ValueError
@@ -90,7 +103,23 @@ def amdahl_speedup(parallel_fraction: float, p: float) -> float:
 
 
 def amdahl_limit(parallel_fraction: float) -> float:
-    """The most any number of processors can give: ``1 / (1 - α)`` (infinite when α = 1)."""
+    """The most any number of processors can give: ``1 / (1 - α)`` (infinite when α = 1).
+
+    Parameters
+    ----------
+    parallel_fraction : float
+        The share ``α`` of the work that can run in parallel, in [0, 1], fraction.
+
+    Returns
+    -------
+    float
+        The speedup as ``p`` grows without bound, dimensionless; ``math.inf`` when α = 1.
+
+    Raises
+    ------
+    ValueError
+        If the fraction is outside [0, 1].
+    """
     alpha = fraction("parallel_fraction", parallel_fraction, allow_zero=True)
     return math.inf if alpha == 1 else 1 / (1 - alpha)
 
@@ -98,6 +127,24 @@ def amdahl_limit(parallel_fraction: float) -> float:
 def gustafson_speedup(serial_fraction: float, p: float) -> float:
     """Weak-scaling (scaled) speedup on ``p`` processors: ``s + p·(1 - s)``, where ``s`` is
     the share of the parallel run's time spent in serial work.
+
+    Parameters
+    ----------
+    serial_fraction : float
+        Gustafson's ``s``: the share of the ``p``-processor run's time spent in serial work,
+        in [0, 1], fraction.
+    p : float
+        Processors, count (at least 1; need not be whole).
+
+    Returns
+    -------
+    float
+        The scaled speedup, dimensionless.
+
+    Raises
+    ------
+    ValueError
+        If the fraction is outside [0, 1] or ``p`` is below 1.
 
     Examples
     --------
@@ -116,6 +163,24 @@ def amdahl_serial_fraction(serial_share: float, p: float) -> float:
     One processor does the serial part once and all ``p`` processors' parallel work itself, so
     the serial part is a smaller share of its run: ``s / (s + p·(1 - s))``, which is ``s``
     over the scaled speedup.
+
+    Parameters
+    ----------
+    serial_share : float
+        Gustafson's ``s``: the share of the ``p``-processor run's time spent in serial work,
+        in [0, 1], fraction.
+    p : float
+        Processors of that run, count (at least 1).
+
+    Returns
+    -------
+    float
+        Amdahl's serial fraction ``1 - α``, a share of the one-processor run, fraction.
+
+    Raises
+    ------
+    ValueError
+        If the share is outside [0, 1] or ``p`` is below 1.
 
     Notes
     -----
@@ -140,6 +205,24 @@ def gustafson_serial_share(serial_fraction: float, p: float) -> float:
     one-processor run spends ``serial_fraction`` (Amdahl's ``1 - α``) in serial work:
     ``p·f / (p·f + 1 - f)``. The inverse of :func:`amdahl_serial_fraction`.
 
+    Parameters
+    ----------
+    serial_fraction : float
+        Amdahl's ``1 - α``: the share of the one-processor run's time spent in serial work,
+        in [0, 1], fraction.
+    p : float
+        Processors of the run the share is taken of, count (at least 1).
+
+    Returns
+    -------
+    float
+        Gustafson's ``s``, a share of the ``p``-processor run, fraction.
+
+    Raises
+    ------
+    ValueError
+        If the fraction is outside [0, 1] or ``p`` is below 1.
+
     Examples
     --------
     >>> round(gustafson_serial_share(0.25, 3), 6)
@@ -153,6 +236,25 @@ def gustafson_serial_share(serial_fraction: float, p: float) -> float:
 def efficiency(speedup: float, p: float) -> float:
     """Speedup per processor: 1 is perfect scaling.
 
+    Parameters
+    ----------
+    speedup : float
+        The measured or modelled speedup, dimensionless (positive).
+    p : float
+        Processors, count (at least 1).
+
+    Returns
+    -------
+    float
+        ``speedup / p``, fraction (above 1 when the speedup is superlinear).
+
+    Raises
+    ------
+    ValueError
+        If the speedup is not positive or ``p`` is below 1.
+
+    Examples
+    --------
     >>> efficiency(6.0, 8)
     0.75
     """
@@ -165,6 +267,19 @@ def karp_flatt(speedup: float, p: float) -> float:
     For a program that follows Amdahl's law exactly it is ``1 - α`` at every ``p``; a value
     that *grows* with ``p`` says the overhead grows with the processors (communication,
     contention), not just a fixed serial part.
+
+    Parameters
+    ----------
+    speedup : float
+        The measured speedup on ``p`` processors, dimensionless, in (0, p].
+    p : float
+        Processors, count (above 1).
+
+    Returns
+    -------
+    float
+        The serial fraction the speedup implies, fraction: 0 at a speedup of ``p``, above 1
+        when ``p`` processors were slower than one.
 
     Raises
     ------
@@ -187,12 +302,31 @@ def karp_flatt(speedup: float, p: float) -> float:
 class Fit:
     """A fitted fraction with its confidence interval, and whether the data support it.
 
-    ``low`` and ``high`` bound ``value`` at ``confidence``, clipped to [0, 1]; they are None
-    when the data cannot say how uncertain the value is (each processor count measured once,
-    and no more counts than parameters). ``scale`` is the other fitted parameter: the
-    one-processor time for Amdahl, absent for Gustafson. ``unclipped`` is the least-squares
-    value before it was held to [0, 1], and ``law`` says which fraction ``value`` is:
-    ``"amdahl"`` (the parallel fraction α) or ``"gustafson"`` (the serial share s).
+    Parameters
+    ----------
+    value : float
+        The fitted fraction, held to [0, 1], fraction: the parallel fraction α for Amdahl,
+        the serial share s for Gustafson (see ``law``).
+    low : float or None
+        The interval's lower end, clipped to [0, 1], fraction; None when the data cannot say
+        how uncertain the value is (each processor count measured once, and no more counts
+        than parameters).
+    high : float or None
+        The interval's upper end, clipped to [0, 1], fraction; None when ``low`` is.
+    confidence : float
+        The interval's confidence level, in (0, 1], fraction.
+    points : int
+        The points given to the fit, count (repeats included; for Gustafson, points at one
+        processor too, which the fit skips).
+    scale : float or None
+        The other fitted parameter: for Amdahl the one-processor time ``T1``, in the unit of
+        the times fitted (s when they are seconds); None for Gustafson.
+    unclipped : float or None
+        The least-squares value before it was held to [0, 1], fraction (may lie outside);
+        None means the same as ``value``.
+    law : str
+        Which fraction ``value`` is: ``"amdahl"`` (the parallel fraction α) or
+        ``"gustafson"`` (the serial share s).
     """
 
     value: float
@@ -206,6 +340,7 @@ class Fit:
 
     @property
     def has_interval(self) -> bool:
+        """Whether the fit has a confidence interval (``low`` and ``high`` are not None)."""
         return self.low is not None
 
     @property
@@ -216,6 +351,11 @@ class Fit:
         processors made it slower, or faster than the processor count allows). Or the noise
         swamps the effect: the interval reaches the value at which more processors buy
         nothing (α = 0, or s = 1), so the data cannot tell a speedup from none.
+
+        Returns
+        -------
+        str
+            One sentence naming the reason, or ``""`` when the fit can be trusted.
 
         Examples
         --------
@@ -323,11 +463,31 @@ def fit_amdahl(
     standard error found by resampling the repeats at each count; with one time per count, on
     the least-squares one from the scatter of the times about the curve.
 
+    Parameters
+    ----------
+    processors : sequence of float
+        The processor count of each run, count (each at least 1; repeat a count once per
+        repeat).
+    times : sequence of float
+        Each run's time, s (any one unit will do: ``Fit.scale`` comes back in it); positive,
+        as many as ``processors``.
+    confidence : float
+        The interval's confidence level, in (0, 1], fraction.
+
+    Returns
+    -------
+    Fit
+        The parallel fraction α (``law="amdahl"``), its interval, and the one-processor time
+        ``T1`` as ``scale``.
+
     Raises
     ------
+    TypeError
+        If ``processors`` or ``times`` is not a sequence of numbers.
     ValueError
         With fewer than two distinct processor counts: one count cannot separate the serial
-        part from the parallel one.
+        part from the parallel one. Also if the lengths differ, a count is below 1, a time is
+        not positive, or ``confidence`` is outside (0, 1].
 
     Examples
     --------
@@ -388,6 +548,29 @@ def fit_gustafson(
     Pass every repeat as its own point: the interval's standard error comes from resampling
     them; with one point per count, two or more counts above 1 give one from their scatter
     about the line.
+
+    Parameters
+    ----------
+    processors : sequence of float
+        The processor count ``N`` of each run, count (each at least 1; at least one above 1).
+    scaled_speedups : sequence of float
+        Each run's scaled speedup ``S(N)``, dimensionless; positive, as many as
+        ``processors``.
+    confidence : float
+        The interval's confidence level, in (0, 1], fraction.
+
+    Returns
+    -------
+    Fit
+        The serial share s (``law="gustafson"``) and its interval; ``scale`` is None.
+
+    Raises
+    ------
+    TypeError
+        If ``processors`` or ``scaled_speedups`` is not a sequence of numbers.
+    ValueError
+        If no count is above 1, the lengths differ, a count is below 1, a speedup is not
+        positive, or ``confidence`` is outside (0, 1].
 
     Examples
     --------
