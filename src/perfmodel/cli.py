@@ -200,7 +200,23 @@ def _refuse_readable_keys(source: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``perfmodel`` command; returns the process exit status."""
+    """Run the ``perfmodel`` command; returns the process exit status.
+
+    Parameters
+    ----------
+    argv : sequence of str or None
+        The command's arguments without the program name, e.g. ``["key", "count", "3",
+        "--salt", "00_warmup/q1/x"]``; None reads ``sys.argv[1:]``. Arguments argparse
+        rejects raise SystemExit (status 2) after printing the usage.
+
+    Returns
+    -------
+    int
+        The exit status: 0 on success; 2 when the command fails with a ValueError,
+        TypeError, RuntimeError or OSError (the message goes to stderr); 130 when
+        ``perfmodel grade`` is interrupted. ``perfmodel demo`` does not return: Voilà
+        replaces the process.
+    """
     args = _parser().parse_args(argv)
     try:
         if args.command == "release":

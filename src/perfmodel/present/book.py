@@ -43,7 +43,23 @@ LIVE_WIDGET_NOTE = (
 
 @dataclass(frozen=True)
 class Page:
-    """One lecture of the book: its notebook, page name, number, title and summary lines."""
+    """One lecture of the book: its notebook, page name, number, title and summary lines.
+
+    Parameters
+    ----------
+    notebook : pathlib.Path
+        The lecture notebook.
+    href : str
+        The page's file name in the book: the notebook's name with ``.html``.
+    number : str
+        The lecture's number as its heading writes it, e.g. ``"04"``.
+    title : str
+        The lecture's title, from its ``# NN · Title`` heading.
+    learn : str
+        The *What you'll learn* line's text (markdown); empty if the lecture has none.
+    need : str
+        The *What you'll need* line's text (markdown); empty if the lecture has none.
+    """
 
     notebook: Path
     href: str
@@ -60,7 +76,19 @@ def _first_cell(notebook: dict[str, Any]) -> str:
 
 def lecture_pages(notebooks: Path) -> list[Page]:
     """The lectures in ``notebooks`` (``NN_name.ipynb``) in course order, read from their
-    opening cell (``# NN · Title`` and the *What you'll learn / need* lines)."""
+    opening cell (``# NN · Title`` and the *What you'll learn / need* lines).
+
+    Parameters
+    ----------
+    notebooks : pathlib.Path
+        The folder of lecture notebooks; it must hold at least one ``NN_*.ipynb``, each
+        opening with a ``# NN · Title`` heading (else ValueError).
+
+    Returns
+    -------
+    list of Page
+        One page per lecture, sorted by file name.
+    """
     import json
 
     pages = []
@@ -95,7 +123,19 @@ def lecture_pages(notebooks: Path) -> list[Page]:
 
 def book_notebook(notebook: dict[str, Any]) -> dict[str, Any]:
     """A copy of ``notebook`` as the book shows it: no checks, no widget state, each live
-    explorer's output replaced by :data:`LIVE_WIDGET_NOTE`, progress bars left out."""
+    explorer's output replaced by :data:`LIVE_WIDGET_NOTE`, progress bars left out.
+
+    Parameters
+    ----------
+    notebook : dict
+        A notebook as nbformat's JSON, with its stored outputs; it is not changed.
+
+    Returns
+    -------
+    dict
+        A deep copy without the cells tagged ``remove-cell`` and without the notebook's
+        widget state metadata.
+    """
     page = copy.deepcopy(notebook)
     page["metadata"].pop("widgets", None)
     cells = []
@@ -223,6 +263,20 @@ def build_book(notebooks: Path, out: Path, *, progress: bool = True) -> Path:
 
     ``out`` is emptied first if an earlier build made it; any other non-empty folder is a
     ValueError. Also writes ``print.html``, every lecture on one page, for :func:`print_pdf`.
+
+    Parameters
+    ----------
+    notebooks : pathlib.Path
+        The folder of lecture notebooks (``NN_*.ipynb``), with their outputs stored.
+    out : pathlib.Path
+        The book's folder: new, empty, or an earlier book.
+    progress : bool
+        Whether to show a progress bar, one step per lecture.
+
+    Returns
+    -------
+    pathlib.Path
+        The book's index page, ``out / "index.html"``.
     """
     from tqdm.auto import tqdm
 
@@ -260,7 +314,21 @@ def build_book(notebooks: Path, out: Path, *, progress: bool = True) -> Path:
 
 def print_pdf(out: Path, chromium: str | None = None) -> Path:
     """Print the book in ``out`` (built by :func:`build_book`) to ``out/perfmodel.pdf`` with
-    the system's Chromium (headless); a missing browser is a RuntimeError saying so."""
+    the system's Chromium (headless); a missing browser is a RuntimeError saying so.
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        The folder of a built book; it must hold ``print.html`` (else ValueError).
+    chromium : str or None
+        The Chromium executable; None looks for ``chromium`` or ``chromium-browser`` on
+        the PATH.
+
+    Returns
+    -------
+    pathlib.Path
+        The PDF written, ``out/perfmodel.pdf`` (an absolute path).
+    """
     browser = chromium or shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
         raise RuntimeError(

@@ -55,7 +55,13 @@ REVEAL_SETTINGS: dict[str, Any] = {
 
 
 def reveal_folder() -> Path:
-    """Where this environment keeps reveal.js: ``<prefix>/share/perfmodel/reveal.js``."""
+    """Where this environment keeps reveal.js: ``<prefix>/share/perfmodel/reveal.js``.
+
+    Returns
+    -------
+    pathlib.Path
+        ``sys.prefix/share/perfmodel/reveal.js-<version>``; it may not exist yet.
+    """
     return Path(sys.prefix) / "share" / "perfmodel" / f"reveal.js-{REVEAL_VERSION}"
 
 
@@ -63,6 +69,17 @@ def fetch_reveal(folder: Path | None = None) -> Path:
     """Download reveal.js from the npm registry into ``folder`` (once); return the folder.
 
     The tarball's SHA-256 is checked before anything is unpacked.
+
+    Parameters
+    ----------
+    folder : pathlib.Path or None
+        Where reveal.js goes; None for :func:`reveal_folder`. A folder that already holds
+        ``dist/reveal.js`` is returned as it is, without a download.
+
+    Returns
+    -------
+    pathlib.Path
+        The folder, holding reveal.js's ``dist/`` and ``plugin/``.
     """
     folder = Path(folder) if folder is not None else reveal_folder()
     if (folder / "dist" / "reveal.js").is_file():
@@ -91,6 +108,22 @@ def fetch_reveal(folder: Path | None = None) -> Path:
 def find_lecture(lecture: str, notebooks: Path) -> Path:
     """The lecture notebook for ``"04"``, ``"4"``, a notebook's name or its path.
 
+    Parameters
+    ----------
+    lecture : str
+        A lecture number (``"4"`` or ``"04"``), the start of a notebook's name
+        (``"04_draw"``), or the path of an existing ``.ipynb`` file.
+    notebooks : pathlib.Path
+        The folder searched for ``NN_*.ipynb`` lectures.
+
+    Returns
+    -------
+    pathlib.Path
+        The given path if it is an existing notebook, else the first notebook in
+        ``notebooks`` whose name starts with the lecture's prefix.
+
+    Examples
+    --------
     >>> find_lecture("4", Path("notebooks")).name
     '04_draw_the_roofline.ipynb'
     """
@@ -116,6 +149,21 @@ def presenter_copy(lecture: Path, folder: Path, reveal: Path | None = None) -> P
     beside it go ``voila.json`` (reveal.js settings, and reveal.js served from the deck's
     folder) and a copy of reveal.js (from ``reveal``, default :func:`reveal_folder`; Voilà
     serves no file outside the deck's folder, a link included).
+
+    Parameters
+    ----------
+    lecture : pathlib.Path
+        The lecture notebook; it is read, never written.
+    folder : pathlib.Path
+        Where the deck goes; made if missing.
+    reveal : pathlib.Path or None
+        A folder holding reveal.js (``dist/reveal.js``); None for :func:`reveal_folder`.
+        If it holds no reveal.js, none is copied (:func:`serve` fetches it).
+
+    Returns
+    -------
+    pathlib.Path
+        The deck: ``folder / lecture.name``.
     """
     import nbformat
 
@@ -146,6 +194,15 @@ def serve(deck: Path, *, port: int = 8866, open_browser: bool = True) -> NoRetur
     SIGTERM from a test or a process manager) reaches the server itself, which then shuts its
     kernels down: a child server would outlive a terminated parent, kernel and all. reveal.js
     is fetched first if this environment does not have it yet.
+
+    Parameters
+    ----------
+    deck : pathlib.Path
+        The deck notebook; Voilà runs in its folder.
+    port : int
+        The TCP port Voilà listens on.
+    open_browser : bool
+        Whether Voilà opens the deck in a browser (False passes ``--no-browser``).
     """
     from perfmodel._extras import require
 

@@ -55,6 +55,28 @@ class Screen:
     Sizes are CSS pixels. ``figure_max_px`` is the height ``slides.css`` caps a figure at;
     ``widget_px`` is what a live explorer takes (its controls and its figure);
     ``cell_padding_px`` is each cell's own margin.
+
+    Parameters
+    ----------
+    width_px : int
+        The slide's width, CSS pixels (count).
+    height_px : int
+        The slide's height, CSS pixels (count).
+    margin_px : int
+        The slide's margin: subtracted twice from the width and once from the height,
+        CSS pixels (count).
+    cell_padding_px : int
+        Each shown cell's own margin, CSS pixels (count).
+    text_px : int
+        The font size of prose, CSS pixels (count).
+    code_px : int
+        The font size of code and printed output, CSS pixels (count).
+    line_spacing : float
+        Line height as a multiple of the font size, dimensionless.
+    figure_max_px : int
+        The tallest a figure is shown, CSS pixels (count).
+    widget_px : int
+        The height a live explorer takes, controls and figure, CSS pixels (count).
     """
 
     width_px: int = 1920
@@ -69,26 +91,64 @@ class Screen:
 
     @property
     def usable_width_px(self) -> float:
-        """Width for text: the slide less its margins and the cells' prompt gutter."""
+        """Width for text: the slide less its margins and the cells' prompt gutter.
+
+        Returns
+        -------
+        float
+            ``width_px - 2 * margin_px - 80``, CSS pixels (count).
+        """
         return self.width_px - 2 * self.margin_px - 80
 
     @property
     def usable_height_px(self) -> float:
-        """Height a slide may fill before it overflows."""
+        """Height a slide may fill before it overflows.
+
+        Returns
+        -------
+        float
+            ``height_px - margin_px``, CSS pixels (count).
+        """
         return float(self.height_px - self.margin_px)
 
     def text_line_px(self) -> float:
+        """The height of one line of prose.
+
+        Returns
+        -------
+        float
+            ``text_px * line_spacing``, CSS pixels (count).
+        """
         return self.text_px * self.line_spacing
 
     def code_line_px(self) -> float:
+        """The height of one line of code or printed output.
+
+        Returns
+        -------
+        float
+            ``code_px * line_spacing``, CSS pixels (count).
+        """
         return self.code_px * self.line_spacing
 
     def text_columns(self) -> int:
-        """Characters of prose per line (an average glyph is about half an em wide)."""
+        """Characters of prose per line (an average glyph is about half an em wide).
+
+        Returns
+        -------
+        int
+            Characters per line of prose, count.
+        """
         return int(self.usable_width_px / (0.5 * self.text_px))
 
     def code_columns(self) -> int:
-        """Characters of code per line (a monospace glyph is 0.6 em wide)."""
+        """Characters of code per line (a monospace glyph is 0.6 em wide).
+
+        Returns
+        -------
+        int
+            Characters per line of code, count.
+        """
         return int(self.usable_width_px / (0.6 * self.code_px))
 
 
@@ -99,7 +159,23 @@ PROJECTOR = Screen()
 @dataclass(frozen=True)
 class Slide:
     """One slide (or subslide) of a deck: the cells on it, its estimated height, and its
-    place in reveal.js's grid (``position``: slide, subslide; ``#/slide-h-v`` in the URL)."""
+    place in reveal.js's grid (``position``: slide, subslide; ``#/slide-h-v`` in the URL).
+
+    Parameters
+    ----------
+    first_cell : int
+        Index of the slide's first cell in the notebook, count.
+    cells : tuple of int
+        Indices of the cells shown on the slide, in order (skipped cells and notes left out).
+    height_px : float
+        The slide's estimated height, the sum of :func:`cell_height` over its cells,
+        CSS pixels (count).
+    title : str
+        The first line of the slide's first cell, or ``"cell N"`` if that cell is empty.
+    position : tuple of int
+        ``(h, v)``: the slide's horizontal index and its subslide's vertical index in
+        reveal.js's grid, both from 0.
+    """
 
     first_cell: int
     cells: tuple[int, ...]
@@ -122,20 +198,47 @@ def _data(cell: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def is_setup(cell: Mapping[str, Any]) -> bool:
-    """Whether a cell stays off the slides: a check, or code that shows nothing."""
+    """Whether a cell stays off the slides: a check, or code that shows nothing.
+
+    Parameters
+    ----------
+    cell : Mapping
+        A notebook cell as nbformat's JSON (``cell_type``, ``metadata``, ``outputs``).
+
+    Returns
+    -------
+    bool
+        True for a cell tagged ``remove-cell``, or a code cell with no outputs.
+    """
     if "remove-cell" in _tags(cell):
         return True
     return cell.get("cell_type") == "code" and not cell.get("outputs")
 
 
 def is_progress_bar(data: Mapping[str, Any]) -> bool:
-    """A tqdm bar is a widget too; its text fallback reads ``name:  40%|####  | 2/5 ...``."""
+    """A tqdm bar is a widget too; its text fallback reads ``name:  40%|####  | 2/5 ...``.
+
+    Parameters
+    ----------
+    data : Mapping
+        One output's ``data``: its representations keyed by MIME type.
+
+    Returns
+    -------
+    bool
+        True when the output is a widget view whose ``text/plain`` holds ``%|``.
+    """
     return WIDGET_VIEW in data and "%|" in "".join(data.get("text/plain", ""))
 
 
 def split_at_headings(notebook: dict[str, Any]) -> None:
     """Give every ``##`` and ``###`` heading a markdown cell of its own, in place, so that
     a heading can start a slide. The parts keep the cell's metadata; ids gain ``-1``, ``-2``.
+
+    Parameters
+    ----------
+    notebook : dict
+        A notebook as nbformat's JSON; its ``cells`` list is replaced.
     """
     cells: list[dict[str, Any]] = []
     for cell in notebook["cells"]:
@@ -203,7 +306,21 @@ def _markdown_height(text: str, screen: Screen) -> float:
 
 
 def cell_height(cell: Mapping[str, Any], screen: Screen = PROJECTOR) -> float:
-    """A cell's estimated height on a slide, in CSS pixels (0 for a skipped cell)."""
+    """A cell's estimated height on a slide, in CSS pixels (0 for a skipped cell).
+
+    Parameters
+    ----------
+    cell : Mapping
+        A notebook cell as nbformat's JSON, with its stored outputs.
+    screen : Screen
+        The projector whose type sizes and width the estimate uses.
+
+    Returns
+    -------
+    float
+        The estimated height, CSS pixels (count); 0 for a cell :func:`is_setup` skips and
+        for a raw cell.
+    """
     if is_setup(cell):
         return 0.0
     if cell.get("cell_type") == "markdown":
@@ -230,7 +347,15 @@ def cell_height(cell: Mapping[str, Any], screen: Screen = PROJECTOR) -> float:
 
 
 def annotate(notebook: Mapping[str, Any], screen: Screen = PROJECTOR) -> None:
-    """Set every cell's ``metadata.slideshow.slide_type`` by the course's rules, in place."""
+    """Set every cell's ``metadata.slideshow.slide_type`` by the course's rules, in place.
+
+    Parameters
+    ----------
+    notebook : Mapping
+        A notebook as nbformat's JSON; each cell's metadata is changed in place.
+    screen : Screen
+        The projector a slide must fit: a cell that would overflow starts a subslide.
+    """
     filled = screen.usable_height_px
     for index, cell in enumerate(notebook["cells"]):
         level = _heading_level(cell)
@@ -251,6 +376,18 @@ def slides(notebook: Mapping[str, Any], screen: Screen = PROJECTOR) -> list[Slid
     """The notebook's slides and subslides in order, from its stored slide metadata.
 
     A cell without slide metadata is a ValueError naming it: every lecture carries it.
+
+    Parameters
+    ----------
+    notebook : Mapping
+        A notebook as nbformat's JSON, its cells annotated (see :func:`annotate`).
+    screen : Screen
+        The projector the slides' heights are estimated for.
+
+    Returns
+    -------
+    list of Slide
+        The slides and subslides in deck order; skipped cells and notes belong to none.
     """
     found: list[Slide] = []
     cells: list[int] = []
@@ -284,5 +421,18 @@ def slides(notebook: Mapping[str, Any], screen: Screen = PROJECTOR) -> list[Slid
 
 
 def overflowing(notebook: Mapping[str, Any], screen: Screen = PROJECTOR) -> list[Slide]:
-    """The slides estimated taller than the screen; empty when the deck fits."""
+    """The slides estimated taller than the screen; empty when the deck fits.
+
+    Parameters
+    ----------
+    notebook : Mapping
+        A notebook as nbformat's JSON, its cells annotated (see :func:`annotate`).
+    screen : Screen
+        The projector the slides must fit.
+
+    Returns
+    -------
+    list of Slide
+        The slides whose ``height_px`` exceeds ``screen.usable_height_px``, in deck order.
+    """
     return [s for s in slides(notebook, screen) if s.height_px > screen.usable_height_px]
