@@ -77,9 +77,10 @@ class Measurement:
     Parameters
     ----------
     samples_s : sequence of float
-        Seconds per call, one entry per sample (each sample times ``inner_loops`` calls).
+        Seconds per call, s, one entry per sample (each sample times ``inner_loops`` calls);
+        at least one, none negative.
     inner_loops : int
-        Calls per sample.
+        Calls per sample, count.
     label : str
         What was measured.
     threads : int or None
@@ -90,11 +91,12 @@ class Measurement:
         The sizes of the work (``{"n": 4096}``).
     contention : float or None
         The share of the time this process's threads were ready to run but waited for a core,
-        while the samples were taken (Linux's scheduler statistics); None where unknown.
+        while the samples were taken (Linux's scheduler statistics), fraction; None where
+        unknown.
     others : float or None
         The share of the CPU time of the cores this process may run on that other programs
         (or the hypervisor) used while the samples were taken (``/proc/stat``, less this
-        process's own time); None where unknown.
+        process's own time), fraction; None where unknown.
     """
 
     samples_s: tuple[float, ...]
@@ -211,7 +213,20 @@ class Measurement:
         return "" if self.others is None else f"other programs used {self.others:.0%} of the CPUs"
 
     def rate(self, amount: float) -> float:
-        """``amount`` per second at the median time: bytes -> B/s, FLOPs -> FLOP/s."""
+        """``amount`` per second at the median time: bytes -> B/s, FLOPs -> FLOP/s.
+
+        Parameters
+        ----------
+        amount : float
+            The work one call does, in any unit: B for bytes moved, FLOP for operations
+            (non-negative).
+
+        Returns
+        -------
+        float
+            ``amount / median_s``: B/s for bytes, FLOP/s for FLOPs; ``math.inf`` when the
+            median is 0 s.
+        """
         amount = non_negative("amount", amount)
         return amount / self.median_s if self.median_s > 0 else math.inf
 
@@ -221,6 +236,20 @@ class Measurement:
         A ceiling is reported this way (STREAM reports its best rate): interference from
         the rest of the machine only ever slows a run down.
 
+        Parameters
+        ----------
+        amount : float
+            The work one call does, in any unit: B for bytes moved, FLOP for operations
+            (non-negative).
+
+        Returns
+        -------
+        float
+            ``amount / minimum_s``: B/s for bytes, FLOP/s for FLOPs; ``math.inf`` when the
+            fastest sample is 0 s.
+
+        Examples
+        --------
         >>> Measurement(samples_s=[2.0, 1.0, 4.0], inner_loops=1).best_rate(8.0)
         8.0
         """
@@ -233,6 +262,13 @@ def clock() -> float:
     (``time.perf_counter``: monotonic, and the finest the system has). Only differences mean
     anything.
 
+    Returns
+    -------
+    float
+        The clock's reading, s, from an arbitrary start.
+
+    Examples
+    --------
     >>> start = clock()
     >>> clock() - start >= 0
     True
@@ -244,7 +280,16 @@ def clock() -> float:
 def thread_limit(threads: int | None) -> Iterator[None]:
     """Limit the BLAS and OpenMP thread pools to ``threads`` inside the block (threadpoolctl).
 
-    ``None`` leaves the libraries' defaults alone.
+    Parameters
+    ----------
+    threads : int or None
+        Threads each pool may use inside the block, count (at least 1); None leaves the
+        libraries' defaults alone.
+
+    Yields
+    ------
+    None
+        Nothing; the limit holds while the block runs and is lifted after it.
     """
     if threads is None:
         yield
@@ -335,6 +380,18 @@ def _autorange(run: Callable[[int], int], min_sample_s: float, max_inner: int) -
 def next_loop_count(inner: int) -> int:
     """The next of 1, 2, 5, 10, 20, 50, 100, ... after ``inner`` (as :mod:`timeit` counts).
 
+    Parameters
+    ----------
+    inner : int
+        The current inner loop count, count (at least 1; need not be on the ladder).
+
+    Returns
+    -------
+    int
+        The smallest count on the ladder above ``inner``, count.
+
+    Examples
+    --------
     >>> [next_loop_count(n) for n in (1, 2, 5, 10, 20, 50, 99)]
     [2, 5, 10, 20, 50, 100, 100]
     """
@@ -371,23 +428,38 @@ def measure(
         Called after each batch of calls, inside the timed region: waits for an
         asynchronous device to finish.
     warmup : int
-        Untimed calls before anything is measured.
+        Untimed calls before anything is measured, count (0 or more).
     repeats, max_repeats : int
         At least ``repeats`` samples, more until they add up to ``min_time_s``, never more
-        than ``max_repeats``.
+        than ``max_repeats``, count (``max_repeats >= repeats >= 1``).
     min_time_s : float
-        Least total measured time, seconds.
+        Least total measured time over all samples, s (non-negative).
     min_sample_s : float
-        Least time of one sample; the inner loop count grows (1, 2, 5, 10, ...) until a
-        sample lasts this long, or reaches ``max_inner``.
+        Least time of one sample, s (positive); the inner loop count grows (1, 2, 5, 10, ...)
+        until a sample lasts this long, or reaches ``max_inner``.
+    max_inner : int
+        Most calls in one sample, count (at least 1).
     threads : int, optional
         Limit the BLAS and OpenMP pools to this many threads while measuring.
-    label, dtype, sizes
+    label : str
         What is measured, recorded in the result.
+    dtype : str, optional
+        The work's data type, recorded in the result (not checked).
+    sizes : mapping of str to int, optional
+        The work's sizes (``{"n": 4096}``), recorded in the result; each at least 1.
 
     Returns
     -------
     Measurement
+        Seconds per call of every sample, with the machine's contention meanwhile.
+
+    Raises
+    ------
+    TypeError
+        If ``fn``, ``setup`` or ``sync`` is not callable, ``label`` is not a string, or a
+        count is not an integer.
+    ValueError
+        If a count or time is out of range.
     """
     if not callable(fn):
         raise TypeError(f"`fn` must be callable (got {type(fn).__name__}).")
@@ -449,6 +521,21 @@ def combine(measurements: Sequence[Measurement]) -> Measurement:
     of one: the fastest sample of the rounds together is the least disturbed of all. The
     contention and the others' share are the rounds' means.
 
+    Parameters
+    ----------
+    measurements : sequence of Measurement
+        The rounds, at least one; the first one's label, threads, dtype and sizes are kept.
+
+    Returns
+    -------
+    Measurement
+        Every round's samples in order, with the smallest inner loop count among the rounds.
+
+    Raises
+    ------
+    TypeError
+        If ``measurements`` is empty or holds something other than a Measurement.
+
     Examples
     --------
     >>> rounds = [Measurement(samples_s=[2.0, 3.0], inner_loops=1, label="x"),
@@ -477,7 +564,17 @@ def combine(measurements: Sequence[Measurement]) -> Measurement:
 
 @dataclass(frozen=True, slots=True)
 class Sweep:
-    """Measurements over a list of parameters; ``interrupted`` when it was stopped early."""
+    """Measurements over a list of parameters; ``interrupted`` when it was stopped early.
+
+    Parameters
+    ----------
+    parameters : tuple
+        The parameters measured, in order (fewer than asked for when interrupted).
+    measurements : tuple of Measurement
+        One measurement per parameter, in the same order.
+    interrupted : bool
+        True when a KeyboardInterrupt stopped the sweep early.
+    """
 
     parameters: tuple[Any, ...]
     measurements: tuple[Measurement, ...]
