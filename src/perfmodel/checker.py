@@ -22,10 +22,34 @@ __all__ = ["Notebook"]
 
 
 class Notebook(otter.Notebook):  # type: ignore[misc]
-    """otter's ``Notebook``, whose ``check`` shows each failed case's hint only."""
+    """otter's ``Notebook``, whose ``check`` shows each failed case's hint only.
+
+    Parameters
+    ----------
+    nb_path : str or None, optional
+        Path to the notebook being run; None lets otter find it.
+    tests_dir : str, optional
+        Directory holding the question test files (default ``"./tests"``).
+    tests_url_prefix : str or None, optional
+        A URL prefix from which otter downloads the test files, if given.
+    """
 
     def check(self, question: str, global_env: dict[str, Any] | None = None) -> Any:
-        """Run the instant checks of ``question`` against the caller's variables."""
+        """Run the instant checks of ``question`` against the caller's variables.
+
+        Parameters
+        ----------
+        question : str
+            The question's name, as in the workbook's tests directory.
+        global_env : dict or None, optional
+            The variables to check; None (the default) takes the calling frame's globals.
+
+        Returns
+        -------
+        Any
+            otter's result for the question (a test file), whose failed cases' messages
+            are replaced by "❌ " and the check's hint, without the test code.
+        """
         if global_env is None:
             frame = inspect.currentframe()
             global_env = frame.f_back.f_globals if frame and frame.f_back else {}

@@ -39,16 +39,23 @@ def transfer_time_s(
     Parameters
     ----------
     nbytes : float
-        Bytes to move (non-negative).
+        Bytes to move (non-negative), B.
     bandwidth_bytes_per_s : float
-        Sustained bandwidth of the channel, bytes per second (positive).
+        Sustained bandwidth of the channel (positive), B/s.
     latency_s : float, optional
-        Fixed start-up cost per transfer, seconds (default 0).
+        Fixed start-up cost per transfer (default 0), s.
 
     Returns
     -------
     float
-        ``latency_s + nbytes / bandwidth_bytes_per_s``.
+        ``latency_s + nbytes / bandwidth_bytes_per_s``, s.
+
+    Raises
+    ------
+    TypeError
+        If an argument is not a number.
+    ValueError
+        If ``nbytes`` or ``latency_s`` is negative or the bandwidth is not positive.
 
     Notes
     -----
@@ -74,11 +81,23 @@ def run_time_s(work: float, time_per_work_s: float, parallelism: float = 1.0) ->
     Parameters
     ----------
     work : float
-        Units of work W (operations, samples, requests).
+        Units of work W (operations, samples, requests), count.
     time_per_work_s : float
-        Average cost t of one unit, seconds.
+        Average cost t of one unit, s.
     parallelism : float, optional
-        Average number of units in progress at once, P >= 1 (default 1).
+        Average number of units in progress at once, P (positive; default 1), count.
+
+    Returns
+    -------
+    float
+        The total time T, s.
+
+    Raises
+    ------
+    TypeError
+        If an argument is not a number.
+    ValueError
+        If ``work`` or ``time_per_work_s`` is negative or ``parallelism`` is not positive.
 
     Examples
     --------
@@ -94,6 +113,27 @@ def run_time_s(work: float, time_per_work_s: float, parallelism: float = 1.0) ->
 def throughput(work: float, seconds: float) -> float:
     """Work done per second.
 
+    Parameters
+    ----------
+    work : float
+        Work done, in any unit: FLOP, B, tokens (non-negative).
+    seconds : float
+        The time it took (positive), s.
+
+    Returns
+    -------
+    float
+        ``work / seconds``: FLOP/s for FLOP, B/s for B, tokens/s for tokens.
+
+    Raises
+    ------
+    TypeError
+        If an argument is not a number.
+    ValueError
+        If ``work`` is negative or ``seconds`` is not positive.
+
+    Examples
+    --------
     >>> throughput(1e6, 7e-6) / 1e9  # FLOP/s -> GFLOP/s
     142.85714285714286
     """
@@ -103,6 +143,27 @@ def throughput(work: float, seconds: float) -> float:
 def utilization(achieved: float, peak: float) -> float:
     """Fraction of the peak rate reached, in [0, 1] for any honest measurement.
 
+    Parameters
+    ----------
+    achieved : float
+        The rate reached (non-negative), in any rate unit: FLOP/s, B/s, tokens/s.
+    peak : float
+        The peak rate (positive), in the same unit as ``achieved``: FLOP/s, B/s, tokens/s.
+
+    Returns
+    -------
+    float
+        ``achieved / peak``, fraction. Not capped at 1: above 1 the peak was wrong.
+
+    Raises
+    ------
+    TypeError
+        If an argument is not a number.
+    ValueError
+        If ``achieved`` is negative or ``peak`` is not positive.
+
+    Examples
+    --------
     >>> utilization(150e9, 6e12)
     0.025
     """
@@ -112,6 +173,27 @@ def utilization(achieved: float, peak: float) -> float:
 def energy_j(power_w: float, seconds: float) -> float:
     """Energy used, joules: power times time.
 
+    Parameters
+    ----------
+    power_w : float
+        Average power drawn (non-negative), W: joules per s.
+    seconds : float
+        How long it was drawn (non-negative), s.
+
+    Returns
+    -------
+    float
+        ``power_w · seconds``, J (W · s).
+
+    Raises
+    ------
+    TypeError
+        If an argument is not a number.
+    ValueError
+        If an argument is negative.
+
+    Examples
+    --------
     >>> energy_j(700, 3600) / 3.6e6  # an H100-class board for an hour, in kWh
     0.7
     """
@@ -121,6 +203,29 @@ def energy_j(power_w: float, seconds: float) -> float:
 def flops_per_joule(flops: float, power_w: float, seconds: float) -> float:
     """Energy efficiency: FLOPs done per joule spent.
 
+    Parameters
+    ----------
+    flops : float
+        Work done (non-negative), FLOP.
+    power_w : float
+        Average power drawn (positive), W: joules per s.
+    seconds : float
+        How long it ran (positive), s.
+
+    Returns
+    -------
+    float
+        ``flops / (power_w · seconds)``, FLOP per joule.
+
+    Raises
+    ------
+    TypeError
+        If an argument is not a number.
+    ValueError
+        If ``flops`` is negative, or ``power_w`` or ``seconds`` is negative or zero.
+
+    Examples
+    --------
     >>> flops_per_joule(1e15, 500, 2.0) / 1e12  # TFLOP per joule
     1.0
     """
@@ -133,6 +238,25 @@ def flops_per_joule(flops: float, power_w: float, seconds: float) -> float:
 def headroom(fraction_of_light: float) -> float:
     """The most speed-up left when running at ``fraction_of_light`` of the best time.
 
+    Parameters
+    ----------
+    fraction_of_light : float
+        The best possible time over the time taken, in (0, 1], fraction.
+
+    Returns
+    -------
+    float
+        ``1 / fraction_of_light``: the largest speed-up still possible, dimensionless.
+
+    Raises
+    ------
+    TypeError
+        If ``fraction_of_light`` is not a number.
+    ValueError
+        If ``fraction_of_light`` is not in (0, 1].
+
+    Examples
+    --------
     >>> headroom(0.5)
     2.0
     """

@@ -127,6 +127,14 @@ class Transformer:
         """``(in, out)`` of every weight matrix a token passes through, block by block (Q, K, V,
         output, the MLP's matrices), the output projection last.
 
+        Returns
+        -------
+        list of tuple of int
+            ``(in, out)`` pairs, counts: ``4 + (3 if gated else 2)`` per block, then
+            ``(width, vocab)``.
+
+        Examples
+        --------
         >>> shapes = Transformer(width=8, layers=2, heads=2, vocab=10).weight_shapes()
         >>> len(shapes), shapes[-1], sum(k * n for k, n in shapes[:-1]) == 2 * 12 * 64
         (13, (8, 10), True)
@@ -144,6 +152,26 @@ class Transformer:
         ``2 ·`` (the blocks' matrix weights ``+`` the output projection) ``+`` the attention
         scores and their weighted sum, ``4 · layers · seq_len · heads · head_dim`` (half of it
         with a ``causal`` mask, where a token attends to those before it on average).
+
+        Parameters
+        ----------
+        seq_len : int, optional
+            Tokens of context the token attends to, count; 0 (the default) leaves the
+            attention scores out.
+        causal : bool, optional
+            Halve the attention term, as under a causal mask (default False).
+
+        Returns
+        -------
+        float
+            FLOPs of one token's forward pass, FLOP.
+
+        Raises
+        ------
+        TypeError
+            If ``seq_len`` is not an integer or ``causal`` not a bool.
+        ValueError
+            If ``seq_len`` is negative.
         """
         seq_len = count("seq_len", seq_len, minimum=0)
         causal = flag("causal", causal)
@@ -156,6 +184,28 @@ class Transformer:
         """FLOPs to train on ``tokens`` tokens: ``6 · parameters · tokens`` (the rule of
         thumb), or with ``seq_len`` three forward passes counted exactly, attention included.
 
+        Parameters
+        ----------
+        tokens : float
+            Training tokens, count.
+        seq_len : int or None, optional
+            The training context, count. None (the default) gives the rule of thumb; a
+            number counts three causal forward passes at that context per token.
+
+        Returns
+        -------
+        float
+            Training FLOPs, FLOP.
+
+        Raises
+        ------
+        TypeError
+            If ``tokens`` is not a number or ``seq_len`` not an integer.
+        ValueError
+            If ``tokens`` or ``seq_len`` is negative.
+
+        Examples
+        --------
         >>> gpt = Transformer(width=768, layers=12, heads=12, vocab=50257)
         >>> round(gpt.training_flops(1e9, 1024) / gpt.training_flops(1e9), 2)
         1.08
@@ -184,6 +234,25 @@ PRESETS: dict[str, Transformer] = {
 def preset(name: str) -> Transformer:
     """One of :data:`PRESETS` by name.
 
+    Parameters
+    ----------
+    name : str
+        A key of :data:`PRESETS`, such as ``"Llama 2 7B"``.
+
+    Returns
+    -------
+    Transformer
+        That model's shape.
+
+    Raises
+    ------
+    TypeError
+        If ``name`` is not a string.
+    ValueError
+        If no preset has that name.
+
+    Examples
+    --------
     >>> round(preset("Llama 2 70B").parameters / 1e9, 2)
     68.98
     """

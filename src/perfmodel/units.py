@@ -81,6 +81,27 @@ def format_rate(value: float, unit: str = "FLOP/s", *, digits: int = 3) -> str:
 
     A thin alias of :func:`format_quantity` that reads better where the number is a rate.
 
+    Parameters
+    ----------
+    value : float
+        The rate in base units, such as B/s or FLOP/s.
+    unit : str, optional
+        The unit symbol appended after the prefix (default ``"FLOP/s"``).
+    digits : int, optional
+        Significant digits to keep (default 3).
+
+    Returns
+    -------
+    str
+        For example ``"6 TFLOP/s"``.
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a real number or ``unit`` is not a string.
+    ValueError
+        If ``digits`` is below 1.
+
     Examples
     --------
     >>> format_rate(3.35e12, "B/s")
