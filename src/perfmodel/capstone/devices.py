@@ -38,8 +38,26 @@ TRAINING_FACTOR = 3
 
 
 def retyped(cost: ops.Cost, dtype: str) -> ops.Cost:
-    """``cost`` with its floating-point tensors stored as ``dtype``: the bytes scale by the
-    width ratio (an fp32 export priced in bf16 moves half the bytes); FLOPs do not change."""
+    """``cost`` with its floating-point tensors stored as ``dtype``.
+
+    The bytes scale by the width ratio (an fp32 export priced in bf16 moves half the
+    bytes); FLOPs do not change. A cost whose dtype is not a floating-point one (an integer
+    type, a width in bytes, or mixed) is returned as it is, and so is one already in
+    ``dtype``.
+
+    Parameters
+    ----------
+    cost : ops.Cost
+        One node's FLOPs and bytes, at the dtype it was exported in.
+    dtype : str
+        The dtype to price it in, a catalogue dtype name such as ``"bf16"``.
+
+    Returns
+    -------
+    ops.Cost
+        The same FLOPs, the bytes read and written scaled to ``dtype``'s width, labelled
+        ``dtype``.
+    """
     dtype = text("dtype", dtype)
     if cost.dtype not in _FLOATS or cost.dtype == dtype:
         return cost
@@ -54,7 +72,26 @@ def retyped(cost: ops.Cost, dtype: str) -> ops.Cost:
 
 @dataclass(frozen=True, slots=True)
 class DevicePrediction:
-    """A model's nodes on one device's roofline."""
+    """A model's nodes on one device's roofline.
+
+    Parameters
+    ----------
+    device : hardware.Device
+        The device priced on.
+    dtype : str
+        The dtype the model was priced in.
+    ceiling : str
+        Which roofs were used, as :func:`perfmodel.roofline.ceilings` describes them
+        (``"nameplate"``, ``"measured"``, ``"50% of nameplate"``, ...).
+    training : bool
+        Whether each node was priced as a training step (three forwards).
+    overhead_s : float
+        Time added per node before any work (a kernel launch), s.
+    nodes : tuple of onnx_import.Node
+        The model's nodes, in execution order.
+    estimates : tuple of roofline.Estimate
+        Each node's roofline estimate, in the same order.
+    """
 
     device: hardware.Device
     dtype: str
@@ -66,18 +103,32 @@ class DevicePrediction:
 
     @property
     def time_s(self) -> float:
-        """Seconds for one pass (a training step when ``training``), node after node."""
+        """Time of one pass (a training step when ``training``), node after node, s."""
         return math.fsum(e.time_s for e in self.estimates) + self.overhead_s * len(self.nodes)
 
     def by_class(self) -> dict[str, float]:
-        """Seconds per op class, in :data:`~perfmodel.capstone.onnx_import.OP_CLASSES` order."""
+        """Time per op class, in :data:`~perfmodel.capstone.onnx_import.OP_CLASSES` order.
+
+        Returns
+        -------
+        dict of str to float
+            Op class to the time of its nodes, overhead included, s; classes that take no
+            time are left out.
+        """
         totals = {name: 0.0 for name in OP_CLASSES}
         for node, step in zip(self.nodes, self.estimates, strict=True):
             totals[node.op_class] += step.time_s + self.overhead_s
         return {name: seconds for name, seconds in totals.items() if seconds > 0}
 
     def bound_by_class(self) -> dict[str, str]:
-        """``"compute"`` or ``"memory"``: which roof most of each class's time sits under."""
+        """Which roof most of each op class's time sits under.
+
+        Returns
+        -------
+        dict of str to str
+            Op class (those of :meth:`by_class`) to ``"compute"`` or ``"memory"``; a tie
+            goes to ``"compute"``. The per-node overhead is not counted.
+        """
         compute: dict[str, float] = {}
         memory: dict[str, float] = {}
         for node, step in zip(self.nodes, self.estimates, strict=True):
@@ -89,12 +140,23 @@ class DevicePrediction:
         }
 
     def throughput(self, samples: int) -> float:
-        """Samples per second when one pass handles ``samples`` samples."""
+        """Samples per second when one pass handles ``samples`` samples.
+
+        Parameters
+        ----------
+        samples : int
+            Samples one pass processes (the model's batch), count.
+
+        Returns
+        -------
+        float
+            ``samples`` over :attr:`time_s`: samples per s.
+        """
         return count("samples", samples) / self.time_s
 
     @property
     def compute_share(self) -> float:
-        """The share of the time under the compute roof."""
+        """The share of the roofline time under the compute roof, fraction (no overhead)."""
         total = math.fsum(e.time_s for e in self.estimates)
         busy = math.fsum(e.time_s for e in self.estimates if e.bound == "compute")
         return busy / total if total else 0.0
@@ -121,16 +183,23 @@ def predict_on(
     Parameters
     ----------
     model : ImportedModel
+        The model, priced node by node.
     device : str or hardware.Device
+        A catalogue name or a device you built.
     dtype : str
         The dtype the model runs in; an fp32 export's bytes are scaled to it (:func:`retyped`).
     ceiling : {"nameplate", "measured"} or float
         The datasheet's roofs, the best published measurements, or a fraction of the
-        datasheet's (see :func:`perfmodel.roofline.ceilings`).
+        datasheet's (see :func:`perfmodel.roofline.ceilings`), fraction.
     training : bool
-        Price a training step: three times each node's forward cost.
+        Price a training step: three times each node's forward cost (FLOPs and bytes).
     overhead_s : float
-        Seconds per node before any work (a kernel launch); 0 for the pure roofline.
+        Time per node before any work (a kernel launch), s; 0 for the pure roofline.
+
+    Returns
+    -------
+    DevicePrediction
+        Every node's estimate on ``device``, with the settings it was priced under.
     """
     if not isinstance(model, ImportedModel):
         raise TypeError(f"`model` must be an ImportedModel (got {type(model).__name__}).")
@@ -155,7 +224,19 @@ def predict_on(
 
 @dataclass(frozen=True, slots=True)
 class ClassChange:
-    """One op class before and after an upgrade."""
+    """One op class before and after an upgrade.
+
+    Parameters
+    ----------
+    op_class : str
+        One of :data:`~perfmodel.capstone.onnx_import.OP_CLASSES`.
+    before_s : float
+        The class's time on the old device, s.
+    after_s : float
+        Its time on the new device, s.
+    bound : str
+        ``"compute"`` or ``"memory"``: the roof it sits under on the old device.
+    """
 
     op_class: str
     before_s: float
@@ -164,12 +245,25 @@ class ClassChange:
 
     @property
     def speedup(self) -> float:
+        """Old time over new, dimensionless; infinite when the new time is 0."""
         return self.before_s / self.after_s if self.after_s else math.inf
 
 
 @dataclass(frozen=True, slots=True)
 class Upgrade:
-    """A model on an old device and a new one."""
+    """A model on an old device and a new one.
+
+    Parameters
+    ----------
+    before : DevicePrediction
+        The model on the old device.
+    after : DevicePrediction
+        The model on the new device.
+    peak_ratio : float
+        The new device's compute roof over the old one's, dimensionless.
+    bandwidth_ratio : float
+        The new device's memory bandwidth roof over the old one's, dimensionless.
+    """
 
     before: DevicePrediction
     after: DevicePrediction
@@ -178,13 +272,21 @@ class Upgrade:
 
     @property
     def speedup(self) -> float:
+        """The whole model's old time over its new one, dimensionless."""
         return self.before.time_s / self.after.time_s
 
     def node_gains(self) -> dict[str, int]:
-        """How many nodes gain the ``"bandwidth"`` ratio, the ``"peak"`` ratio, or something
-        ``"between"`` them: a node whose intensity lies between the two devices' ridge points
-        is compute-bound on the old device and memory-bound on the new one. Nodes that cost
-        nothing (a reshape of no bytes) are not counted."""
+        """How many nodes gain the bandwidth ratio, the peak ratio, or something between.
+
+        A node whose intensity lies between the two devices' ridge points is compute-bound
+        on one device and memory-bound on the other, so its gain lies between the ratios.
+        Nodes that take no time on the new device (a reshape of no bytes) are not counted.
+
+        Returns
+        -------
+        dict of str to int
+            ``"bandwidth"``, ``"peak"`` and ``"between"`` to their numbers of nodes, count.
+        """
         gains = {"bandwidth": 0, "peak": 0, "between": 0}
         for old, new in zip(self.before.estimates, self.after.estimates, strict=True):
             if not new.time_s:
@@ -199,7 +301,14 @@ class Upgrade:
         return gains
 
     def by_class(self) -> list[ClassChange]:
-        """Each op class's time before and after, most time first."""
+        """Each op class's time before and after, most time first.
+
+        Returns
+        -------
+        list of ClassChange
+            One per op class that takes time on the old device, sorted by old time,
+            longest first.
+        """
         before, after = self.before.by_class(), self.after.by_class()
         bounds = self.before.bound_by_class()
         rows = [
@@ -217,7 +326,30 @@ def upgrade(
     ceiling: str | float = "nameplate",
     training: bool = False,
 ) -> Upgrade:
-    """``model`` on ``old`` and on ``new``: the speed-up, in total and by op class."""
+    """``model`` on ``old`` and on ``new``: the speed-up, in total and by op class.
+
+    Parameters
+    ----------
+    model : ImportedModel
+        The model, priced node by node.
+    old : str or hardware.Device
+        The device it runs on now: a catalogue name or a device you built.
+    new : str or hardware.Device
+        The device it would run on.
+    dtype : str
+        The dtype the model runs in on both (see :func:`predict_on`).
+    ceiling : {"nameplate", "measured"} or float
+        Which roofs, on both devices (see :func:`perfmodel.roofline.ceilings`); a number
+        is a fraction of the datasheet's, fraction.
+    training : bool
+        Price a training step (three forwards) rather than one forward pass.
+
+    Returns
+    -------
+    Upgrade
+        Both predictions, with no per-node overhead, and the ratios of the two devices'
+        roofs.
+    """
     old, new = hardware.get(old, argument="old"), hardware.get(new, argument="new")
     before = predict_on(model, old, dtype=dtype, ceiling=ceiling, training=training)
     after = predict_on(model, new, dtype=dtype, ceiling=ceiling, training=training)

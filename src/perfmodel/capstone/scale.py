@@ -49,7 +49,23 @@ def memory_bytes(model: ImportedModel, *, dtype: str = "bf16", training: bool = 
 
     Inference: the weights in ``dtype`` and the two largest activations (one being read,
     one written). Training: 16 bytes per parameter (Adam, mixed precision) and every
-    node's output, kept for the backward pass.
+    node's output, kept for the backward pass. The model is taken to be an fp32 export (as
+    :mod:`perfmodel.capstone.builders` makes them): its activations' bytes are scaled by
+    ``dtype``'s width over 4.
+
+    Parameters
+    ----------
+    model : ImportedModel
+        The model, priced node by node.
+    dtype : str
+        The dtype the weights and activations are held in, ``"bf16"``, ``"fp32"``, ...
+    training : bool
+        Count what a training step holds rather than a forward pass.
+
+    Returns
+    -------
+    float
+        Bytes one device needs, B.
     """
     if not isinstance(model, ImportedModel):
         raise TypeError(f"`model` must be an ImportedModel (got {type(model).__name__}).")
@@ -62,7 +78,25 @@ def memory_bytes(model: ImportedModel, *, dtype: str = "bf16", training: bool = 
 
 @dataclass(frozen=True, slots=True)
 class DataParallel:
-    """One data-parallel training step, priced."""
+    """One data-parallel training step, priced.
+
+    Parameters
+    ----------
+    devices : int
+        Devices in the data-parallel group, count.
+    samples_per_device : int
+        Samples each device processes per step (the model's batch), count.
+    compute_s : float
+        Forward and backward pass on one device, s.
+    allreduce_s : float
+        The gradient all-reduce, s; 0 for one device.
+    exposed_s : float
+        The part of the all-reduce not hidden under the backward pass, s.
+    memory_bytes : float
+        What each device holds for training (see :func:`memory_bytes`), B.
+    capacity_bytes : float or None
+        Each device's memory, B; None when the catalogue gives none.
+    """
 
     devices: int
     samples_per_device: int
@@ -74,23 +108,28 @@ class DataParallel:
 
     @property
     def step_s(self) -> float:
+        """The step: compute plus the exposed all-reduce, s."""
         return self.compute_s + self.exposed_s
 
     @property
     def samples_per_s(self) -> float:
+        """Samples every device together processes per s."""
         return self.devices * self.samples_per_device / self.step_s
 
     @property
     def efficiency(self) -> float:
-        """Compute over the step: 1 when communication hides behind the backward pass."""
+        """Compute over the step, fraction: 1 when the all-reduce hides under the backward."""
         return self.compute_s / self.step_s
 
     @property
     def fits(self) -> bool:
+        """Whether a device holds what it needs (True when its capacity is unknown)."""
         return self.capacity_bytes is None or self.memory_bytes <= self.capacity_bytes
 
     @property
     def bottleneck(self) -> str:
+        """What limits the step: memory, the network (exposed all-reduce over 10% of compute)
+        or compute, with a short reason."""
         if not self.fits:
             return "memory: the model does not fit one device"
         if self.exposed_s > 0.1 * self.compute_s:
@@ -116,6 +155,38 @@ def data_parallel(
     ``intra_link`` when every device is in one node, else the hierarchical all-reduce over
     ``link`` between nodes. With ``overlap`` the all-reduce runs during the backward pass
     (two thirds of the step) and only what is left over adds to the step.
+
+    Parameters
+    ----------
+    model : ImportedModel
+        The model; its batch is each device's batch.
+    device : str or hardware.Device
+        A catalogue name or a device you built.
+    devices : int
+        Devices in the group, count; more than ``gpus_per_node`` must be a multiple of it.
+    link : str or hardware.Link
+        The network between nodes.
+    gpus_per_node : int
+        Devices per node, joined by ``intra_link``, count.
+    intra_link : str or hardware.Link
+        The link between the devices of a node.
+    dtype : str
+        The dtype of the compute and of the gradients.
+    ceiling : {"nameplate", "measured"} or float
+        Which roofs (see :func:`perfmodel.roofline.ceilings`); a number is a fraction of
+        the datasheet's, fraction.
+    overlap : bool
+        Hide the all-reduce under the backward pass as far as it goes.
+
+    Returns
+    -------
+    DataParallel
+        The step's compute, all-reduce and memory, per device.
+
+    Raises
+    ------
+    ValueError
+        If ``devices`` spans several nodes but is not a multiple of ``gpus_per_node``.
     """
     devices, gpus_per_node = count("devices", devices), count("gpus_per_node", gpus_per_node)
     spec = hardware.get(device, argument="device")
@@ -156,6 +227,33 @@ class PipelinePlan:
     ``step_s`` is the pipelined batch (``(m + k - 1)`` slots of the slowest stage) plus the
     gradient all-reduce between ``replicas`` copies of the pipeline (``allreduce_s``; zero
     for one copy), which runs once the pipeline has drained.
+
+    Parameters
+    ----------
+    stages : int
+        Stages the partitioner used, count (``k``): at most the number asked for and at
+        most the model's number of nodes.
+    microbatches : int
+        Micro-batches the batch is cut into, count (``m``).
+    stage_s : tuple of float
+        Each stage's work on the whole batch, without communication, s.
+    bottleneck_s : float
+        The costliest stage's work plus the tensors it receives and sends, on the whole
+        batch, s.
+    step_s : float
+        The time per batch, s.
+    stage_memory_bytes : tuple of float
+        What each stage holds: its model states and one micro-batch's activations, B.
+    capacity_bytes : float or None
+        Each device's memory, B; None when the catalogue gives none.
+    method : str
+        The algorithm that found the split (see :func:`perfmodel.pipeline.split_order`).
+    replicas : int
+        Copies of the pipeline, data parallel, count.
+    allreduce_s : float
+        The slowest stage's gradient all-reduce between the replicas, s; 0 for one.
+    stage_state_bytes : tuple of float
+        Each stage's model states (weights, and in training gradients and Adam's states), B.
     """
 
     stages: int
@@ -172,17 +270,18 @@ class PipelinePlan:
 
     @property
     def stage_activation_bytes(self) -> tuple[float, ...]:
-        """What each stage holds beyond its model states: one micro-batch's activations."""
+        """What each stage holds beyond its model states: one micro-batch's activations, B."""
         return tuple(total - states for total, states in
                      zip(self.stage_memory_bytes, self.stage_state_bytes, strict=True))  # fmt: skip
 
     @property
     def bubble_fraction(self) -> float:
-        """Idle share of a GPipe schedule: (k - 1) / (m + k - 1)."""
+        """Idle share of a GPipe schedule, (k - 1) / (m + k - 1), fraction."""
         return (self.stages - 1) / (self.microbatches + self.stages - 1)
 
     @property
     def fits(self) -> bool:
+        """Whether every stage's device holds it (True when the capacity is unknown)."""
         return self.capacity_bytes is None or max(self.stage_memory_bytes) <= self.capacity_bytes
 
 
@@ -212,6 +311,37 @@ def pipeline_parallel(
     (data parallel over pipelines, each copy's stages on other nodes), each stage's gradients
     are all-reduced between the copies over ``network`` after the pipeline drains; the
     slowest stage's all-reduce adds to the step.
+
+    Parameters
+    ----------
+    model : ImportedModel
+        The model; its batch is the pipeline's batch.
+    device : str or hardware.Device
+        The device every stage runs on: a catalogue name or a device you built.
+    stages : int
+        Stages to split into, count; fewer are used when the model has fewer nodes, or
+        when fewer give the best split.
+    microbatches : int
+        Micro-batches the batch is cut into, count.
+    link : str or hardware.Link
+        The link between consecutive stages.
+    dtype : str
+        The dtype of the compute, the activations and the gradients.
+    ceiling : {"nameplate", "measured"} or float
+        Which roofs (see :func:`perfmodel.roofline.ceilings`); a number is a fraction of
+        the datasheet's, fraction.
+    training : bool
+        Price a training step (three forwards, Adam's states) rather than a forward pass.
+    replicas : int
+        Copies of the pipeline, data parallel, count; their all-reduce only counts in
+        training.
+    network : str or hardware.Link
+        The link the replicas' gradients are all-reduced over.
+
+    Returns
+    -------
+    PipelinePlan
+        The split, each stage's time and memory, and the time per batch.
     """
     from perfmodel.pipeline import Graph, split_order
 
@@ -264,7 +394,23 @@ def _output_bytes(model: ImportedModel, dtype: str) -> list[float]:
 
 @dataclass(frozen=True, slots=True)
 class DesignStep:
-    """One turn of the design loop: what was tried, what it gives, and the verdict."""
+    """One turn of the design loop: what was tried, what it gives, and the verdict.
+
+    Parameters
+    ----------
+    action : str
+        What was tried: ``"one device"``, ``"pipeline over 4 stages"``,
+        ``"data parallel x8"``, ``"one replica"`` or ``"stop"``.
+    devices : int
+        Devices it uses, count.
+    samples_per_s : float
+        The training throughput it gives, samples per s; 0 for a pipeline of 64 stages
+        that still does not fit.
+    fits : bool
+        Whether each device holds what it needs.
+    verdict : str
+        Whether to be happy, and why.
+    """
 
     action: str
     devices: int
@@ -299,6 +445,36 @@ def design(
 
     The replica counts allowed: any for a pipeline; for whole devices, up to
     ``gpus_per_node`` and then whole nodes (lecture 09's hierarchical all-reduce).
+
+    Parameters
+    ----------
+    model : ImportedModel
+        The model; its batch is each replica's batch.
+    device : str or hardware.Device
+        A catalogue name or a device you built.
+    target_samples_per_s : float
+        The training throughput wanted, samples per s.
+    link : str or hardware.Link
+        The network between nodes.
+    intra_link : str or hardware.Link
+        The link inside a node, between devices and between pipeline stages.
+    gpus_per_node : int
+        Devices per node, count.
+    max_devices : int
+        The most devices the loop may use, count.
+    min_efficiency : float
+        Stop scaling out when a step's efficiency falls below this, fraction.
+    dtype : str
+        The dtype of the compute and of the gradients.
+    ceiling : {"nameplate", "measured"} or float
+        Which roofs (see :func:`perfmodel.roofline.ceilings`); a number is a fraction of
+        the datasheet's, fraction.
+
+    Returns
+    -------
+    list of DesignStep
+        The turns of the loop in order; the last one's verdict says whether the target
+        was met.
     """
     target = positive("target_samples_per_s", target_samples_per_s)
     max_devices = count("max_devices", max_devices)
