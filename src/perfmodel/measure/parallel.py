@@ -85,6 +85,21 @@ def sliced(threads: int | None, n: int) -> Iterator[Callable[[Callable[[slice], 
 
     One thread (or None) runs inline; more use a pool that is started once and kept.
 
+    Parameters
+    ----------
+    threads : int or None
+        Slices run at once, count (at least 1; None is 1). Fewer when ``n`` has fewer
+        elements: no slice is empty.
+    n : int
+        Elements to cut into slices, count (at least 1).
+
+    Yields
+    ------
+    callable
+        ``run(work)``: calls ``work(piece)`` once per slice (a :class:`slice` of
+        ``range(n)``), on the pool's threads (inline when there is one slice), and returns
+        when every call has finished.
+
     Examples
     --------
     >>> seen = []
@@ -110,13 +125,37 @@ def sliced(threads: int | None, n: int) -> Iterator[Callable[[Callable[[slice], 
 def parallel_apply(
     ufunc: Any, x: Any, out: Any, *, threads: int = 1, extra: tuple[Any, ...] = ()
 ) -> None:
-    """``ufunc(x, *extra, out=out)`` with the array cut into ``threads`` slices run at once."""
+    """``ufunc(x, *extra, out=out)`` with the array cut into ``threads`` slices run at once.
+
+    Parameters
+    ----------
+    ufunc : callable
+        An elementwise numpy function that takes ``out=`` (``np.sin``, ``np.add``).
+    x : numpy.ndarray
+        The input, cut along its first axis.
+    out : numpy.ndarray
+        Where the result goes, as long as ``x``.
+    threads : int
+        Slices run at once, count (at least 1).
+    extra : tuple
+        Further arguments passed whole to every slice's call (``(1.0,)`` for ``x + 1``).
+    """
     with sliced(threads, len(x)) as run:
         run(lambda s: ufunc(x[s], *extra, out=out[s]))
 
 
 def parallel_cumsum(x: Any, out: Any, *, threads: int = 1) -> None:
-    """``np.cumsum(x, out=out)`` as a blocked scan on ``threads`` threads (see the notes)."""
+    """``np.cumsum(x, out=out)`` as a blocked scan on ``threads`` threads (see the notes).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        A one-dimensional input.
+    out : numpy.ndarray
+        Where the prefix sums go, as long as ``x``.
+    threads : int
+        Blocks scanned at once, count (at least 1; 1 is a plain ``np.cumsum``).
+    """
     import numpy as np
 
     threads = count("threads", threads)
@@ -138,6 +177,18 @@ def blocked_scan_additions(n: int, threads: int) -> int:
     running total of the block ends takes ``blocks - 2``; every block but the first then
     gets its offset added to each element. A serial ``np.cumsum`` takes ``n - 1``.
 
+    Parameters
+    ----------
+    n : int
+        Elements scanned, count (at least 1).
+    threads : int
+        Threads, and so blocks, count (at least 1; fewer blocks when ``n < threads``).
+
+    Returns
+    -------
+    int
+        Additions, count.
+
     Examples
     --------
     >>> blocked_scan_additions(1000, 1)   # one block: the serial scan
@@ -153,7 +204,20 @@ def blocked_scan_additions(n: int, threads: int) -> int:
 
 
 def run_branches(branches: Sequence[Callable[[], Any]], *, concurrent: bool) -> list[Any]:
-    """Run independent branches at the same time (one thread each) or one after another."""
+    """Run independent branches at the same time (one thread each) or one after another.
+
+    Parameters
+    ----------
+    branches : sequence of callable
+        The branches, each called with no arguments.
+    concurrent : bool
+        True: each branch on a thread of its own, all at once; False: one after another.
+
+    Returns
+    -------
+    list
+        What each branch returned, in the order of ``branches``.
+    """
     concurrent = flag("concurrent", concurrent)
     if not concurrent or len(branches) < 2:
         return [branch() for branch in branches]
@@ -206,6 +270,18 @@ def _kinds(*measurements: Measurement | None) -> tuple[str, ...]:
 def untrusted(items: Sequence[ScalingPoint | BranchPoint], noun: str) -> str:
     """How many of ``items`` cannot be trusted, and why, in words; empty when all can.
 
+    Parameters
+    ----------
+    items : sequence of ScalingPoint or BranchPoint
+        The points; each one's ``kinds`` says whether it is noisy or busy.
+    noun : str
+        What to call the items in the sentence (``"widths"``, ``"speedups"``).
+
+    Returns
+    -------
+    str
+        ``"k of n <noun> not trusted (noisy, busy)"``, or ``""`` when none is flagged.
+
     Examples
     --------
     >>> quiet = Measurement(samples_s=[1.0, 1.0, 1.0], inner_loops=1)
@@ -224,8 +300,24 @@ def untrusted(items: Sequence[ScalingPoint | BranchPoint], noun: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ScalingPoint:
-    """One operation at one length on some threads, and its speedup over one thread
-    (``baseline``, the one-thread measurement the speedup divides by)."""
+    """One operation at one length on some threads, and its speedup over one thread.
+
+    Parameters
+    ----------
+    operation : str
+        The operation's name (``"sin"``, ``"cumsum"``).
+    n : int
+        Elements it ran over, count.
+    threads : int
+        Threads it ran on, count.
+    measurement : Measurement
+        Its time on ``threads``.
+    speedup : float
+        The one-thread time over this one, dimensionless (:func:`operation_scaling` divides
+        the fastest samples).
+    baseline : Measurement or None
+        The one-thread measurement the speedup divides by; None where not kept.
+    """
 
     operation: str
     n: int
@@ -255,6 +347,26 @@ def operation_scaling(
 ) -> list[ScalingPoint]:
     """``np.sin`` (independent elements) and ``np.cumsum`` (a scan) over every length and
     thread count: each time, and its speedup over the same operation on one thread.
+
+    The speedup divides the fastest samples: one thread's over ``t`` threads'.
+
+    Parameters
+    ----------
+    lengths : sequence of int
+        Elements per array, count (each at least 1).
+    threads : sequence of int
+        Thread counts, count (each at least 1); one thread is always measured too.
+    progress : bool
+        Show a tqdm bar.
+    **timing
+        Passed to :func:`perfmodel.measure.timing.measure`; by default ``repeats=5`` and
+        ``min_time_s=0.02``.
+
+    Returns
+    -------
+    list of ScalingPoint
+        For each length, ``sin`` then ``cumsum``, each at every thread count in ascending
+        order (one thread first, with a speedup of 1).
 
     Examples
     --------
@@ -290,6 +402,30 @@ def speedup_share(
 ) -> list[tuple[int, float, str]]:
     """At each length measured, ``operation``'s speedup on ``threads`` as a share of
     ``reference``'s, and why either cannot be trusted (empty when both can).
+
+    Parameters
+    ----------
+    points : sequence of ScalingPoint
+        What :func:`operation_scaling` measured.
+    operation : str
+        The operation whose speedup is the numerator (``"cumsum"``).
+    reference : str
+        The operation whose speedup is the denominator (``"sin"``).
+    threads : int
+        The thread count compared, count (at least 1).
+
+    Returns
+    -------
+    list of tuple of (int, float, str)
+        One ``(length, share, doubt)`` per length both operations were measured at on
+        ``threads``, ascending: the length (count), the share (dimensionless; above 1 when
+        ``operation`` gains more), and why the four measurements behind it cannot be trusted
+        (``""`` when they can).
+
+    Raises
+    ------
+    ValueError
+        If no length holds both operations on ``threads`` threads.
 
     Examples
     --------
@@ -329,8 +465,23 @@ class Gap:
     """``operation``'s speedup against ``reference``'s on ``threads`` threads, length by length,
     and what the run shows of it (see :func:`compare_operations`).
 
-    ``gains`` and ``reference_gains`` are the two speedups at each of ``lengths`` (ascending);
-    ``untrusted`` says how many of them cannot be trusted, and why (empty when all can).
+    Parameters
+    ----------
+    operation : str
+        The operation compared (``"cumsum"``).
+    reference : str
+        The operation it is compared with (``"sin"``).
+    threads : int
+        The thread count of both speedups, count.
+    lengths : tuple of int
+        The lengths both were measured at, ascending, count.
+    gains : tuple of float
+        ``operation``'s speedup at each length, dimensionless.
+    reference_gains : tuple of float
+        ``reference``'s speedup at each length, dimensionless.
+    untrusted : str
+        How many of the speedups cannot be trusted, and why (see :func:`untrusted`); empty
+        when all can.
     """
 
     operation: str
@@ -349,6 +500,13 @@ class Gap:
     def findings(self) -> list[str]:
         """What this run shows, one sentence each, every one with the numbers behind it; a run
         that cannot be trusted gets one sentence saying so, and no findings.
+
+        Returns
+        -------
+        list of str
+            The sentences: how both fare at the shortest length, the reference's best
+            speedup, whether ``operation`` ever gains as much, and (with two lengths or more)
+            whether its share of the reference's speedup rises.
 
         Examples
         --------
@@ -409,6 +567,27 @@ def compare_operations(
     """The :class:`Gap` between ``operation``'s and ``reference``'s speedups on ``threads``
     threads, at every length both were measured.
 
+    Parameters
+    ----------
+    points : sequence of ScalingPoint
+        What :func:`operation_scaling` measured.
+    operation : str
+        The operation compared (``"cumsum"``).
+    reference : str
+        The operation it is compared with (``"sin"``).
+    threads : int
+        The thread count compared, count (at least 1).
+
+    Returns
+    -------
+    Gap
+        Both speedups at every common length, and whether they can be trusted.
+
+    Raises
+    ------
+    ValueError
+        If no length holds both operations on ``threads`` threads.
+
     Examples
     --------
     >>> from perfmodel.measure.timing import Measurement
@@ -435,7 +614,17 @@ def compare_operations(
 
 @dataclass(frozen=True, slots=True)
 class BranchPoint:
-    """Two independent branches of width ``n``, run in turn and at once."""
+    """Two independent branches of width ``n``, run in turn and at once.
+
+    Parameters
+    ----------
+    n : int
+        The width of each branch's ``n × n`` blocks, count.
+    sequential : Measurement
+        The time of both branches run one after another.
+    concurrent : Measurement
+        The time of both branches run at once, one thread each.
+    """
 
     n: int
     sequential: Measurement
@@ -443,6 +632,7 @@ class BranchPoint:
 
     @property
     def speedup(self) -> float:
+        """The fastest sample in turn over the fastest at once, dimensionless."""
         return self.sequential.minimum_s / self.concurrent.minimum_s
 
     @property
@@ -460,7 +650,12 @@ class BranchPoint:
 class Payoff:
     """Where running in parallel paid: the sizes whose speedup is above 1.
 
-    ``sizes`` are every size measured, ascending, and ``speedups`` their speedups.
+    Parameters
+    ----------
+    sizes : tuple of int
+        Every size measured, ascending, count.
+    speedups : tuple of float
+        The speedup at each size, dimensionless.
     """
 
     sizes: tuple[int, ...]
@@ -479,6 +674,12 @@ class Payoff:
 
     def describe(self) -> str:
         """The range where it paid, in words, and whether it is one range.
+
+        Returns
+        -------
+        str
+            One sentence: the widths where the speedup is above 1, whether they run to the
+            widest measured, and the speedups beyond them when it loses again.
 
         Examples
         --------
@@ -517,6 +718,26 @@ class Payoff:
 def where_it_pays(sizes: Sequence[int], speedups: Sequence[float]) -> Payoff:
     """The :class:`Payoff` of speedups measured at ``sizes`` (any order; each size once).
 
+    Parameters
+    ----------
+    sizes : sequence of int
+        The sizes measured, count (each at least 1, none twice, not empty).
+    speedups : sequence of float
+        The speedup at each size, dimensionless (positive; as many as ``sizes``).
+
+    Returns
+    -------
+    Payoff
+        The sizes and speedups, sorted by size.
+
+    Raises
+    ------
+    TypeError
+        If either is not a sequence of numbers, or a size is not an integer.
+    ValueError
+        If the lengths differ or are 0, a size repeats or is below 1, or a speedup is not
+        positive.
+
     Examples
     --------
     >>> where_it_pays([64, 16, 32], [1.8, 0.5, 1.5]).paying
@@ -553,6 +774,21 @@ def branch_scaling(
     and on two threads. BLAS is held to one thread, so the two branches are the only
     parallelism.
 
+    Parameters
+    ----------
+    widths : sequence of int
+        The widths ``n``, count (each at least 1), measured in this order.
+    progress : bool
+        Show a tqdm bar.
+    **timing
+        Passed to :func:`perfmodel.measure.timing.measure`; by default ``repeats=5`` and
+        ``min_time_s=0.02``.
+
+    Returns
+    -------
+    list of BranchPoint
+        One per width, in the order of ``widths``.
+
     Examples
     --------
     >>> [p.n for p in branch_scaling([8, 16], progress=False, repeats=2, min_time_s=0)]
@@ -583,7 +819,15 @@ def branch_scaling(
 @dataclass(frozen=True, slots=True)
 class ScalingRun:
     """Every sample of one workload at each thread count: what :func:`perfmodel.scaling.fit_amdahl`
-    and :func:`perfmodel.scaling.fit_gustafson` take."""
+    and :func:`perfmodel.scaling.fit_gustafson` take.
+
+    Parameters
+    ----------
+    label : str
+        What was measured.
+    measurements : tuple of Measurement
+        One per thread count, each recording its count in ``threads`` (None reads as 1).
+    """
 
     label: str
     measurements: tuple[Measurement, ...]
@@ -600,14 +844,48 @@ class ScalingRun:
 
     def speedup(self, threads: int) -> float:
         """Median one-thread time over the median time on ``threads``: the typical sample,
-        as the fits, which take every sample, see it."""
+        as the fits, which take every sample, see it.
+
+        Parameters
+        ----------
+        threads : int
+            A thread count that was measured, count.
+
+        Returns
+        -------
+        float
+            The speedup, dimensionless.
+
+        Raises
+        ------
+        KeyError
+            If no measurement ran on ``threads``, or none on one thread.
+        """
         by = {m.threads or 1: m.median_s for m in self.measurements}
         return by[1] / by[count("threads", threads)]
 
     def scaled_speedup(self, threads: int) -> float:
         """For weak scaling, where the work grows with the threads: the median of
         ``threads × T1 / T`` over the samples on ``threads`` (``T1`` the median one-thread time),
-        the number :func:`perfmodel.scaling.fit_gustafson` fits to the :meth:`scaled_points`."""
+        the number :func:`perfmodel.scaling.fit_gustafson` fits to the :meth:`scaled_points`.
+
+        Parameters
+        ----------
+        threads : int
+            A thread count that was measured, count (1 gives 1.0).
+
+        Returns
+        -------
+        float
+            The scaled speedup, dimensionless.
+
+        Raises
+        ------
+        statistics.StatisticsError
+            If no measurement ran on ``threads``.
+        StopIteration
+            If none ran on one thread.
+        """
         threads = count("threads", threads)
         if threads == 1:
             return 1.0
@@ -651,7 +929,14 @@ class ScalingRun:
 
     def scaled_points(self) -> tuple[list[int], list[float]]:
         """Every sample above one thread as a scaled speedup against the median one-thread
-        time: the points :func:`perfmodel.scaling.fit_gustafson` fits, scatter included."""
+        time: the points :func:`perfmodel.scaling.fit_gustafson` fits, scatter included.
+
+        Returns
+        -------
+        tuple of (list of int, list of float)
+            The thread count of each sample (count) and its scaled speedup
+            ``threads × T1 / T`` (dimensionless), in the same order.
+        """
         one = next(m for m in self.measurements if (m.threads or 1) == 1).median_s
         pairs = [
             (m.threads or 1, (m.threads or 1) * one / t)
@@ -676,6 +961,25 @@ def measure_scaling(
     for strong scaling, or ``t`` times the problem for weak scaling. BLAS is limited to ``t``
     threads while it runs.
 
+    Parameters
+    ----------
+    make_work : callable
+        ``make_work(t)`` returns the callable to time on ``t`` threads.
+    threads : sequence of int
+        Thread counts, count (each at least 1); 1 is added when missing.
+    label : str
+        What is measured, recorded in each measurement and the run.
+    progress : bool
+        Show a tqdm bar.
+    **timing
+        Passed to :func:`perfmodel.measure.timing.measure`; by default ``repeats=5``,
+        ``min_time_s=0.05`` and ``warmup=2``.
+
+    Returns
+    -------
+    ScalingRun
+        One measurement per thread count, ascending.
+
     Examples
     --------
     >>> run = measure_scaling(lambda t: (lambda: sum(range(1000))), [2], progress=False,
@@ -698,7 +1002,20 @@ def measure_scaling(
 
 def matmul_work(n: int, *, weak: bool = False) -> Callable[[int], Callable[[], Any]]:
     """``make_work`` for :func:`measure_scaling`: an ``n × n`` fp64 matmul on ``t`` BLAS threads
-    (weak: ``t`` such matmuls, one per thread's worth of work)."""
+    (weak: ``t`` such matmuls, one per thread's worth of work).
+
+    Parameters
+    ----------
+    n : int
+        The matrices' side, count (at least 1).
+    weak : bool
+        True: ``t`` matmuls on ``t`` threads (weak scaling); False: one (strong scaling).
+
+    Returns
+    -------
+    callable
+        ``make_work(t)``, which returns the callable to time.
+    """
     import numpy as np
 
     n = count("n", n)
@@ -719,7 +1036,20 @@ def _matmuls(a: Any, b: Any, copies: int) -> None:
 
 def elementwise_work(n: int, *, weak: bool = False) -> Callable[[int], Callable[[], Any]]:
     """``make_work`` for :func:`measure_scaling`: ``np.sin`` over ``n`` fp64 elements sliced
-    across ``t`` threads (weak: ``t × n`` elements)."""
+    across ``t`` threads (weak: ``t × n`` elements).
+
+    Parameters
+    ----------
+    n : int
+        Elements, count (at least 1); per thread when ``weak``.
+    weak : bool
+        True: ``t × n`` elements on ``t`` threads (weak scaling); False: ``n`` (strong).
+
+    Returns
+    -------
+    callable
+        ``make_work(t)``, which returns the callable to time.
+    """
     import numpy as np
 
     n = count("n", n)
@@ -733,7 +1063,21 @@ def elementwise_work(n: int, *, weak: bool = False) -> Callable[[int], Callable[
 
 def io_then_compute_work(n: int, path: str) -> Callable[[int], Callable[[], Any]]:
     """``make_work`` with a serial part from I/O: load ``n`` doubles from the ``.npy`` file at
-    ``path`` (written here once), then ``np.sin`` over them split across ``t`` threads."""
+    ``path`` (written here once), then ``np.sin`` over them split across ``t`` threads.
+
+    Parameters
+    ----------
+    n : int
+        Doubles in the file, count (at least 1).
+    path : str
+        Where to write the file. It must end in ``.npy``: ``np.save`` adds that suffix when
+        it is missing, and the load would not find the file.
+
+    Returns
+    -------
+    callable
+        ``make_work(t)``, which returns the callable to time.
+    """
     import numpy as np
 
     n = count("n", n)
@@ -753,7 +1097,20 @@ def locked_work(n: int, *, held: float = 0.5) -> Callable[[int], Callable[[], An
     """``make_work`` with a serial part from a lock: ``sum(sin(x))`` over ``n`` doubles, each of
     ``t`` threads summing its slice; a ``held`` share of each slice is computed while holding
     one shared lock (the update of the shared total), the rest freely. The call returns the
-    sum."""
+    sum.
+
+    Parameters
+    ----------
+    n : int
+        Doubles summed, count (at least 1).
+    held : float
+        The share of each slice computed under the lock, fraction (0 to 1; not checked).
+
+    Returns
+    -------
+    callable
+        ``make_work(t)``, which returns the callable to time.
+    """
     import threading
 
     import numpy as np
@@ -785,7 +1142,18 @@ def locked_work(n: int, *, held: float = 0.5) -> Callable[[int], Callable[[], An
 
 def memory_bound_work(n: int) -> Callable[[int], Callable[[], Any]]:
     """``make_work`` limited by contention for memory: ``y = x + 1`` over ``n`` doubles (far
-    more than the caches hold) split across ``t`` threads, which share one memory system."""
+    more than the caches hold) split across ``t`` threads, which share one memory system.
+
+    Parameters
+    ----------
+    n : int
+        Doubles in each array, count (at least 1); choose far more than the caches hold.
+
+    Returns
+    -------
+    callable
+        ``make_work(t)``, which returns the callable to time.
+    """
     import numpy as np
 
     n = count("n", n)
