@@ -68,7 +68,21 @@ def style() -> Iterator[None]:
 
 
 def new_axes(ax: Any, figsize: tuple[float, float]) -> Any:
-    """``ax`` itself when given, else the axes of a new constrained-layout figure."""
+    """``ax`` itself when given, else the axes of a new constrained-layout figure.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on; None makes a new figure.
+    figsize : tuple
+        The new figure's ``(width, height)``, two numbers in inches (matplotlib's unit);
+        unused when ``ax`` is given.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        ``ax``, or the new figure's single axes.
+    """
     if ax is not None:
         return ax
     _, new = plt.subplots(figsize=figsize, layout="constrained")
@@ -81,12 +95,39 @@ def legend_beside(ax: Any, **options: Any) -> Any:
 
     ``options`` go to ``Axes.legend`` (``fontsize``, ``ncol``...). A constrained-layout figure
     narrows the axes to make room.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The axes whose labelled artists the legend lists; it is placed at their upper right,
+        outside them.
+    **options
+        Passed on to ``Axes.legend``; not ``loc``, ``bbox_to_anchor`` or ``borderaxespad``,
+        which this function sets.
+
+    Returns
+    -------
+    matplotlib.legend.Legend
+        The legend drawn.
     """
     return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **options)
 
 
 def si_formatter(unit: str) -> Any:
-    """A tick formatter that writes values with SI prefixes: ``1 TFLOP/s``, ``100 GB/s``."""
+    """A tick formatter that writes values with SI prefixes: ``1 TFLOP/s``, ``100 GB/s``.
+
+    Parameters
+    ----------
+    unit : str
+        The unit written after the prefix (``"FLOP/s"``, ``"B/s"``, ``"s"``); ``""`` for a
+        bare number.
+
+    Returns
+    -------
+    matplotlib.ticker.FuncFormatter
+        Writes a tick with :func:`perfmodel.units.format_quantity` to 3 significant digits;
+        a tick at zero or below gets no label.
+    """
     from matplotlib.ticker import FuncFormatter
 
     from perfmodel.units import format_quantity
@@ -98,7 +139,21 @@ def si_formatter(unit: str) -> Any:
 
 def si_minor_formatter(unit: str, mantissas: tuple[int, ...] = (2, 5)) -> Any:
     """Like :func:`si_formatter` for a log axis's minor ticks, labelling only 2 and 5 (by
-    default) times a power of ten: enough to read an axis that spans less than a decade."""
+    default) times a power of ten: enough to read an axis that spans less than a decade.
+
+    Parameters
+    ----------
+    unit : str
+        The unit written after the prefix, as for :func:`si_formatter`.
+    mantissas : tuple of int
+        The multiples of a power of ten that get a label; other minor ticks stay blank.
+
+    Returns
+    -------
+    matplotlib.ticker.FuncFormatter
+        Labels the kept ticks with :func:`perfmodel.units.format_quantity` to 3 significant
+        digits, and every other tick with an empty string.
+    """
     import math
 
     from matplotlib.ticker import FuncFormatter

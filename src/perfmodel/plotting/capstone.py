@@ -33,9 +33,24 @@ def node_plot(comparison: Any, *, name: str | None = None, ax: Any = None) -> An
     ``name`` titles the plot (the comparison's ONNX graph name by default). The op classes
     with the most nodes are drawn first, so a class of a few nodes stays on top, visible.
 
+    Parameters
+    ----------
+    comparison : perfmodel.measure.calibration.Comparison
+        The comparison :func:`perfmodel.capstone.compare` returns: its rows (one
+        :class:`perfmodel.capstone.NodeComparison` per node) give each point's predicted and
+        measured seconds and its op class; its end-to-end and median node errors go in the
+        title.
+    name : str or None
+        The title's model name; None (or empty) for ``comparison.model``.
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on: one dot per node on log-log axes, the line where measured equals
+        predicted and its ±25% band, with a legend beside them; None makes a 9 x 7 inch
+        figure.
+
     Returns
     -------
     matplotlib.axes.Axes
+        The axes drawn on.
     """
     rows = comparison.rows
     colours = _class_colours({row.op_class for row in rows})
@@ -80,9 +95,20 @@ def node_plot(comparison: Any, *, name: str | None = None, ax: Any = None) -> An
 def upgrade_plot(change: Any, *, ax: Any = None) -> Any:
     """A :class:`perfmodel.capstone.Upgrade`: each op class's time before and after.
 
+    Parameters
+    ----------
+    change : perfmodel.capstone.Upgrade
+        The upgrade :func:`perfmodel.capstone.upgrade` returns: its ``by_class()`` rows
+        give the bars, and its overall speed-up and peak and bandwidth ratios the title.
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on: a pair of horizontal bars per op class (predicted seconds on the
+        old device and the new one), each labelled with its speed-up and what bounds it;
+        None makes an 11 x 6.5 inch figure.
+
     Returns
     -------
     matplotlib.axes.Axes
+        The axes drawn on.
     """
     rows = change.by_class()
     with style():
@@ -122,9 +148,20 @@ def published_plot(predictions: Sequence[Any], *, ax: Any = None) -> Any:
     points on a log axis, equal ratios are equal distances, which is what this picture
     compares.
 
+    Parameters
+    ----------
+    predictions : sequence of perfmodel.capstone.published.Prediction
+        One row each, top to bottom, as :func:`perfmodel.capstone.predict_published`
+        returns them.
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on: per run, the published and predicted images per second on a log
+        axis, joined by a line and labelled with predicted over published; None makes an
+        11 x 6.5 inch figure.
+
     Returns
     -------
     matplotlib.axes.Axes
+        The axes drawn on.
     """
     with style():
         ax = new_axes(ax, (11, 6.5))

@@ -35,10 +35,14 @@ def bar_compare(
         Unit of the values, written with SI prefixes on the bars and the axis.
     title, xlabel : str
         The axis title and the x-axis label (say what is measured, with its unit).
+    ax : matplotlib.axes.Axes or None
+        Axes to draw the bars on, the first label at the top, on an x axis from zero;
+        None makes a new figure 10 inches wide and tall enough for the bars.
 
     Returns
     -------
     matplotlib.axes.Axes
+        The axes drawn on.
     """
     from perfmodel.units import format_quantity
 

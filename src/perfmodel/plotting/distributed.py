@@ -23,9 +23,22 @@ def alpha_beta_plot(result: Any, collective: str = "allreduce", *, ax: Any = Non
     """Measured times of ``collective`` from a :class:`perfmodel.comms.bench.BenchResult`, the
     fit, and the held-out size: predicted (open) and measured (filled).
 
+    Parameters
+    ----------
+    result : perfmodel.comms.bench.BenchResult
+        A benchmark run: its raw times per size, its fits and its held-out sizes.
+    collective : str
+        The collective drawn, a key of ``result.fits`` (``"allreduce"``...).
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on, log-log: every repeat's time per message size (grey), the medians
+        (filled where fitted, open where left out of the fit), the fitted ``α + n/B`` line
+        up to the held-out size, and that size's prediction and measurement; None makes an
+        11 x 6.5 inch figure.
+
     Returns
     -------
     matplotlib.axes.Axes
+        The axes drawn on.
     """
     fit = result.fits[collective]
     table = result.raw["results"][collective]
@@ -60,9 +73,19 @@ def step_plot(steps: Sequence[Any], *, ax: Any = None) -> Any:
     """Data-parallel steps (:class:`perfmodel.distributed.DataParallelStep`) side by side:
     forward, backward and exposed communication stacked per device count.
 
+    Parameters
+    ----------
+    steps : sequence of perfmodel.distributed.DataParallelStep
+        One step per bar, left to right, e.g. the same model at 1, 2, 4, 8 devices.
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on: per step, a bar of forward, backward and communication not hidden
+        behind the backward pass, in milliseconds, its scaling efficiency on top; None
+        makes an 11 x 6 inch figure.
+
     Returns
     -------
     matplotlib.axes.Axes
+        The axes drawn on.
     """
     with style():
         ax = new_axes(ax, (11, 6))
@@ -89,9 +112,20 @@ def memory_plot(memory: Any, capacity: float | None, *, ax: Any = None) -> Any:
     """One device's :class:`perfmodel.distributed.TrainingMemory`, stacked, against
     ``capacity`` bytes (a dashed line; none drawn when None).
 
+    Parameters
+    ----------
+    memory : perfmodel.distributed.TrainingMemory
+        One device's weights, gradients, optimizer states and activations, B.
+    capacity : float or None
+        The device's memory, B; None draws no capacity line.
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on: one bar of the four kinds stacked, in GB (1e9 B), with the
+        capacity as a dashed line; None makes a 5 x 6 inch figure.
+
     Returns
     -------
     matplotlib.axes.Axes
+        The axes drawn on.
     """
     parts = [
         ("weights", memory.weights),

@@ -39,9 +39,26 @@ def empirical_roofline_plot(
     or busy) is drawn hollow. Each measured memory level is drawn as its own
     slanted roof.
 
+    Parameters
+    ----------
+    device : perfmodel.hardware.Device
+        The machine: its nominal peak and bandwidth, its measured peak for ``dtype``, its
+        measured bandwidth (the nominal one when unmeasured) and its measured memory levels.
+    kernels : sequence of perfmodel.measure.microbench.KernelResult
+        The kernels measured; those of kind ``"stream"``, ``"elementwise"`` or ``"matmul"``
+        in ``dtype``, with FLOPs, and with an intensity inside ``intensity_range`` are drawn.
+    dtype : str
+        The precision of the roofs and of the kernels shown.
+    intensity_range : tuple of float
+        The x axis's ``(low, high)`` arithmetic intensity, FLOP/B.
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on, log-log: FLOP/s against intensity, the roofs as lines, each kernel
+        as a labelled diamond, a legend beside; None makes a 10 x 6.5 inch figure.
+
     Returns
     -------
     matplotlib.axes.Axes
+        The axes drawn on.
     """
     low, high = intensity_range
     x = np.logspace(np.log10(low), np.log10(high), 400)
@@ -134,9 +151,22 @@ def working_set_plot(
 
     Each cache's capacity is a dotted vertical line; sets left of it fit in it.
 
+    Parameters
+    ----------
+    kernels : sequence of perfmodel.measure.microbench.KernelResult
+        The working-set sweep, in order of size: each one's ``measurement.sizes["bytes"]``
+        is its working set (B) and its achieved bandwidth the point's height.
+    caches : sequence of tuple of (str, int)
+        Each cache's name and capacity, B, as :func:`perfmodel.measure.empirical.cpu_caches`
+        returns them: ``[("L1", 49152), ("L2", 2097152), ...]``.
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on, log-log: bandwidth (B/s) against working set (B) as a line of
+        points, and a labelled dotted line per cache; None makes a 10 x 5.5 inch figure.
+
     Returns
     -------
     matplotlib.axes.Axes
+        The axes drawn on.
     """
     sizes = [k.measurement.sizes["bytes"] for k in kernels]
     rates = [k.bytes_per_s for k in kernels]
@@ -174,9 +204,25 @@ def overhead_plot(
     Left of the crossover ``overhead_s / per_flop_s`` the fixed cost per call is most of the
     time: the overhead regime, where neither roof applies.
 
+    Parameters
+    ----------
+    tiny : sequence of perfmodel.measure.microbench.KernelResult
+        The tiny adds measured; each is drawn at its FLOPs (elements added) and its fastest
+        sample.
+    overhead_s : float
+        The fitted fixed cost per call, s.
+    per_flop_s : float
+        The fitted time each FLOP adds, s per FLOP; at 0 or below no overhead regime is
+        shaded.
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on, log-log: the measured points, the fitted line
+        ``overhead_s + per_flop_s * n``, the overhead as a dashed line and the overhead
+        regime shaded; None makes a 10 x 5.5 inch figure.
+
     Returns
     -------
     matplotlib.axes.Axes
+        The axes drawn on.
     """
     sizes = np.array([k.cost.flops for k in tiny], dtype=float)
     times = np.array([k.measurement.minimum_s for k in tiny])
@@ -211,9 +257,20 @@ def prediction_plot(comparison: Any, *, ax: Any = None) -> Any:
     A ratio of 1 is a perfect prediction; the band is ±25%. ``comparison`` is a
     :class:`perfmodel.measure.calibration.Comparison`.
 
+    Parameters
+    ----------
+    comparison : perfmodel.measure.calibration.Comparison
+        Ops timed one by one (rows of :class:`perfmodel.measure.calibration.Row`), each with
+        its calibrated and its plain-roofline ratio.
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on: one row per op, first at the top, its two ratios (measured over
+        predicted) on a log axis, the ±25% band shaded; None makes a figure 11 inches wide
+        and tall enough for the rows.
+
     Returns
     -------
     matplotlib.axes.Axes
+        The axes drawn on.
     """
     rows = list(comparison.rows)[::-1]
     y = np.arange(len(rows))

@@ -21,9 +21,20 @@ def batch_size_plot(width: int = 4096, device: str = "GPU circa 2015", dtype: st
     crossover M* where it meets it; the right panel shows the time per sample falling
     until M* and then flattening.
 
+    Parameters
+    ----------
+    width : int
+        N, the layer's input and output width, count.
+    device : str
+        A catalogue device name, for its ridge point and its roofline.
+    dtype : str
+        The precision of the layer's operands and of the device's peak.
+
     Returns
     -------
     matplotlib.figure.Figure
+        A new 13 x 5 inch figure of two log-log panels over M = 1, 2, 4, ..., 4096: the
+        layer's intensity (FLOP/B) against the ridge, and the time per sample (s).
     """
     import math
 

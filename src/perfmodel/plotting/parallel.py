@@ -25,9 +25,19 @@ def operation_scaling_plot(points: Sequence[ScalingPoint], *, ax: Any = None) ->
     thread count above 1; above the dotted line, threads paid. A speedup that cannot be trusted
     (noisy or busy) is crossed out, and the title says how many were.
 
+    Parameters
+    ----------
+    points : sequence of perfmodel.measure.parallel.ScalingPoint
+        The measured points, as :func:`perfmodel.measure.parallel.operation_scaling`
+        returns them; those on one thread (speedup 1 by definition) are not drawn.
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on: speedup against elements on a log x axis, one line per operation
+        and thread count, a legend beside; None makes a 10 x 5.5 inch figure.
+
     Returns
     -------
     matplotlib.axes.Axes
+        The axes drawn on.
     """
     lines: dict[tuple[str, int], list[tuple[int, float]]] = {}
     for p in points:
@@ -56,9 +66,19 @@ def branch_scaling_plot(points: Sequence[BranchPoint], *, ax: Any = None) -> Any
     not only the first). A speedup that cannot be trusted (noisy or busy) is crossed out, and
     then the title says how many were instead of where it pays.
 
+    Parameters
+    ----------
+    points : sequence of perfmodel.measure.parallel.BranchPoint
+        One point per branch width, each timed in turn and at once.
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on: speedup against branch width on a log x axis, with lines at 1 and
+        2 and the widths above 1 circled, a legend beside; None makes a 10 x 5.5 inch
+        figure.
+
     Returns
     -------
     matplotlib.axes.Axes
+        The axes drawn on.
     """
     payoff = where_it_pays([p.n for p in points], [p.speedup for p in points])
     flagged = untrusted(points, "widths")

@@ -32,7 +32,22 @@ _PARTS = (("compute", "#1b6ca8"), ("receive", "#edae49"), ("send", "#d1495b"))
 def stage_breakdown(
     graph: Graph, stages: Sequence[Sequence[int]]
 ) -> list[tuple[float, float, float]]:
-    """``(compute, receive, send)`` seconds of every stage, in pipeline order."""
+    """``(compute, receive, send)`` seconds of every stage, in pipeline order.
+
+    Parameters
+    ----------
+    graph : perfmodel.pipeline.Graph
+        The model graph: each node's work and each output's communication time, s.
+    stages : sequence of sequence of int
+        The stages in pipeline order, each its node indices (a :class:`Partition`'s
+        ``stages``).
+
+    Returns
+    -------
+    list of tuple of float
+        One ``(compute, receive, send)`` per stage, s, as
+        :func:`perfmodel.pipeline.graph.stage_parts` counts them.
+    """
     return [stage_parts(graph, stage) for stage in stages]
 
 
@@ -41,6 +56,24 @@ def stage_bars(graph: Graph, result: Partition, *, title: str = "", ax: Any = No
 
     A dashed line marks the bottleneck, a dotted one the lower bound; the band between
     them is how much better the best split could still be.
+
+    Parameters
+    ----------
+    graph : perfmodel.pipeline.Graph
+        The model graph the split was made of.
+    result : perfmodel.pipeline.graph.Partition
+        The split: its stages, its bottleneck and its lower bound, s.
+    title : str
+        The axes' title; empty for none.
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on: one stacked bar per stage (compute, receive, send, in µs), the
+        bottleneck (dashed), the lower bound (dotted), the band between them shaded, and a
+        box with both numbers and the gap; None makes an 11 x 5 inch figure.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on.
     """
     parts = stage_breakdown(graph, result.stages)
     with style():
@@ -77,6 +110,23 @@ def split_bars(results: Mapping[str, Partition], *, title: str = "", ax: Any = N
     """One horizontal bar per split: its bottleneck in microseconds, the last one green.
 
     Put the split to beat last (``"optimal"``) and the alternatives before it.
+
+    Parameters
+    ----------
+    results : Mapping of str to perfmodel.pipeline.graph.Partition
+        The splits by name, drawn top to bottom in this order; at least one (else
+        ValueError).
+    title : str
+        The axes' title; empty for none.
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on: one horizontal bar per split, its bottleneck in µs written beside
+        it, grey but for the last (green); None makes a figure 10 inches wide and tall
+        enough for the bars.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on.
     """
     if not results:
         raise ValueError("`results` must name at least one split.")
@@ -100,6 +150,24 @@ def gantt(
 
     ``until`` ends the time axis (seconds; the schedule's makespan when not given), so that
     charts of several schedules can share one time scale.
+
+    Parameters
+    ----------
+    schedule : perfmodel.pipeline.schedule.Schedule
+        When each stage ran each micro-batch, s.
+    title : str
+        The axes' title; empty for one naming the micro-batches and the bubble fraction.
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on: one row of bars per stage, a bar per micro-batch (numbered when
+        there are at most 16), on a time axis in µs (when it ends before 10 ms) or ms;
+        None makes a figure 11 inches wide and tall enough for the stages.
+    until : float or None
+        Where the time axis ends, s; None for the schedule's makespan.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on.
     """
     stages = len(schedule.stage_times)
     micro = len(schedule.start[0])
@@ -130,9 +198,18 @@ def gantts(runs: Mapping[str, Schedule], *, title: str = "") -> Any:
     """One Gantt chart per schedule, stacked on a common time axis, each titled with its
     name, its makespan and its bubble: the same batch run different ways, side by side.
 
+    Parameters
+    ----------
+    runs : Mapping of str to perfmodel.pipeline.schedule.Schedule
+        The schedules by name, drawn top to bottom; at least one (else ValueError).
+    title : str
+        The figure's title; empty for none.
+
     Returns
     -------
     matplotlib.figure.Figure
+        A new figure of one :func:`gantt` per schedule, sharing a time axis that ends at
+        the longest makespan.
     """
     if not runs:
         raise ValueError("`runs` must name at least one schedule.")

@@ -29,18 +29,26 @@ def roofline_plot(
     Parameters
     ----------
     device : str or Device
+        A catalogue name or a device you built: the roofline drawn solid, and the one the
+        ops are placed on.
     dtypes : sequence of str, optional
         Ceilings to draw (default: every dtype the device has).
     ops : iterable of ops.Cost
-        Operations to place at (intensity, attainable FLOP/s), labelled with their labels.
+        Operations to place at (intensity, attainable FLOP/s) on ``device``, labelled with
+        their labels; one without a dtype is placed on the first ceiling drawn.
     compare : str or Device, optional
         A second device, drawn dashed, for comparison.
     intensity_range : (float, float)
-        The x-axis span, FLOP/byte.
+        The x-axis span ``(low, high)``, FLOP/B.
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on, log-log: attainable FLOP/s against arithmetic intensity, each
+        ceiling a line with its ridge point marked, each op a labelled diamond; None makes
+        a 10 x 6.5 inch figure.
 
     Returns
     -------
     matplotlib.axes.Axes
+        The axes drawn on.
     """
     node = get(device)
     with style():

@@ -33,9 +33,26 @@ def scaling_plot(
       :func:`perfmodel.scaling.amdahl_serial_fraction` ``(s, p)`` of it, which is why this
       curve escapes Amdahl's ceiling.
 
+    Parameters
+    ----------
+    serial_fraction : float
+        The share of the one-processor run spent in serial work, fraction (0 to 1).
+    max_processors : int
+        The last processor count drawn, count; the curves run over p = 1 to it.
+    measured : sequence of tuple of float
+        Measured ``(p, speedup)`` points: processors (count) and speedup over one
+        processor (dimensionless); empty draws none.
+    measured_label : str
+        The legend's label for the measured points.
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on: speedup against processors, the ideal line, Amdahl's curve and
+        its ceiling (when it is below ``max_processors``), Gustafson's line and the
+        measured points, a legend beside; None makes a 10 x 6 inch figure.
+
     Returns
     -------
     matplotlib.axes.Axes
+        The axes drawn on.
     """
     p = [float(n) for n in np.arange(1, max_processors + 1)]
     alpha = 1 - serial_fraction

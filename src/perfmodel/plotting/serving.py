@@ -31,9 +31,28 @@ def load_curve_plot(
     the load (rate over ``capacity``); ``theory`` adds a mean-latency curve, ``marker`` a
     vertical line at one rate.
 
+    Parameters
+    ----------
+    rates : sequence of float
+        The arrival rates simulated, requests per s.
+    runs : sequence of perfmodel.serving.simulator.SimulationResult
+        One run per rate, in the same order; anything with ``p50_latency_s`` and
+        ``p99_latency_s`` will do.
+    capacity : float
+        The rate the service can sustain, requests per s; the load is rate over it.
+    theory : sequence of float or None
+        Queueing theory's mean latency at each rate, s; None draws no such curve.
+    marker : float or None
+        A rate to mark with a vertical line, requests per s; the axis widens past full load
+        to show it. None marks none.
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on: p50 and p99 latency (s) against load (0 to 100%), a legend beside;
+        None makes a 10 x 6 inch figure.
+
     Returns
     -------
     matplotlib.axes.Axes
+        The axes drawn on.
     """
     load = np.asarray(rates) / capacity
     with style():
@@ -57,9 +76,18 @@ def load_curve_plot(
 def latency_plot(run: Any, *, ax: Any = None) -> Any:
     """One run's latencies: a histogram, with its p50, p90 and p99 marked.
 
+    Parameters
+    ----------
+    run : perfmodel.serving.simulator.SimulationResult
+        A run's latencies, s; anything with ``latencies`` and ``percentile(q)`` will do.
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on: a 60-bin histogram of the latencies with a vertical line at each of
+        the three percentiles, a legend beside; None makes an 8 x 6 inch figure.
+
     Returns
     -------
     matplotlib.axes.Axes
+        The axes drawn on.
     """
     latencies = np.asarray(run.latencies)
     with style():

@@ -22,9 +22,20 @@ def graph_plot(g: TaskGraph, *, ax: Any = None) -> Any:
     """Operations as boxes, one column per depth; data edges solid, control edges dashed, the
     critical path in red.
 
+    Parameters
+    ----------
+    g : perfmodel.taskgraph.TaskGraph
+        The graph: its operations, their times (in ``g.time_unit``), its edges and its
+        critical path.
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on, without axis lines: a box per operation (name, time and resource),
+        one column per depth, arrows for the edges, the title giving work, span and
+        parallelism; None makes a figure sized to the graph's depth and width.
+
     Returns
     -------
     matplotlib.axes.Axes
+        The axes drawn on.
     """
     level = _levels(g)
     rows: dict[int, int] = {}
@@ -66,11 +77,24 @@ def _time(value: float) -> str:
 
 
 def gantt_plot(schedule: Schedule, g: TaskGraph, *, ax: Any = None) -> Any:
-    """One row per worker, one bar per operation, with Brent's bounds as dotted lines.
+    """One row per worker, one bar per operation, with Brent's bounds as vertical lines.
+
+    Parameters
+    ----------
+    schedule : perfmodel.taskgraph.Schedule
+        Where and when each operation ran, in ``g.time_unit``.
+    g : perfmodel.taskgraph.TaskGraph
+        The graph scheduled: its critical path (drawn red), its bounds at
+        ``schedule.workers`` and its time unit.
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on: one row of bars per worker, the lower bound ``max(W/P, S)``
+        (dotted) and the greedy bound ``W/P + S`` (dashed); None makes a figure 10 inches
+        wide and tall enough for the workers.
 
     Returns
     -------
     matplotlib.axes.Axes
+        The axes drawn on.
     """
     low, high = g.bounds(schedule.workers)
     critical = set(g.critical_path)
