@@ -125,15 +125,18 @@ def mlp(
     Parameters
     ----------
     batch : int
-        Rows of the input.
+        Rows of the input, count.
     widths : sequence of int
-        Input width, then each layer's output width.
-    weights, seed
-        Random weights from this seed, or shapes only (see the module notes).
+        Input width, then each layer's output width, count; at least two.
+    weights : bool
+        Write random weights; False gives their shapes only (see the module notes).
+    seed : int
+        Seed of the random weights, at least 0.
 
     Returns
     -------
     onnx.ModelProto
+        The model, its fp32 input named ``"input"``.
     """
     from onnx import TensorProto, helper
 
@@ -168,13 +171,33 @@ def resnet(
 
     Stem: 7x7 stride-2 convolution, batch norm, Relu, 3x3 stride-2 max pool. Then one stage
     per entry of ``blocks``: that many bottlenecks (1x1, 3x3, 1x1 convolutions, four times
-    wider out), the first of each stage after the first striding by 2 in its 3x3 (v1.5)
-    with a projection shortcut. Global average pool, then a fully connected layer. Batch
-    norm is kept as its own node, as an export in eval mode writes it.
+    wider out); the first of each stage has a projection shortcut and, after the first
+    stage, strides by 2 in its 3x3 (v1.5). Global average pool, then a fully connected
+    layer. Batch norm is kept as its own node, as an export in eval mode writes it.
+
+    Parameters
+    ----------
+    batch : int
+        Images in the input, count.
+    image : int
+        Height and width of the square input images, count of pixels; at least 32.
+    blocks : sequence of int
+        Bottleneck blocks in each stage, count.
+    widths : sequence of int
+        Each stage's inner width (its output is four times wider), count; one per entry of
+        ``blocks``.
+    classes : int
+        Outputs of the last layer, count.
+    weights : bool
+        Write random weights; False gives their shapes only (see the module notes). Batch
+        norm's running variances (ones) are written either way.
+    seed : int
+        Seed of the random weights, at least 0.
 
     Returns
     -------
     onnx.ModelProto
+        The model, its fp32 input ``(batch, 3, image, image)`` named ``"input"``.
     """
     import numpy as np
     from onnx import TensorProto, helper
@@ -250,9 +273,33 @@ def gpt2(
     wide with the erf GELU, a residual add. A final layer norm and the output projection,
     tied to the token embedding (a Gemm reading it transposed).
 
+    Parameters
+    ----------
+    batch : int
+        Sequences in the input, count.
+    seq_len : int
+        Tokens in each sequence, count; at most ``context``.
+    width : int
+        The model's width (embedding size), count.
+    layers : int
+        Decoder blocks, count.
+    heads : int
+        Attention heads, count; they must divide ``width``.
+    vocab : int
+        Tokens in the vocabulary, count.
+    context : int
+        Rows of the position embedding: the longest sequence the model takes, count.
+    weights : bool
+        Write random weights; False gives their shapes only (see the module notes). The
+        Constant nodes (shapes, the causal mask, scales) are written either way.
+    seed : int
+        Seed of the random weights, at least 0.
+
     Returns
     -------
     onnx.ModelProto
+        The model, its int64 input ``(batch, seq_len)`` named ``"input_ids"`` and its
+        output the logits, ``(batch * seq_len, vocab)``.
     """
     import numpy as np
     from onnx import TensorProto, helper
@@ -383,7 +430,22 @@ CPU_MODELS: dict[str, dict[str, tuple[str, dict[str, Any]]]] = {
 
 
 def cpu_model(name: str, size: str, *, seed: int = 0) -> Any:
-    """One of :data:`CPU_MODELS`, with its weights: ``cpu_model("GPT-2", "small")``."""
+    """One of :data:`CPU_MODELS`, with its weights: ``cpu_model("GPT-2", "small")``.
+
+    Parameters
+    ----------
+    name : {"MLP", "ResNet", "GPT-2"}
+        Which model.
+    size : {"small", "large"}
+        Which of its two sizes.
+    seed : int
+        Seed of the random weights, at least 0.
+
+    Returns
+    -------
+    onnx.ModelProto
+        The model its builder makes with those arguments.
+    """
     from perfmodel._validate import choice
 
     name = choice("name", name, tuple(CPU_MODELS))

@@ -40,20 +40,20 @@ OPTIMIZATIONS = ("none", "basic", "all")
 class EngineProfile:
     """What onnxruntime measured.
 
-    Attributes
+    Parameters
     ----------
     node_s : dict of str to float
-        Each node's median kernel time over the measured runs, seconds, by node name.
+        Each node's median kernel time over the measured runs, s, by node name.
     total_s : float
-        The median time of one whole run, seconds (the profiler's ``model_run`` event).
+        The median time of one whole run, s (the profiler's ``model_run`` event).
     runs : int
-        Measured runs (warm-up runs excluded).
+        Measured runs (warm-up runs excluded), count.
     threads : int
-        onnxruntime's intra-op threads.
+        onnxruntime's intra-op threads, count.
     optimization : str
         The graph optimisation level (see :data:`OPTIMIZATIONS`).
     totals_s : tuple of float
-        Every measured run's whole time, seconds: their spread says how busy the machine was.
+        Every measured run's whole time, s: their spread says how busy the machine was.
     """
 
     node_s: dict[str, float]
@@ -76,12 +76,31 @@ class EngineProfile:
 
     @property
     def kernels_s(self) -> float:
-        """The node times added up: ``total_s`` less what runs between kernels."""
+        """The node times added up, s: ``total_s`` less what runs between kernels."""
         return sum(self.node_s.values())
 
 
 def random_inputs(model: Any, *, seed: int = 0) -> dict[str, Any]:
-    """Inputs for each of ``model``'s graph inputs: standard normal floats, zero indices."""
+    """Inputs for each of ``model``'s graph inputs: standard normal floats, zero indices.
+
+    Parameters
+    ----------
+    model : onnx.ModelProto
+        The model; its inputs that are weights (initializers) are left out.
+    seed : int
+        Seed of the random floats, at least 0.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        Input name to an array of its shape and element type: standard normal values for
+        a floating-point input, zeros (a valid index into any table) for any other.
+
+    Raises
+    ------
+    ValueError
+        If an input has no fixed shape.
+    """
     import numpy as np
     import onnx
 
@@ -155,6 +174,7 @@ def profile(
     Returns
     -------
     EngineProfile
+        Each node's median kernel time, the whole run's, and how it was run.
     """
     import onnx
 
@@ -190,11 +210,28 @@ def profile(
 
 
 def engine_overhead(*, nodes: int = 64, runs: int = 20, threads: int | None = None) -> float:
-    """Seconds onnxruntime spends on a node before any work: one run of ``nodes``
-    one-element Adds in a chain, divided by ``nodes`` (lecture 06's tiny-add measurement, on
-    the engine). Dividing the whole run, not the kernel times, counts the executor's work
-    between kernels too.
+    """The time onnxruntime spends on a node before any work.
 
+    One run of ``nodes`` one-element Adds in a chain, divided by ``nodes`` (lecture 06's
+    tiny-add measurement, on the engine). Dividing the whole run, not the kernel times,
+    counts the executor's work between kernels too.
+
+    Parameters
+    ----------
+    nodes : int
+        Adds in the chain, count.
+    runs : int
+        Measured runs of the chain (after 2 warm-up runs), count.
+    threads : int, optional
+        onnxruntime's intra-op threads (default: every core this process may use).
+
+    Returns
+    -------
+    float
+        The median whole run over ``nodes``, s.
+
+    Examples
+    --------
     >>> 0 < engine_overhead(nodes=8, runs=3) < 1e-3
     True
     """

@@ -41,18 +41,18 @@ SMALL_MATMULS = (16, 32, 64, 128)
 class EngineModel:
     """This machine's empirical roofline as onnxruntime meets it (see the module notes).
 
-    Attributes
+    Parameters
     ----------
     calibration : perfmodel.measure.calibration.Calibration
         Lecture 06's calibration, its matrix rates in fp32.
     overhead_s : float
-        Seconds per node before any work.
+        Time onnxruntime spends per node before any work, s.
     disturbed : tuple of str
         The calibration's kernels measured while other programs held a quarter of the CPUs
         (busy): a busy machine slows them all alike, which their spreads cannot show. A noisy
         kernel alone (its samples disagree, common for sub-microsecond ones) is not counted.
     measured : int
-        How many kernels the calibration measured.
+        How many kernels the calibration measured, count.
     """
 
     calibration: Calibration
@@ -84,19 +84,53 @@ class EngineModel:
         return cost.flops / rate, moved / bandwidth, level
 
     def node_time(self, node: Node) -> float:
-        """``overhead + max(F / P, B / W)`` for one node, seconds."""
+        """``overhead + max(F / P, B / W)`` for one node.
+
+        Parameters
+        ----------
+        node : onnx_import.Node
+            A node of an imported model; its im2col bytes count with its own.
+
+        Returns
+        -------
+        float
+            The node's predicted time on this machine, s.
+        """
         compute, memory, _ = self._terms(node)
         return self.overhead_s + max(compute, memory)
 
     def bound(self, node: Node) -> str:
-        """``"overhead"``, ``"compute"`` or ``"memory (<level>)"``: the largest term."""
+        """Which term of :meth:`node_time` is the largest.
+
+        Parameters
+        ----------
+        node : onnx_import.Node
+            A node of an imported model.
+
+        Returns
+        -------
+        str
+            ``"overhead"`` (when it is at least both roofs' times), else ``"compute"`` or
+            ``"memory (<level>)"`` with the memory level that serves the node's bytes.
+        """
         compute, memory, level = self._terms(node)
         if self.overhead_s >= max(compute, memory):
             return "overhead"
         return "compute" if compute >= memory else f"memory ({level})"
 
     def predict(self, model: ImportedModel) -> float:
-        """Seconds for the whole model, node after node."""
+        """The whole model's time, node after node.
+
+        Parameters
+        ----------
+        model : ImportedModel
+            The model, priced node by node.
+
+        Returns
+        -------
+        float
+            The sum of every node's :meth:`node_time`, s.
+        """
         return math.fsum(self.node_time(node) for node in model.nodes)
 
 
@@ -112,10 +146,27 @@ def _busy(kernels: Any) -> tuple[str, ...]:
 def calibrate_engine(
     machine: MachineProfile | None = None, *, quick: bool = True, progress: bool = True
 ) -> EngineModel:
-    """Measure what :class:`EngineModel` needs: lecture 06's profile (unless ``machine`` is
-    given), fp32 matmuls down to 16x16, and onnxruntime's overhead per node.
+    """Measure what :class:`EngineModel` needs on this machine.
 
-    About 4 s in quick mode on 2 cores, all of it bounded by repetitions.
+    Lecture 06's profile (unless ``machine`` is given), fp32 matmuls down to 16x16, and
+    onnxruntime's overhead per node. About 4 s in quick mode on 2 cores, all of it bounded
+    by repetitions.
+
+    Parameters
+    ----------
+    machine : perfmodel.measure.empirical.MachineProfile, optional
+        A profile already taken with :func:`perfmodel.measure.empirical.profile_machine`;
+        None measures one.
+    quick : bool
+        Measure the profile with fewer sizes and repetitions (when ``machine`` is None).
+    progress : bool
+        Show a progress bar while the profile is measured (when ``machine`` is None).
+
+    Returns
+    -------
+    EngineModel
+        The calibration with the small matmuls' rates added, the overhead per node, and
+        which kernels were measured on a busy machine.
     """
     from perfmodel.measure import microbench
 
@@ -147,7 +198,25 @@ def calibrate_engine(
 
 @dataclass(frozen=True, slots=True)
 class NodeComparison:
-    """One node: what was predicted, what onnxruntime measured, and why they may differ."""
+    """One node: what was predicted, what onnxruntime measured, and why they may differ.
+
+    Parameters
+    ----------
+    name : str
+        The node's name.
+    op_type : str
+        Its ONNX operator.
+    op_class : str
+        Its op class, one of :data:`~perfmodel.capstone.onnx_import.OP_CLASSES`.
+    predicted_s : float
+        The engine model's time for it, s.
+    measured_s : float
+        onnxruntime's median kernel time for it, s.
+    bound : str
+        The largest term of the prediction (see :meth:`EngineModel.bound`).
+    why : str
+        A reason for the gap, or that there is none to speak of.
+    """
 
     name: str
     op_type: str
@@ -159,12 +228,12 @@ class NodeComparison:
 
     @property
     def ratio(self) -> float:
-        """Measured over predicted."""
+        """Measured over predicted, dimensionless."""
         return self.measured_s / self.predicted_s
 
     @property
     def error(self) -> float:
-        """Predicted over measured, less one: +0.2 is a 20% overestimate."""
+        """Predicted over measured, less one, fraction: +0.2 is a 20% overestimate."""
         return self.predicted_s / self.measured_s - 1
 
 

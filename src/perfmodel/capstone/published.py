@@ -34,7 +34,27 @@ SOURCE = (
 
 @dataclass(frozen=True, slots=True)
 class PublishedRun:
-    """A published throughput: what ran, where, in which precision, and how fast."""
+    """A published throughput: what ran, where, in which precision, and how fast.
+
+    Parameters
+    ----------
+    name : str
+        A short description, ``"V100 inference, FP32"``.
+    device : str
+        The catalogue name of the GPU.
+    dtype : str
+        The dtype it is priced in (mixed precision as ``"fp16"``).
+    training : bool
+        A training step rather than inference.
+    gpus : int
+        GPUs that ran it, count.
+    batch : int
+        Images per GPU per step, count.
+    images_per_s : float
+        The published throughput, all GPUs together, images per s.
+    source : str
+        Where the number was published.
+    """
 
     name: str
     device: str
@@ -64,7 +84,19 @@ PUBLISHED = (
 
 @dataclass(frozen=True, slots=True)
 class Prediction:
-    """A published run beside the roofline's prediction of it."""
+    """A published run beside the roofline's prediction of it.
+
+    Parameters
+    ----------
+    run : PublishedRun
+        The published measurement.
+    predicted_images_per_s : float
+        The roofline's throughput for it, all GPUs together, images per s.
+    compute_share : float
+        The share of one GPU's roofline time under the compute roof, fraction.
+    bottleneck : str
+        The op class with the most time on one GPU, and its roof: ``"conv (compute)"``.
+    """
 
     run: PublishedRun
     predicted_images_per_s: float
@@ -73,7 +105,7 @@ class Prediction:
 
     @property
     def ratio(self) -> float:
-        """Predicted over published: how optimistic the roofline is."""
+        """Predicted over published, dimensionless: how optimistic the roofline is."""
         return self.predicted_images_per_s / self.run.images_per_s
 
 
@@ -83,12 +115,22 @@ def _resnet50(batch: int) -> ImportedModel:
 
 
 def predict_published(ceiling: str | float = "nameplate") -> list[Prediction]:
-    """Each of :data:`PUBLISHED`, predicted from the catalogue's ``ceiling`` roofs (the
-    datasheets', or a fraction of them such as ``0.7``; see
-    :func:`perfmodel.roofline.ceilings`).
+    """Each of :data:`PUBLISHED`, predicted from the catalogue's roofs.
 
-    Training on 8 GPUs is :func:`~perfmodel.capstone.scale.data_parallel` inside one DGX
-    node (a ring all-reduce over NVLink 3, overlapped with the backward pass).
+    Inference is :func:`~perfmodel.capstone.devices.predict_on` at the run's batch; training
+    is :func:`~perfmodel.capstone.scale.data_parallel`, on 8 GPUs inside one DGX node (a
+    ring all-reduce over NVLink 3, overlapped with the backward pass).
+
+    Parameters
+    ----------
+    ceiling : {"nameplate", "measured"} or float
+        The datasheets' roofs, the best published measurements, or a fraction of the
+        datasheets' such as ``0.7`` (see :func:`perfmodel.roofline.ceilings`), fraction.
+
+    Returns
+    -------
+    list of Prediction
+        One per run of :data:`PUBLISHED`, in its order.
     """
     rows = []
     for run in PUBLISHED:
