@@ -65,8 +65,17 @@ STREAM_KERNELS = ("copy", "scale", "add", "triad")
 class KernelResult:
     """One kernel: its exact cost per call and how long a call took.
 
-    ``kind`` is the family (``"stream"``, ``"elementwise"``, ``"matmul"``, ``"working set"``,
-    ``"tiny"``) and ``name`` a short label for plots (``"triad"``, ``"r = 16"``).
+    Parameters
+    ----------
+    cost : ops.Cost
+        The FLOPs and bytes of one call, counted exactly.
+    measurement : Measurement
+        How long a call took.
+    kind : str
+        The family: ``"stream"``, ``"elementwise"``, ``"matmul"``, ``"working set"``,
+        ``"tiny"``, ``"special"`` (:func:`exponential`) or ``"broadcast"``.
+    name : str
+        A short label for plots (``"triad"``, ``"r = 16"``).
     """
 
     cost: ops.Cost
@@ -81,12 +90,12 @@ class KernelResult:
 
     @property
     def bytes_per_s(self) -> float:
-        """Achieved bandwidth at the fastest sample, as the bytes were counted."""
+        """Achieved bandwidth at the fastest sample, as the bytes were counted, B/s."""
         return self.measurement.best_rate(self.cost.bytes)
 
     @property
     def intensity(self) -> float:
-        """FLOPs per byte of the kernel."""
+        """FLOPs per byte of the kernel, FLOP/B."""
         return self.cost.intensity
 
 
@@ -109,14 +118,21 @@ def stream(
     Parameters
     ----------
     kind : {"copy", "scale", "add", "triad"}
+        The STREAM kernel.
     n : int
-        Elements per array; make the arrays far larger than the last-level cache to
-        measure main memory.
+        Elements per array, count (at least 1); make the arrays far larger than the
+        last-level cache to measure main memory.
     dtype : {"fp64", "fp32", "fp16"}
+        The arrays' data type.
     threads : int, optional
-        Slices of the arrays run at once on a thread pool.
+        Slices of the arrays run at once on a thread pool, count.
     **timing
         Passed to :func:`perfmodel.measure.timing.measure` (``repeats``, ``min_time_s``...).
+
+    Returns
+    -------
+    KernelResult
+        The exact cost of one call and its measurement.
 
     Examples
     --------
@@ -175,6 +191,27 @@ def elementwise_roof(
     ``y = y·a + b`` there (2 FLOPs each), and is copied back (written once). So the kernel
     moves ``2·n·w`` bytes of main memory and does ``2·r·n`` FLOPs: intensity ``r / w``.
 
+    Parameters
+    ----------
+    n : int
+        Elements of ``x``, count (at least 1).
+    multiply_adds : int
+        ``r``, the multiply-adds per element, count (at least 1).
+    block : int
+        Elements per block copied into the small buffer, count (at least 1); the default
+        is 256 KB of fp64. Each thread has a buffer of its own.
+    dtype : {"fp64", "fp32", "fp16"}
+        The arrays' data type.
+    threads : int, optional
+        Slices of ``x`` run at once on a thread pool, count.
+    **timing
+        Passed to :func:`perfmodel.measure.timing.measure` (``repeats``, ``min_time_s``...).
+
+    Returns
+    -------
+    KernelResult
+        The exact cost of one call and its measurement.
+
     Examples
     --------
     >>> r = elementwise_roof(8192, 4, repeats=2, min_time_s=0)
@@ -224,6 +261,22 @@ def matmul(
 ) -> KernelResult:
     """``C = A·B`` for square ``n × n`` matrices through numpy's BLAS.
 
+    Parameters
+    ----------
+    n : int
+        The matrices' side, count (at least 1).
+    dtype : {"fp64", "fp32", "fp16"}
+        The arrays' data type.
+    threads : int, optional
+        BLAS threads while measuring, count (threadpoolctl); None leaves the default.
+    **timing
+        Passed to :func:`perfmodel.measure.timing.measure` (``repeats``, ``min_time_s``...).
+
+    Returns
+    -------
+    KernelResult
+        The exact cost of one call and its measurement.
+
     Examples
     --------
     >>> r = matmul(64, dtype="fp32", repeats=2, min_time_s=0)
@@ -261,6 +314,24 @@ def working_set(
     is ``acc += x`` (two reads and a write); no write-allocate is counted, as in STREAM. A
     call makes ``max(4, per_call // nbytes)`` passes.
 
+    Parameters
+    ----------
+    nbytes : int
+        The working set, ``x`` and the accumulator together, B (at least 1; rounded down to
+        a whole number of element pairs, and at least one pair).
+    dtype : {"fp64", "fp32", "fp16"}
+        The arrays' data type.
+    per_call : int
+        Bytes one call should pass over, B (at least 1): a call makes
+        ``max(4, per_call // set)`` passes over the set.
+    **timing
+        Passed to :func:`perfmodel.measure.timing.measure` (``repeats``, ``min_time_s``...).
+
+    Returns
+    -------
+    KernelResult
+        The exact cost of one call and its measurement.
+
     Examples
     --------
     >>> r = working_set(32 * 1024, per_call=64 * 1024, repeats=2, min_time_s=0)
@@ -293,6 +364,20 @@ def working_set(
 def tiny_op(n: int = 8, *, dtype: str = "fp64", **timing: Any) -> KernelResult:
     """``c = a + b`` on ``n`` elements, too few for either roof: what one call costs at all.
 
+    Parameters
+    ----------
+    n : int
+        Elements, count (at least 1).
+    dtype : {"fp64", "fp32", "fp16"}
+        The arrays' data type.
+    **timing
+        Passed to :func:`perfmodel.measure.timing.measure` (``repeats``, ``min_time_s``...).
+
+    Returns
+    -------
+    KernelResult
+        The exact cost of one call and its measurement.
+
     Examples
     --------
     >>> r = tiny_op(8, repeats=2, min_time_s=0)
@@ -317,6 +402,20 @@ def exponential(n: int = 32_768, *, dtype: str = "fp64", **timing: Any) -> Kerne
     The cost counts one FLOP per element, so the achieved FLOP/s is exp evaluations per
     second: the ceiling for transcendental work, far below a multiply-add's.
 
+    Parameters
+    ----------
+    n : int
+        Elements, count (at least 1).
+    dtype : {"fp64", "fp32", "fp16"}
+        The arrays' data type.
+    **timing
+        Passed to :func:`perfmodel.measure.timing.measure` (``repeats``, ``min_time_s``...).
+
+    Returns
+    -------
+    KernelResult
+        The exact cost of one call and its measurement.
+
     Examples
     --------
     >>> r = exponential(1000, repeats=2, min_time_s=0)
@@ -337,6 +436,20 @@ def exponential(n: int = 32_768, *, dtype: str = "fp64", **timing: Any) -> Kerne
 def tiny_matmul(n: int = 2, *, dtype: str = "fp64", **timing: Any) -> KernelResult:
     """``C = A·B`` for ``n × n`` matrices too small to matter: what a BLAS call costs at all.
 
+    Parameters
+    ----------
+    n : int
+        The matrices' side, count (at least 1).
+    dtype : {"fp64", "fp32", "fp16"}
+        The arrays' data type.
+    **timing
+        Passed to :func:`perfmodel.measure.timing.measure` (``repeats``, ``min_time_s``...).
+
+    Returns
+    -------
+    KernelResult
+        The exact cost of one call and its measurement.
+
     Examples
     --------
     >>> r = tiny_matmul(2, repeats=2, min_time_s=0)
@@ -355,6 +468,22 @@ def broadcast(
     This is how a softmax subtracts each row's maximum and a layer norm each row's mean.
     The default 128 × 128 fp64 arrays (128 kB each) stay in cache, so the rate is the
     loop's own. The cost counts one FLOP per element.
+
+    Parameters
+    ----------
+    rows : int
+        Rows of ``x``, and values in ``c``, count (at least 1).
+    cols : int
+        Columns of ``x``, count (at least 1).
+    dtype : {"fp64", "fp32", "fp16"}
+        The arrays' data type.
+    **timing
+        Passed to :func:`perfmodel.measure.timing.measure` (``repeats``, ``min_time_s``...).
+
+    Returns
+    -------
+    KernelResult
+        The exact cost of one call and its measurement.
 
     Examples
     --------
