@@ -76,6 +76,24 @@ LINK_KINDS = ("pcie", "nvlink", "infiniband", "ethernet", "ici", "dcn", "other")
 def dtype_bytes(dtype: str | int) -> int:
     """Bytes per element: a dtype name (``"bf16"``) or a width in bytes (``2``).
 
+    Parameters
+    ----------
+    dtype : str or int
+        One of :data:`DTYPES` (case and surrounding spaces ignored), or a width in bytes:
+        1, 2, 4 or 8.
+
+    Returns
+    -------
+    int
+        Bytes per element, B.
+
+    Raises
+    ------
+    TypeError
+        If ``dtype`` is neither a string nor an int (a bool included).
+    ValueError
+        If the name is unknown or the width is not 1, 2, 4 or 8.
+
     Examples
     --------
     >>> dtype_bytes("fp32"), dtype_bytes("int8"), dtype_bytes(2)
@@ -102,6 +120,18 @@ def op_unit(dtype: str) -> str:
 
     An int8 multiply-add is not a floating-point operation, so int8 peaks read OP/s.
 
+    Parameters
+    ----------
+    dtype : str
+        A dtype name, such as ``"int8"`` or ``"bf16"`` (not checked against :data:`DTYPES`).
+
+    Returns
+    -------
+    str
+        ``"OP"`` if the name starts with ``"int"``, else ``"FLOP"``.
+
+    Examples
+    --------
     >>> op_unit("int8"), op_unit("bf16")
     ('OP', 'FLOP')
     """
@@ -161,14 +191,15 @@ class Device:
     name : str
         Display name, also the lookup key.
     kind : {"gpu", "tpu", "cpu", "other"}
+        What sort of device it is.
     peak_flops_by_dtype : mapping
         Dense peak FLOP/s (or int ops/s) per dtype, as the maker states it.
     memory_bandwidth : float
-        Main-memory bandwidth, bytes/s.
+        Main-memory bandwidth, B/s.
     memory_capacity : float, optional
-        Main-memory capacity, bytes.
+        Main-memory capacity, B.
     power_w : float, optional
-        Board power (TDP), watts.
+        Board power (TDP), W: joules per s.
     year : int, optional
         Year of introduction.
     source : str
@@ -180,11 +211,12 @@ class Device:
         The best rate anyone has *measured* per dtype (a large matmul, say): what
         "achievable" means, beside the nameplate. Needs ``measured_source``.
     measured_memory_bandwidth : float, optional
-        The best measured main-memory bandwidth (a STREAM-style copy), bytes/s.
+        The best measured main-memory bandwidth (a STREAM-style copy), B/s; at most
+        ``memory_bandwidth``.
     measured_source : str, optional
         Where the measured figures come from.
     memory_levels : mapping, optional
-        Measured bandwidth of each memory level, bytes/s, fastest first
+        Measured bandwidth of each memory level, B/s, fastest first
         (``{"L1": ..., "L2": ..., "L3": ..., "DRAM": ...}``): what lecture 06 measures.
     notes : str, optional
         Anything a reader needs to interpret the figures.
@@ -275,8 +307,22 @@ class Device:
     def peak_flops(self, dtype: str = "fp32", *, sparse: bool = False) -> float:
         """Peak FLOP/s for ``dtype`` (dense, unless ``sparse=True``).
 
+        Parameters
+        ----------
+        dtype : str, optional
+            One of :data:`DTYPES` (default ``"fp32"``).
+        sparse : bool, optional
+            The peak with 2:4 structured sparsity instead of the dense one (default False).
+
+        Returns
+        -------
+        float
+            The maker's peak, FLOP/s (operations per second for an integer dtype).
+
         Raises
         ------
+        TypeError
+            If ``dtype`` is neither a string nor an int.
         ValueError
             If the maker states no peak for that dtype; the message lists those it does.
         """
@@ -293,14 +339,42 @@ class Device:
         return table[key]
 
     def ridge_point(self, dtype: str = "fp32") -> float:
-        """Intensity (FLOP/byte) above which an op is compute-bound: peak / bandwidth."""
+        """Intensity (FLOP/byte) above which an op is compute-bound: peak / bandwidth.
+
+        Parameters
+        ----------
+        dtype : str, optional
+            Whose dense peak to use (default ``"fp32"``).
+
+        Returns
+        -------
+        float
+            The dense peak over the nameplate memory bandwidth, FLOP/B.
+
+        Raises
+        ------
+        ValueError
+            If the device has no dense peak for ``dtype``.
+        """
         return self.peak_flops(dtype) / self.memory_bandwidth
 
     def measured_flops(self, dtype: str = "fp32") -> float:
         """The best measured rate for ``dtype`` (see ``measured_source``).
 
+        Parameters
+        ----------
+        dtype : str, optional
+            One of :data:`DTYPES` (default ``"fp32"``).
+
+        Returns
+        -------
+        float
+            The best published measured rate, FLOP/s.
+
         Raises
         ------
+        TypeError
+            If ``dtype`` is not a string.
         ValueError
             If nobody has published a measurement for that dtype; the message lists those
             that have one.
@@ -320,7 +394,20 @@ class Device:
 class Link:
     """A connection between devices or nodes.
 
-    ``bandwidth`` is bytes/s in one direction; ``latency`` is seconds per message.
+    Parameters
+    ----------
+    name : str
+        Display name, also the lookup key.
+    kind : {"pcie", "nvlink", "infiniband", "ethernet", "ici", "dcn", "other"}
+        What sort of link it is (see :data:`LINK_KINDS`).
+    bandwidth : float
+        Bytes per second in one direction, B/s (positive).
+    latency : float
+        Seconds per message, s (non-negative).
+    source : str
+        Where the figures come from (a datasheet URL).
+    notes : str, optional
+        Anything a reader needs to interpret the figures.
     """
 
     name: str
@@ -346,6 +433,15 @@ class LinkSpec(Protocol):
 
     A :class:`Link` is one; so are :class:`perfmodel.comms.LinkModel` and the fit
     :func:`perfmodel.comms.fit_alpha_beta` returns, so a link you measured plugs straight in.
+    A protocol is never instantiated: it only describes the objects that satisfy it
+    (``isinstance(x, LinkSpec)`` checks for the two attributes).
+
+    Parameters
+    ----------
+    *args : object
+        None taken: calling ``LinkSpec(...)`` raises :class:`TypeError`.
+    **kwargs : object
+        None taken, as for ``*args``.
     """
 
     @property
@@ -458,14 +554,41 @@ def _link_from_toml(raw: object) -> Link:
 
 @dataclass(frozen=True, slots=True)
 class Catalogue:
-    """Devices and links by name."""
+    """Devices and links by name.
+
+    Parameters
+    ----------
+    devices : mapping of str to Device
+        The devices, keyed by their names.
+    links : mapping of str to Link
+        The links, keyed by their names.
+    """
 
     devices: Mapping[str, Device]
     links: Mapping[str, Link]
 
     @classmethod
     def from_toml(cls, text: str, *, origin: str = "<string>") -> Catalogue:
-        """Parse a catalogue from TOML text (``[[device]]`` and ``[[link]]`` tables)."""
+        """Parse a catalogue from TOML text (``[[device]]`` and ``[[link]]`` tables).
+
+        Parameters
+        ----------
+        text : str
+            TOML holding only ``[[device]]`` and ``[[link]]`` tables.
+        origin : str, optional
+            Where the text came from, named in error messages (default ``"<string>"``).
+
+        Returns
+        -------
+        Catalogue
+            The devices and links, by name, in the text's order.
+
+        Raises
+        ------
+        ValueError
+            If the text is not valid TOML, has other top-level keys, or an entry is
+            incomplete, invalid or named twice.
+        """
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as error:
@@ -498,7 +621,23 @@ class Catalogue:
         return cls(MappingProxyType(devices), MappingProxyType(links))
 
     def merged(self, other: Catalogue) -> Catalogue:
-        """This catalogue with ``other``'s entries added; a name in both is an error."""
+        """This catalogue with ``other``'s entries added; a name in both is an error.
+
+        Parameters
+        ----------
+        other : Catalogue
+            The entries to add.
+
+        Returns
+        -------
+        Catalogue
+            A new catalogue: this one's entries, then ``other``'s.
+
+        Raises
+        ------
+        ValueError
+            If a device or link name is in both.
+        """
         for mine, theirs, what in ((self.devices, other.devices, "device"),
                                    (self.links, other.links, "link")):  # fmt: skip
             clash = sorted(set(mine) & set(theirs))
@@ -514,12 +653,52 @@ class Catalogue:
 
     def get(self, name: str, *, argument: str = "name") -> Device:
         """The device called ``name`` (case, spaces and hyphens ignored); errors name the
-        caller's ``argument``."""
+        caller's ``argument``.
+
+        Parameters
+        ----------
+        name : str
+            The device's name.
+        argument : str, optional
+            What the caller called it, for error messages (default ``"name"``).
+
+        Returns
+        -------
+        Device
+            The device of that name.
+
+        Raises
+        ------
+        TypeError
+            If ``name`` is not a string.
+        ValueError
+            If no device has that name; the message suggests the closest.
+        """
         device: Device = _lookup(self.devices, name, "device", argument)
         return device
 
     def get_link(self, name: str, *, argument: str = "name") -> Link:
-        """The link called ``name``; errors name the caller's ``argument``."""
+        """The link called ``name``; errors name the caller's ``argument``.
+
+        Parameters
+        ----------
+        name : str
+            The link's name (case, spaces and hyphens ignored).
+        argument : str, optional
+            What the caller called it, for error messages (default ``"name"``).
+
+        Returns
+        -------
+        Link
+            The link of that name.
+
+        Raises
+        ------
+        TypeError
+            If ``name`` is not a string.
+        ValueError
+            If no link has that name; the message suggests the closest.
+        """
         link: Link = _lookup(self.links, name, "link", argument)
         return link
 
@@ -534,7 +713,23 @@ def catalogue() -> Catalogue:
 def load(path: str | Path, *, include_builtin: bool = True) -> Catalogue:
     """Load your own devices and links from a TOML file shaped like the built-in one.
 
-    Returns the built-in catalogue with yours added, unless ``include_builtin=False``.
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        A TOML file of ``[[device]]`` and ``[[link]]`` tables.
+    include_builtin : bool, optional
+        Add yours to the built-in catalogue (the default) rather than return yours alone.
+
+    Returns
+    -------
+    Catalogue
+        The built-in catalogue with yours added, or yours alone.
+
+    Raises
+    ------
+    ValueError
+        If ``path`` is not a file, its TOML is invalid, or a name of yours is already in
+        the built-in catalogue.
     """
     path = Path(path)
     if not path.is_file():
@@ -558,6 +753,24 @@ def to_toml(device: Device | Link) -> str:
     """``device`` as a ``[[device]]`` table (a :class:`Link` as a ``[[link]]`` table) that
     :func:`load` reads back unchanged.
 
+    Parameters
+    ----------
+    device : Device or Link
+        What to write.
+
+    Returns
+    -------
+    str
+        TOML text holding one ``[[device]]`` (or ``[[link]]``) table; unset fields are left
+        out.
+
+    Raises
+    ------
+    TypeError
+        If ``device`` is neither a :class:`Device` nor a :class:`Link`.
+
+    Examples
+    --------
     >>> mine = Device(name="Mine", kind="cpu", peak_flops_by_dtype={"fp64": 1e11},
     ...               memory_bandwidth=2e10, source="me", memory_levels={"L1": 2e11})
     >>> Catalogue.from_toml(to_toml(mine)).get("Mine") == mine
@@ -611,7 +824,25 @@ def _without_none(fields: Mapping[str, object]) -> dict[str, object]:
 
 def save(device: Device | Link, path: str | Path) -> Path:
     """Write ``device`` (or a link) to a TOML file that :func:`load` reads back (the file is
-    replaced)."""
+    replaced).
+
+    Parameters
+    ----------
+    device : Device or Link
+        What to write.
+    path : str or pathlib.Path
+        The file to write (replaced if it exists).
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``, as a :class:`~pathlib.Path`.
+
+    Raises
+    ------
+    TypeError
+        If ``device`` is neither a :class:`Device` nor a :class:`Link`.
+    """
     path = Path(path)
     path.write_text(to_toml(device), encoding="utf-8")
     return path
@@ -645,17 +876,59 @@ def get(name: DeviceLike, *, argument: str = "name") -> Device:
 
 
 def get_link(name: str | Link, *, argument: str = "name") -> Link:
-    """A link from the built-in catalogue; a :class:`Link` passes through unchanged."""
+    """A link from the built-in catalogue; a :class:`Link` passes through unchanged.
+
+    Parameters
+    ----------
+    name : str or Link
+        A catalogue name (case, spaces and hyphens ignored) or a link you built.
+    argument : str, optional
+        What the caller called it, for error messages (default ``"name"``).
+
+    Returns
+    -------
+    Link
+        The catalogue's link, or ``name`` itself.
+
+    Raises
+    ------
+    TypeError
+        If ``name`` is neither a string nor a :class:`Link`.
+    ValueError
+        If no catalogue link has that name; the message suggests the closest.
+    """
     return name if isinstance(name, Link) else catalogue().get_link(name, argument=argument)
 
 
 def names(kind: str | None = None) -> list[str]:
-    """Names of the built-in devices, optionally of one ``kind``, in catalogue order."""
+    """Names of the built-in devices, optionally of one ``kind``, in catalogue order.
+
+    Parameters
+    ----------
+    kind : {"gpu", "tpu", "cpu", "other"} or None, optional
+        Only devices of this kind; None (the default) for all.
+
+    Returns
+    -------
+    list of str
+        The device names.
+
+    Raises
+    ------
+    ValueError
+        If ``kind`` is not one of :data:`KINDS`.
+    """
     if kind is not None and kind not in KINDS:
         raise ValueError(f"`kind` must be one of {', '.join(KINDS)} (got {kind!r}).")
     return [n for n, d in catalogue().devices.items() if kind is None or d.kind == kind]
 
 
 def link_names() -> list[str]:
-    """Names of the built-in links, in catalogue order."""
+    """Names of the built-in links, in catalogue order.
+
+    Returns
+    -------
+    list of str
+        The link names.
+    """
     return list(catalogue().links)

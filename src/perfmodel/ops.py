@@ -60,6 +60,20 @@ class Cost:
     """The work of an operation: FLOPs, bytes read and bytes written.
 
     Costs add (``a + b`` is doing both) and scale (``3 * a`` is doing ``a`` three times).
+
+    Parameters
+    ----------
+    flops : float
+        Arithmetic done, FLOP (non-negative).
+    bytes_read : float
+        Bytes read from main memory, B (non-negative).
+    bytes_written : float
+        Bytes written to main memory, B (non-negative).
+    dtype : str or None, optional
+        The dtype the arithmetic runs in; None when unknown (a sum of costs in different
+        dtypes, or an op given a width in bytes instead of a name).
+    label : str, optional
+        What the operation is, for tables and plots.
     """
 
     flops: float
@@ -78,12 +92,12 @@ class Cost:
 
     @property
     def bytes(self) -> float:
-        """Bytes moved: read plus written."""
+        """Bytes moved: read plus written, B."""
         return self.bytes_read + self.bytes_written
 
     @property
     def intensity(self) -> float:
-        """Arithmetic intensity, FLOP per byte moved (infinite for an op that moves nothing)."""
+        """Arithmetic intensity, FLOP/B (infinite for an op that moves nothing)."""
         return self.flops / self.bytes if self.bytes else math.inf
 
     def __add__(self, other: Cost) -> Cost:
@@ -119,6 +133,25 @@ def _dtype(dtype: str | int) -> tuple[int, str | None]:
 def flops_from_macs(macs: float) -> float:
     """FLOPs for a count of multiply-accumulates: each MAC is 2 FLOPs.
 
+    Parameters
+    ----------
+    macs : float
+        Multiply-accumulates, count (non-negative).
+
+    Returns
+    -------
+    float
+        ``2 · macs``, FLOP.
+
+    Raises
+    ------
+    TypeError
+        If ``macs`` is not a number.
+    ValueError
+        If ``macs`` is negative or not finite.
+
+    Examples
+    --------
     >>> flops_from_macs(4.1e9)  # ResNet-50's often-quoted "4.1 GFLOPs" are MACs
     8200000000.0
     """
@@ -127,6 +160,20 @@ def flops_from_macs(macs: float) -> float:
 
 def matvec(m: int, n: int, *, dtype: str | int = "fp32") -> Cost:
     """y = A·x with A of shape (m, n).
+
+    Parameters
+    ----------
+    m : int
+        Rows of A (and length of y), count.
+    n : int
+        Columns of A (and length of x), count.
+    dtype : str or int, optional
+        Element type: a dtype name or a width in bytes (default ``"fp32"``).
+
+    Returns
+    -------
+    Cost
+        FLOPs and bytes of the product.
 
     Notes
     -----
@@ -158,6 +205,27 @@ def matmul(
     ``weight_dtype`` stores B (the weights) at its own width, as quantised serving does
     (int8 or fp8 weights, bf16 activations); the arithmetic, and so the roofline's peak,
     stays in ``dtype``.
+
+    Parameters
+    ----------
+    m : int
+        Rows of A and C, count.
+    k : int
+        Columns of A, rows of B: the reduced dimension, count.
+    n : int
+        Columns of B and C, count.
+    dtype : str or int, optional
+        Type of A, C and the arithmetic: a dtype name or a width in bytes (default
+        ``"fp32"``).
+    accumulate : bool, optional
+        C = C + A·B, which reads C as well (default False).
+    weight_dtype : str or int or None, optional
+        Type B is stored in; None (the default) for ``dtype``.
+
+    Returns
+    -------
+    Cost
+        FLOPs and bytes of the product, in ``dtype``.
 
     Notes
     -----
@@ -197,6 +265,29 @@ def elementwise(
 ) -> Cost:
     """An operation applied to each of ``n`` elements (``sin(x)``, ``x + y``, ``relu(x)``).
 
+    Parameters
+    ----------
+    n : int
+        Elements, count.
+    flops_per_element : float, optional
+        Arithmetic per element, FLOP (default 1; non-negative).
+    inputs : int, optional
+        Arrays of ``n`` elements read, count (default 1; may be 0).
+    outputs : int, optional
+        Arrays of ``n`` elements written, count (default 1; at least 1).
+    dtype : str or int, optional
+        Element type: a dtype name or a width in bytes (default ``"fp32"``).
+    label : str, optional
+        What the operation is (default ``"elementwise"``).
+
+    Returns
+    -------
+    Cost
+        ``flops_per_element · n`` FLOPs, ``inputs · n`` elements read and
+        ``outputs · n`` written.
+
+    Examples
+    --------
     >>> add = elementwise(1000, inputs=2)  # z = x + y
     >>> add.bytes, add.flops
     (12000, 1000)
@@ -220,6 +311,22 @@ def reduction(n: int, *, outputs: int = 1, dtype: str | int = "fp32") -> Cost:
     """Sum of ``n`` elements into ``outputs`` sums (a row sum of a matrix has one per row):
     ``n - outputs`` adds, read ``n``, write ``outputs``.
 
+    Parameters
+    ----------
+    n : int
+        Elements summed, count.
+    outputs : int, optional
+        Sums produced, count (default 1; at most ``n``).
+    dtype : str or int, optional
+        Element type: a dtype name or a width in bytes (default ``"fp32"``).
+
+    Returns
+    -------
+    Cost
+        FLOPs and bytes of the sums.
+
+    Examples
+    --------
     >>> reduction(1000).flops, reduction(1000, outputs=10).bytes_written
     (999, 40)
     """
@@ -242,6 +349,18 @@ def scan(n: int, *, dtype: str | int = "fp32") -> Cost:
 
     The FLOPs equal a reduction's, but each output depends on the one before it, which is
     why lecture 07 finds far less parallelism in ``cumsum`` than in ``sin``.
+
+    Parameters
+    ----------
+    n : int
+        Elements, count.
+    dtype : str or int, optional
+        Element type: a dtype name or a width in bytes (default ``"fp32"``).
+
+    Returns
+    -------
+    Cost
+        FLOPs and bytes of the scan.
     """
     n = count("n", n)
     width, name = _dtype(dtype)
@@ -251,7 +370,22 @@ def scan(n: int, *, dtype: str | int = "fp32") -> Cost:
 
 
 def softmax(rows: int, cols: int, *, dtype: str | int = "fp32") -> Cost:
-    """Row-wise softmax: max, subtract, exp, sum, divide: about 5 FLOPs per element."""
+    """Row-wise softmax: max, subtract, exp, sum, divide: about 5 FLOPs per element.
+
+    Parameters
+    ----------
+    rows : int
+        Rows, each normalised on its own, count.
+    cols : int
+        Elements per row, count.
+    dtype : str or int, optional
+        Element type: a dtype name or a width in bytes (default ``"fp32"``).
+
+    Returns
+    -------
+    Cost
+        ``5 · rows · cols`` FLOPs; the matrix read once and written once.
+    """
     rows, cols = count("rows", rows), count("cols", cols)
     width, name = _dtype(dtype)
     n = rows * cols
@@ -265,6 +399,20 @@ def layer_norm(rows: int, cols: int, *, dtype: str | int = "fp32") -> Cost:
 
     Mean (1), subtract and square for the variance (2), sum (1), normalise (2), scale and
     shift (2). Reads x, gamma and beta; writes y.
+
+    Parameters
+    ----------
+    rows : int
+        Rows, each normalised on its own, count.
+    cols : int
+        Elements per row (the normalised axis), count.
+    dtype : str or int, optional
+        Element type: a dtype name or a width in bytes (default ``"fp32"``).
+
+    Returns
+    -------
+    Cost
+        ``8 · rows · cols`` FLOPs; x, gamma and beta read, y written.
     """
     rows, cols = count("rows", rows), count("cols", cols)
     width, name = _dtype(dtype)
@@ -307,6 +455,44 @@ def conv2d(
     ``kernel``, ``stride``, ``padding`` (on each side) and ``dilation`` are each an int or a
     ``(height, width)`` pair. ``groups`` splits the channels into that many independent
     convolutions (``groups == in_channels`` is a depthwise convolution).
+
+    Parameters
+    ----------
+    batch : int
+        Images, count.
+    in_channels : int
+        Input channels, count.
+    out_channels : int
+        Output channels, count.
+    height : int
+        Input height, count of pixels.
+    width : int
+        Input width, count of pixels.
+    kernel : int or (int, int)
+        Kernel size, square or ``(height, width)``.
+    stride : int or (int, int), optional
+        Step between windows (default 1).
+    padding : int or (int, int), optional
+        Zero padding on each side (default 0).
+    dilation : int or (int, int), optional
+        Spacing between kernel taps (default 1).
+    groups : int, optional
+        Independent channel groups; must divide both channel counts (default 1).
+    dtype : str or int, optional
+        Element type: a dtype name or a width in bytes (default ``"fp32"``).
+
+    Returns
+    -------
+    Cost
+        FLOPs and bytes of the convolution.
+
+    Raises
+    ------
+    TypeError
+        If a size is not an integer (or a pair of them).
+    ValueError
+        If a size is below 1 (padding below 0), ``groups`` does not divide the channels,
+        or the dilated kernel is larger than the padded input.
 
     Notes
     -----
@@ -365,6 +551,38 @@ def pooling(
 ) -> Cost:
     """Max or average pooling: one compare or add per window element of each output.
 
+    Parameters
+    ----------
+    batch : int
+        Images, count.
+    channels : int
+        Channels, each pooled on its own, count.
+    height : int
+        Input height, count of pixels.
+    width : int
+        Input width, count of pixels.
+    window : int or (int, int)
+        Window size, square or ``(height, width)``.
+    stride : int or (int, int), optional
+        Step between windows (default 1).
+    padding : int or (int, int), optional
+        Padding on each side (default 0).
+    dtype : str or int, optional
+        Element type: a dtype name or a width in bytes (default ``"fp32"``).
+
+    Returns
+    -------
+    Cost
+        ``window`` elements' FLOPs per output; the input read once, the output
+        written once.
+
+    Raises
+    ------
+    ValueError
+        If the window is larger than the padded input.
+
+    Examples
+    --------
     >>> pooling(1, 64, 112, 112, 3, stride=2, padding=1).bytes_written  # ResNet's max pool
     802816
     """
@@ -417,8 +635,21 @@ def attention(
     causal : bool
         Each query sees only the keys up to its own position (the queries are the last
         ``seq_len`` of the ``kv_len`` positions): ``q·k - q(q-1)/2`` query-key pairs, not ``q·k``.
-    fused, dtype
-        As before: fused kernels keep the score matrix on chip.
+    fused : bool
+        A fused kernel (FlashAttention) that keeps the score matrix on chip; unfused, the
+        scores go through main memory (default False).
+    dtype : str or int
+        Element type: a dtype name or a width in bytes (default ``"bf16"``).
+
+    Returns
+    -------
+    Cost
+        FLOPs and bytes of the attention.
+
+    Raises
+    ------
+    ValueError
+        If ``kv_heads`` does not divide ``heads``, or ``seq_len > kv_len`` when causal.
 
     Notes
     -----
@@ -479,6 +710,24 @@ def dense_forward(
     For Coates's N×N layer with minibatch M this is FLOPs ``2·N²·M`` and bytes
     ``4·(N² + 2·N·M)`` in fp32.
 
+    Parameters
+    ----------
+    batch : int
+        Rows of X: the minibatch, count.
+    in_features : int
+        Inputs of the layer, count.
+    out_features : int
+        Outputs of the layer, count.
+    dtype : str or int, optional
+        Element type: a dtype name or a width in bytes (default ``"fp32"``).
+
+    Returns
+    -------
+    Cost
+        FLOPs and bytes of the product.
+
+    Examples
+    --------
     >>> layer = dense_forward(64, 1024, 1024)
     >>> layer.flops == 2 * 1024**2 * 64, layer.bytes == 4 * (1024**2 + 2 * 1024 * 64)
     (True, True)
@@ -492,7 +741,24 @@ def dense_forward(
 def dense_backward(
     batch: int, in_features: int, out_features: int, *, dtype: str | int = "fp32"
 ) -> Cost:
-    """Both gradients of a dense layer: dX = dY·Wᵀ and dW = Xᵀ·dY (twice the forward FLOPs)."""
+    """Both gradients of a dense layer: dX = dY·Wᵀ and dW = Xᵀ·dY (twice the forward FLOPs).
+
+    Parameters
+    ----------
+    batch : int
+        Rows of X and dY: the minibatch, count.
+    in_features : int
+        Inputs of the layer, count.
+    out_features : int
+        Outputs of the layer, count.
+    dtype : str or int, optional
+        Element type: a dtype name or a width in bytes (default ``"fp32"``).
+
+    Returns
+    -------
+    Cost
+        The two products' FLOPs and bytes, added.
+    """
     batch, in_features = count("batch", batch), count("in_features", in_features)
     out_features = count("out_features", out_features)
     grad_input = matmul(batch, out_features, in_features, dtype=dtype)
@@ -503,13 +769,22 @@ def dense_backward(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Fusion:
-    """A chain of elementwise ops run one by one (``unfused``) or as one kernel (``fused``)."""
+    """A chain of elementwise ops run one by one (``unfused``) or as one kernel (``fused``).
+
+    Parameters
+    ----------
+    unfused : Cost
+        The ops one after another, each reading and writing main memory.
+    fused : Cost
+        The ops as one kernel: the input read once, the result written once.
+    """
 
     unfused: Cost
     fused: Cost
 
     @property
     def bytes_saved(self) -> float:
+        """The main-memory traffic fusion removes, B."""
         return self.unfused.bytes - self.fused.bytes
 
 
@@ -520,6 +795,29 @@ def fusion(n: int, flops_per_element: Sequence[float], *, dtype: str | int = "fp
     chain reads the input once and writes the final result once, keeping temporaries in
     registers. The FLOPs are the same.
 
+    Parameters
+    ----------
+    n : int
+        Elements, count.
+    flops_per_element : sequence of float
+        One entry per op in the chain: its arithmetic per element, FLOP.
+    dtype : str or int, optional
+        Element type: a dtype name or a width in bytes (default ``"fp32"``).
+
+    Returns
+    -------
+    Fusion
+        The chain's cost unfused and fused.
+
+    Raises
+    ------
+    TypeError
+        If ``flops_per_element`` is not a sequence (a string is not one).
+    ValueError
+        If ``flops_per_element`` is empty or holds a negative number.
+
+    Examples
+    --------
     >>> gelu_like = fusion(1_000_000, [1, 1, 1, 1])  # four ops in a row
     >>> gelu_like.unfused.bytes // gelu_like.fused.bytes, gelu_like.bytes_saved
     (4, 24000000)

@@ -60,7 +60,9 @@ def ceilings(
     Parameters
     ----------
     device : str or hardware.Device
+        A catalogue name or a device you built.
     dtype : str
+        Which compute peak: a dtype name the device lists, such as ``"bf16"``.
     ceiling : {"nameplate", "measured"} or float
         ``"nameplate"``: the datasheet's peak and bandwidth. ``"measured"``: the best
         published measurements (a large matmul; a STREAM-style copy), falling back to the
@@ -70,7 +72,16 @@ def ceilings(
     Returns
     -------
     (float, float, str)
-        Peak FLOP/s, bandwidth in bytes/s, and a description of the two.
+        Peak FLOP/s, bandwidth in B/s, and a description of the two (``"nameplate"``,
+        ``"measured"``, ``"50% of nameplate"``...).
+
+    Raises
+    ------
+    TypeError
+        If ``ceiling`` is neither a string nor a number.
+    ValueError
+        If ``ceiling`` names neither roof or is a number outside (0, 1], the device has
+        no peak for ``dtype``, or (``"measured"``) no published measurement for it.
 
     Examples
     --------
@@ -112,6 +123,33 @@ def attainable_flops(
 ) -> float:
     """The roof at ``intensity`` (FLOP/byte): ``min(peak, intensity · bandwidth)``.
 
+    Parameters
+    ----------
+    intensity : float
+        Arithmetic intensity, FLOP/B (non-negative; ``inf`` for an op that moves nothing).
+    device : str or hardware.Device
+        A catalogue name or a device you built.
+    dtype : str, optional
+        Which compute peak (default ``"fp32"``).
+    ceiling : {"nameplate", "measured"} or float, optional
+        Which roof: the datasheet's (the default), the best published measurements, or
+        a fraction of the datasheet's (see :func:`ceilings`).
+
+    Returns
+    -------
+    float
+        The most FLOP/s an operation of that intensity can reach.
+
+    Raises
+    ------
+    TypeError
+        If ``intensity`` is not a number, or ``device`` or ``ceiling`` is of the wrong type.
+    ValueError
+        If ``intensity`` is negative or NaN, or ``device``, ``dtype`` or ``ceiling`` is
+        unknown (see :func:`ceilings`).
+
+    Examples
+    --------
     >>> attainable_flops(0.5, "GPU circa 2015") / 1e9
     150.0
     >>> attainable_flops(1000, "GPU circa 2015") / 1e12
@@ -135,6 +173,21 @@ class Estimate:
 
     ``time_s`` is the larger of the compute and memory times (they overlap);
     ``achieved_flops`` is the FLOP rate that time implies.
+
+    Parameters
+    ----------
+    cost : ops.Cost
+        The operation's FLOPs and bytes.
+    device : str
+        The device's name.
+    dtype : str
+        The dtype whose compute peak was used.
+    compute_time_s : float
+        FLOPs over the compute ceiling, s.
+    memory_time_s : float
+        Bytes over the bandwidth ceiling, s.
+    ceiling : str
+        What the two ceilings were (the description :func:`ceilings` returns).
     """
 
     cost: Cost
@@ -146,6 +199,7 @@ class Estimate:
 
     @property
     def time_s(self) -> float:
+        """The larger of the compute and memory times, s."""
         return max(self.compute_time_s, self.memory_time_s)
 
     @property
@@ -155,11 +209,12 @@ class Estimate:
 
     @property
     def achieved_flops(self) -> float:
+        """The operation's FLOPs over ``time_s``, FLOP/s (0 for a zero time)."""
         return self.cost.flops / self.time_s if self.time_s > 0 else 0.0
 
     @property
     def fraction_of_peak(self) -> float:
-        """Achieved FLOP/s over the compute ceiling used (see ``ceiling``)."""
+        """Achieved FLOP/s over the compute ceiling used (see ``ceiling``), fraction."""
         return self.compute_time_s / self.time_s if self.time_s > 0 else 0.0
 
 
@@ -184,8 +239,15 @@ def estimate(
         Which roof: the datasheet's, the best published measurements, or a fraction of
         the datasheet's (see :func:`ceilings`).
 
+    Returns
+    -------
+    Estimate
+        The compute and memory times and what bounds the operation.
+
     Raises
     ------
+    TypeError
+        If ``cost`` is not an :class:`ops.Cost` or ``dtype`` is not a string.
     ValueError
         If no dtype is given or known, or the device has no peak (or no measurement) for it.
 
@@ -230,28 +292,44 @@ class SequenceEstimate:
 
     ``time_s`` assumes each op overlaps its own memory traffic with its arithmetic;
     ``time_no_overlap_s`` assumes nothing overlaps (compute, then memory, op by op).
+
+    Parameters
+    ----------
+    steps : tuple of Estimate
+        One estimate per operation, in order.
     """
 
     steps: tuple[Estimate, ...]
 
     @property
     def time_s(self) -> float:
+        """The steps' times added up, each overlapping its compute and memory, s."""
         return math.fsum(step.time_s for step in self.steps)
 
     @property
     def time_no_overlap_s(self) -> float:
+        """Every step's compute time plus its memory time, added up, s."""
         return math.fsum(step.compute_time_s + step.memory_time_s for step in self.steps)
 
     @property
     def flops(self) -> float:
+        """The steps' FLOPs added up, FLOP."""
         return math.fsum(step.cost.flops for step in self.steps)
 
     @property
     def bytes(self) -> float:
+        """The steps' bytes moved added up, B."""
         return math.fsum(step.cost.bytes for step in self.steps)
 
     def share(self) -> list[tuple[str, float]]:
-        """Each op's label and its share of ``time_s``: where the time goes."""
+        """Each op's label and its share of ``time_s``: where the time goes.
+
+        Returns
+        -------
+        list of (str, float)
+            One ``(label, share)`` per step, in order; the share is a fraction of
+            ``time_s`` (all 0 when it is 0).
+        """
         total = self.time_s
         return [(s.cost.label, s.time_s / total if total else 0.0) for s in self.steps]
 
@@ -265,6 +343,32 @@ def estimate_sequence(
 ) -> SequenceEstimate:
     """Estimate each op of a sequence on one device and add them up.
 
+    Parameters
+    ----------
+    costs : iterable of ops.Cost
+        The operations, in the order they run (at least one).
+    device : str or hardware.Device
+        A catalogue name or a device you built.
+    dtype : str, optional
+        Which peak to use for every op; defaults to each cost's own dtype.
+    ceiling : {"nameplate", "measured"} or float, optional
+        Which roof: the datasheet's (the default), the best published measurements, or
+        a fraction of the datasheet's (see :func:`ceilings`).
+
+    Returns
+    -------
+    SequenceEstimate
+        One :class:`Estimate` per op, and their totals.
+
+    Raises
+    ------
+    TypeError
+        If ``costs`` is not an iterable of :class:`ops.Cost`.
+    ValueError
+        If ``costs`` is empty, or an op fails as in :func:`estimate`.
+
+    Examples
+    --------
     >>> from perfmodel import ops
     >>> seq = estimate_sequence(
     ...     [ops.matmul(512, 512, 512), ops.elementwise(512 * 512)], "GPU circa 2015"
