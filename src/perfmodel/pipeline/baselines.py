@@ -40,14 +40,42 @@ def _priced(graph: Graph, cuts: Sequence[int], method: str) -> Partition:
 
 
 def equal_layers(graph: Graph, k: int) -> Partition:
-    """``k`` stages of (as nearly as possible) equal node counts."""
+    """``k`` stages of (as nearly as possible) equal node counts.
+
+    Parameters
+    ----------
+    graph : Graph
+        The model graph; its topological order is cut.
+    k : int
+        The most stages, from 1 to the node count, count.
+
+    Returns
+    -------
+    Partition
+        The split, priced with communication; its ``lower_bound`` is 0.0 (none proven).
+    """
     k = check_k(graph, k)
     cuts = [round(j * graph.n / k) for j in range(1, k)]
     return _priced(graph, cuts, "equal layers")
 
 
 def balance_by_params(graph: Graph, k: int, params: Sequence[float]) -> Partition:
-    """Cut where the running parameter count crosses each multiple of ``total / k``."""
+    """Cut where the running parameter count crosses each multiple of ``total / k``.
+
+    Parameters
+    ----------
+    graph : Graph
+        The model graph; its topological order is cut.
+    k : int
+        The most stages, from 1 to the node count, count.
+    params : sequence of float
+        ``params[i]``: the parameters node i holds, non-negative, count.
+
+    Returns
+    -------
+    Partition
+        The split, priced with communication; its ``lower_bound`` is 0.0 (none proven).
+    """
     k = check_k(graph, k)
     given: object = params
     if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
@@ -69,7 +97,20 @@ def balance_by_params(graph: Graph, k: int, params: Sequence[float]) -> Partitio
 
 
 def balance_by_time(graph: Graph, k: int) -> Partition:
-    """The contiguous split of the order minimising the largest block of compute time."""
+    """The contiguous split of the order minimising the largest block of compute time.
+
+    Parameters
+    ----------
+    graph : Graph
+        The model graph; its topological order is cut.
+    k : int
+        The most stages, from 1 to the node count, count.
+
+    Returns
+    -------
+    Partition
+        The split, priced with communication; its ``lower_bound`` is 0.0 (none proven).
+    """
     k = check_k(graph, k)
     work = [graph.work[node] for node in graph.order]
 
@@ -98,6 +139,18 @@ def greedy_cuts(graph: Graph, k: int) -> Partition:
     The rule lecture 10 shows failing: a cut it chooses can send a large tensor across the link
     where a cut one node later would not. Every contiguous block is priced, so the work grows as
     the cube of the node count: for teaching-size chains.
+
+    Parameters
+    ----------
+    graph : Graph
+        The model graph; its topological order is cut.
+    k : int
+        The most stages, from 1 to the node count, count.
+
+    Returns
+    -------
+    Partition
+        The split, priced with communication; its ``lower_bound`` is 0.0 (none proven).
 
     Examples
     --------

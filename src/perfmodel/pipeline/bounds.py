@@ -99,6 +99,21 @@ def windows(graph: Graph, k: int, limit: float) -> tuple[np.ndarray, np.ndarray]
     """Earliest and latest stage of every node in any split whose bottleneck is at most ``limit``.
 
     Empty windows (earliest > latest) prove that no such split exists.
+
+    Parameters
+    ----------
+    graph : Graph
+        The model graph.
+    k : int
+        The number of stages, count.
+    limit : float
+        The bottleneck, positive, s.
+
+    Returns
+    -------
+    tuple of (numpy.ndarray, numpy.ndarray)
+        ``(earliest, latest)``: for each node, the first and the last stage (numbered
+        from 0) it may sit in, as int arrays.
     """
     if not limit > 0:
         raise ValueError(f"`limit` must be a positive bottleneck in seconds (got {limit!r}).")
@@ -106,7 +121,21 @@ def windows(graph: Graph, k: int, limit: float) -> tuple[np.ndarray, np.ndarray]
 
 
 def window_lower_bound(graph: Graph, k: int) -> float:
-    """The smallest bottleneck for which every node still has a stage window (bisection)."""
+    """The smallest bottleneck for which every node still has a stage window (bisection).
+
+    Parameters
+    ----------
+    graph : Graph
+        The model graph.
+    k : int
+        The number of stages, from 1 to the node count, count.
+
+    Returns
+    -------
+    float
+        A lower bound on the best bottleneck, never below
+        :func:`~perfmodel.pipeline.graph.combinatorial_lower_bound`, s.
+    """
     k = check_k(graph, k)
     return _window_bound(graph, k, _reach_works(graph))
 
@@ -209,6 +238,17 @@ class MipBound:
 
     ``complete`` is False when the wall-clock safety net stopped the search before its
     work bounds did; the bound is still valid, but another machine may find another.
+
+    Parameters
+    ----------
+    lower_bound : float
+        No split into ``k`` stages has a smaller bottleneck, s.
+    split : Partition or None
+        A split better than the given ``upper`` found by a probe, or None.
+    probes : int
+        Values of T tried, count.
+    complete : bool
+        False when the wall-clock safety net cut the work short.
     """
 
     lower_bound: float
@@ -239,10 +279,12 @@ def mip_lower_bound(
 
     Parameters
     ----------
-    graph, k
-        The problem.
+    graph : Graph
+        The model graph.
+    k : int
+        The number of stages, from 1 to the node count, count.
     upper : float
-        The bottleneck of a known split.
+        The bottleneck of a known split, s.
     probes : int
         Most values of ``T`` to try (each halves the interval still open).
     rounds : int
@@ -253,7 +295,7 @@ def mip_lower_bound(
         Good topological orders (the graph's own is always added); their contiguous pieces
         seed the covering relaxation.
     time_limit_s : float
-        Wall-clock safety net (default: none); see :mod:`perfmodel.pipeline.budget`.
+        Wall-clock safety net, s (default: none); see :mod:`perfmodel.pipeline.budget`.
     deadline : Deadline, optional
         A deadline shared with the caller, used instead of ``time_limit_s``.
 

@@ -31,7 +31,7 @@ class Deadline:
     Parameters
     ----------
     seconds : float
-        From now; ``inf`` for no cap.
+        How long from now, positive, s; ``inf`` for no cap.
 
     Attributes
     ----------
@@ -49,15 +49,33 @@ class Deadline:
 
     @classmethod
     def none(cls) -> Deadline:
-        """A deadline that never comes."""
+        """A deadline that never comes.
+
+        Returns
+        -------
+        Deadline
+            One at ``inf`` seconds from now: :meth:`expired` is always False.
+        """
         return cls(math.inf)
 
     def left(self) -> float:
-        """Seconds until the deadline (never negative)."""
+        """Seconds until the deadline (never negative).
+
+        Returns
+        -------
+        float
+            The time left, s; ``inf`` for no cap.
+        """
         return max(0.0, self._end - clock())
 
     def expired(self) -> bool:
-        """Whether the time is up (and, if so, remember that work was cut short)."""
+        """Whether the time is up (and, if so, remember that work was cut short).
+
+        Returns
+        -------
+        bool
+            True once the deadline has passed, and on every later call (:attr:`reached`).
+        """
         if clock() >= self._end:
             self.reached = True
         return self.reached

@@ -48,8 +48,25 @@ from perfmodel.pipeline.split import order_segment_costs
 __all__ = ["ConnectedPool", "Verdict", "connected_pool", "connected_sets", "cover_probe"]
 
 
-class Verdict(enum.Enum):
-    """What a feasibility probe "is there a split with every stage under T?" concluded."""
+# Calling an Enum class looks a member up; its signature is Python's own and differs
+# between versions (3.11: value, names, module, ...; 3.12 on: *values), so numpydoc's
+# parameter checks cannot pass on all of them and are waived here.
+class Verdict(enum.Enum):  # numpydoc ignore=PR01,PR02
+    """What a feasibility probe "is there a split with every stage under T?" concluded.
+
+    ``Verdict("open")`` is :attr:`OPEN`: a member is looked up by its value.
+
+    Attributes
+    ----------
+    INFEASIBLE
+        Proven: no split under T exists, so T is a lower bound on the best bottleneck.
+    FEASIBLE
+        A split under T was found.
+    OPEN
+        The relaxation allows a split under T, so there is no proof either way.
+    UNKNOWN
+        The work (or the safety-net clock) ran out before a conclusion.
+    """
 
     INFEASIBLE = "infeasible"  #: proven: no split under T exists (the bound rises to T)
     FEASIBLE = "feasible"  #: a split under T was found
@@ -129,6 +146,21 @@ def connected_sets(graph: Graph, limit: float, most: int = _POOL_LIMIT) -> list[
     Enumerated once per set by growing from its smallest node and only ever adding
     neighbours that are new to the set (Wernicke's ESU), pruned by work, which only grows.
 
+    Parameters
+    ----------
+    graph : Graph
+        The model graph.
+    limit : float
+        The most a set may cost (:func:`~perfmodel.pipeline.graph.stage_cost`), s.
+    most : int
+        Sets looked at, at most, count: each smallest node gets an equal share,
+        ``max(1, most // n)``.
+
+    Returns
+    -------
+    list of tuple of int
+        The sets found, each as ascending node indices, in sorted order.
+
     >>> from perfmodel.pipeline.graph import Graph
     >>> connected_sets(Graph.chain([1.0, 1.0, 1.0], [0.0] * 3), 2.0)
     [(0,), (0, 1), (1,), (1, 2), (2,)]
@@ -183,7 +215,23 @@ def _priced_connected_sets(
 
 @dataclass(frozen=True)
 class ConnectedPool:
-    """Connected sets that fit under the limit, ready for pricing."""
+    """Connected sets that fit under the limit, ready for pricing.
+
+    Parameters
+    ----------
+    sets : list of tuple of int
+        The connected node sets, each as ascending node indices.
+    cost : numpy.ndarray
+        ``cost[j]``: the :func:`~perfmodel.pipeline.graph.stage_cost` of ``sets[j]``, in
+        seconds (s).
+    incidence : scipy.sparse.csr_matrix
+        A (sets x nodes) 0/1 matrix, 1 where the set holds the node: one product prices
+        every set.
+    masks : list of int
+        Each set's nodes as a bit mask.
+    reach : list of int
+        Each set's nodes and their neighbours (edges taken both ways) as a bit mask.
+    """
 
     sets: list[tuple[int, ...]]
     cost: np.ndarray
@@ -193,8 +241,25 @@ class ConnectedPool:
 
     @classmethod
     def build(cls, graph: Graph, limit: float, deadline: Deadline | None = None) -> ConnectedPool:
-        """The connected sets of ``graph`` that cost at most ``limit`` (as many as the
-        ``deadline`` allows: the pool only seeds the pricing, so a partial one is valid)."""
+        """The connected sets of ``graph`` that cost at most ``limit``.
+
+        As many as the ``deadline`` allows, and at most about 50,000 looked at: the pool
+        only seeds the pricing, so a partial one is valid.
+
+        Parameters
+        ----------
+        graph : Graph
+            The model graph.
+        limit : float
+            The most a set may cost, s.
+        deadline : Deadline, optional
+            A wall-clock safety net; none by default.
+
+        Returns
+        -------
+        ConnectedPool
+            The sets, their costs and their index for pricing.
+        """
         from scipy.sparse import csr_matrix
 
         deadline = Deadline.none() if deadline is None else deadline
@@ -216,7 +281,18 @@ class ConnectedPool:
         return cls(sets, np.array([c for _, c in kept]), incidence, masks, reach)
 
     def under(self, limit: float) -> ConnectedPool:
-        """The sets of this pool that cost at most ``limit``."""
+        """The sets of this pool that cost at most ``limit``.
+
+        Parameters
+        ----------
+        limit : float
+            The most a set may cost, s.
+
+        Returns
+        -------
+        ConnectedPool
+            A new pool holding only those sets, in the same order.
+        """
         keep = np.flatnonzero(self.cost <= limit)
         return ConnectedPool(
             [self.sets[j] for j in keep],
@@ -227,7 +303,28 @@ class ConnectedPool:
         )
 
     def best(self, prices: np.ndarray, limit: float, add: Callable[[tuple[int, ...]], bool]) -> int:
-        """Add the best-priced sets, or failing that the best unions of two apart."""
+        """Add the best-priced sets, or failing that the best unions of two apart.
+
+        Up to 20 sets whose nodes' prices sum to more than 1 are offered to ``add``, best
+        first. When none is, unions of two of the 400 best-priced sets, with no edge
+        between them, a total cost within ``limit`` and a total price above 1, are offered
+        until 20 have been added.
+
+        Parameters
+        ----------
+        prices : numpy.ndarray
+            Each node's dual price in the restricted covering LP, dimensionless.
+        limit : float
+            The most a set may cost, s.
+        add : callable
+            ``add(nodes)`` takes a set as a tuple of node indices and returns whether it
+            was new and kept.
+
+        Returns
+        -------
+        int
+            The sets ``add`` kept, count.
+        """
         if not self.sets:
             return 0
         value = self.incidence @ prices
@@ -250,7 +347,22 @@ class ConnectedPool:
 
 
 def connected_pool(graph: Graph, limit: float, deadline: Deadline | None = None) -> ConnectedPool:
-    """The connected sets of cost at most ``limit``, indexed for pricing (reuse it)."""
+    """The connected sets of cost at most ``limit``, indexed for pricing (reuse it).
+
+    Parameters
+    ----------
+    graph : Graph
+        The model graph.
+    limit : float
+        The most a set may cost, s.
+    deadline : Deadline, optional
+        A wall-clock safety net; none by default.
+
+    Returns
+    -------
+    ConnectedPool
+        The pool (:meth:`ConnectedPool.build`).
+    """
     return ConnectedPool.build(graph, limit, deadline)
 
 
@@ -274,6 +386,32 @@ def cover_probe(
     topological orders whose contiguous pieces seed and cheaply price the columns;
     ``segment_costs`` passes in their piece costs when they are already known, ``pool``
     the connected sets (:func:`connected_pool`, for this or any larger ``limit``).
+
+    Parameters
+    ----------
+    graph : Graph
+        The model graph.
+    k : int
+        The number of stages, count.
+    limit : float
+        The bottleneck T probed: the most a stage may cost, s.
+    orders : sequence of sequence of int
+        Topological orders of the graph, whose contiguous pieces seed the columns.
+    rounds : int
+        Column-generation rounds that may need the exact pricing MIP, count.
+    deadline : Deadline, optional
+        A wall-clock safety net; none by default.
+    segment_costs : list of numpy.ndarray, optional
+        For each order, its :func:`~perfmodel.pipeline.split.order_segment_costs` matrix,
+        in seconds (s); computed when not given.
+    pool : ConnectedPool, optional
+        Connected sets built for ``limit`` or a larger one; built here when not given.
+
+    Returns
+    -------
+    Verdict
+        :attr:`Verdict.INFEASIBLE`, :attr:`Verdict.OPEN` or :attr:`Verdict.UNKNOWN`; this
+        probe never returns :attr:`Verdict.FEASIBLE`.
     """
     from scipy.optimize import linprog
     from scipy.sparse import csc_matrix

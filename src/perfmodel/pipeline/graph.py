@@ -55,11 +55,20 @@ class Graph:
     Parameters
     ----------
     work : sequence of float
-        ``work[i]``: compute time of node i, seconds.
+        ``work[i]``: compute time of node i, s.
     comm : sequence of float
-        ``comm[i]``: time to send node i's output to another stage, seconds.
+        ``comm[i]``: time to send node i's output to another stage, s.
     edges : iterable of (int, int)
-        ``(u, v)``: node v reads node u's output.
+        ``(u, v)``: node v reads node u's output. Repeated edges count once.
+
+    Attributes
+    ----------
+    successors : tuple of tuple of int
+        ``successors[u]``: the nodes that read node u's output, ascending.
+    predecessors : tuple of tuple of int
+        ``predecessors[v]``: the nodes whose output node v reads, ascending.
+    order : tuple of int
+        A topological order of the nodes; among ready nodes the smallest index comes first.
 
     Raises
     ------
@@ -143,15 +152,30 @@ class Graph:
 
     @classmethod
     def chain(cls, work: Sequence[float], comm: Sequence[float]) -> Graph:
-        """A chain of layers, each reading the previous one's output."""
+        """A chain of layers, each reading the previous one's output.
+
+        Parameters
+        ----------
+        work : sequence of float
+            ``work[i]``: compute time of layer i, s.
+        comm : sequence of float
+            ``comm[i]``: time to send layer i's output to another stage, s.
+
+        Returns
+        -------
+        Graph
+            The chain, with the edges ``(i, i + 1)``.
+        """
         return cls(work, comm, [(i, i + 1) for i in range(len(work) - 1)])
 
     @property
     def n(self) -> int:
+        """The number of nodes, count."""
         return len(self.work)
 
     @property
     def is_chain(self) -> bool:
+        """Whether the edges are exactly ``(i, i + 1)`` for every node i but the last."""
         return self.edges == tuple((i, i + 1) for i in range(self.n - 1))
 
 
@@ -163,6 +187,20 @@ class Partition:
     which ``bottleneck`` could at most exceed it; ``optimal`` says the split is proven best.
     ``complete`` is False when a wall-clock cap stopped the search before its work bounds
     did: the split and the bound are still valid, but another machine may find others.
+
+    Parameters
+    ----------
+    stages : tuple of tuple of int
+        The stages in pipeline order, each a tuple of node indices.
+    bottleneck : float
+        The costliest stage's :func:`stage_cost`: the pipeline's time per input, s.
+    lower_bound : float
+        A time no split of the graph into the requested number of stages can beat, s;
+        0.0 when the method proves none.
+    method : str
+        The algorithm that found the split (``"brute force"``, ``"MIP (HiGHS)"``, ...).
+    complete : bool
+        False when a wall-clock cap stopped the search before its work bounds did.
     """
 
     stages: tuple[tuple[int, ...], ...]
@@ -173,6 +211,8 @@ class Partition:
 
     @property
     def gap(self) -> float:
+        """``1 - lower_bound / bottleneck``: the share of the bottleneck the optimum may be
+        below it, fraction (0.0 when the bottleneck is 0)."""
         return 0.0 if self.bottleneck == 0 else 1 - self.lower_bound / self.bottleneck
 
     @property
@@ -224,7 +264,21 @@ def bisect_threshold(
 
 
 def stage_parts(graph: Graph, stage: Iterable[int]) -> tuple[float, float, float]:
-    """``(compute, receive, send)`` seconds of a stage; each tensor counted once."""
+    """``(compute, receive, send)`` seconds of a stage; each tensor counted once.
+
+    Parameters
+    ----------
+    graph : Graph
+        The model graph.
+    stage : iterable of int
+        The stage's node indices.
+
+    Returns
+    -------
+    tuple of float
+        ``(compute, receive, send)``, s: the members' work, the ``comm`` of every outside
+        node a member reads, and the ``comm`` of every member some outside node reads.
+    """
     members = set(stage)
     producers = {u for v in members for u in graph.predecessors[v] if u not in members}
     senders = {u for u in members if any(v not in members for v in graph.successors[u])}
@@ -236,27 +290,79 @@ def stage_parts(graph: Graph, stage: Iterable[int]) -> tuple[float, float, float
 
 
 def stage_cost(graph: Graph, stage: Iterable[int]) -> float:
-    """Work of the stage plus each tensor it receives and each tensor it sends, once."""
+    """Work of the stage plus each tensor it receives and each tensor it sends, once.
+
+    Parameters
+    ----------
+    graph : Graph
+        The model graph.
+    stage : iterable of int
+        The stage's node indices.
+
+    Returns
+    -------
+    float
+        The stage's time per input, s: the sum of :func:`stage_parts`.
+    """
     compute, receive, send = stage_parts(graph, stage)
     return compute + receive + send
 
 
 def stage_order(graph: Graph, stages: Iterable[Iterable[int]]) -> tuple[int, ...]:
-    """The stages one after another, each in the graph's topological order: a topological
-    order of the whole graph whenever the split is feasible."""
+    """The stages one after another, each in the graph's topological order.
+
+    The result is a topological order of the whole graph whenever the split is feasible.
+
+    Parameters
+    ----------
+    graph : Graph
+        The model graph.
+    stages : iterable of iterable of int
+        The stages in pipeline order, each a collection of node indices.
+
+    Returns
+    -------
+    tuple of int
+        Every stage's nodes, stage after stage.
+    """
     position = {v: i for i, v in enumerate(graph.order)}
     return tuple(v for stage in stages for v in sorted(stage, key=position.__getitem__))
 
 
 def node_masks(graph: Graph) -> tuple[list[int], list[int]]:
-    """Each node's predecessors and successors as bit masks (bit u set for node u)."""
+    """Each node's predecessors and successors as bit masks (bit u set for node u).
+
+    Parameters
+    ----------
+    graph : Graph
+        The model graph.
+
+    Returns
+    -------
+    tuple of (list of int, list of int)
+        ``(needs, feeds)``: ``needs[v]`` has a bit set for each node v reads,
+        ``feeds[v]`` one for each node that reads v.
+    """
     needs = [sum(1 << u for u in graph.predecessors[v]) for v in range(graph.n)]
     feeds = [sum(1 << w for w in graph.successors[v]) for v in range(graph.n)]
     return needs, feeds
 
 
 def is_feasible(graph: Graph, stages: Sequence[Sequence[int]]) -> bool:
-    """Every node in exactly one stage, and no edge from a later stage to an earlier one."""
+    """Every node in exactly one stage, and no edge from a later stage to an earlier one.
+
+    Parameters
+    ----------
+    graph : Graph
+        The model graph.
+    stages : sequence of sequence of int
+        The stages in pipeline order, each a sequence of node indices.
+
+    Returns
+    -------
+    bool
+        Whether the split is feasible.
+    """
     where: dict[int, int] = {}
     for index, stage in enumerate(stages):
         for node in stage:
@@ -269,23 +375,73 @@ def is_feasible(graph: Graph, stages: Sequence[Sequence[int]]) -> bool:
 
 
 def bottleneck_of(graph: Graph, stages: Sequence[Sequence[int]]) -> float:
-    """The costliest stage's cost: the time per input of the whole pipeline."""
+    """The costliest stage's cost: the time per input of the whole pipeline.
+
+    Parameters
+    ----------
+    graph : Graph
+        The model graph.
+    stages : sequence of sequence of int
+        The stages, at least one, each a sequence of node indices.
+
+    Returns
+    -------
+    float
+        The largest :func:`stage_cost`, s.
+    """
     return max(stage_cost(graph, s) for s in stages)
 
 
 def check_k(graph: Graph, k: object) -> int:
-    """``k`` as an int, or a clear error when it is not a stage count this graph allows."""
+    """``k`` as an int, or a clear error when it is not a stage count this graph allows.
+
+    Parameters
+    ----------
+    graph : Graph
+        The model graph (a TypeError if it is not a :class:`Graph`).
+    k : int
+        The number of stages: from 1 to the graph's node count, count.
+
+    Returns
+    -------
+    int
+        ``k``, checked, count.
+    """
     if not isinstance(graph, Graph):
         raise TypeError(f"`graph` must be a pipeline.Graph (got {type(graph).__name__}).")
     return count("k", k, minimum=1, maximum=graph.n)
 
 
 def check_time_limit(time_limit_s: object) -> float:
-    """``time_limit_s`` as a float: a positive number of seconds (``inf`` for no cap)."""
+    """``time_limit_s`` as a float: a positive number of seconds (``inf`` for no cap).
+
+    Parameters
+    ----------
+    time_limit_s : float
+        A wall-clock cap, s; positive, or ``math.inf`` for none.
+
+    Returns
+    -------
+    float
+        The cap, checked, s.
+    """
     return positive("time_limit_s", time_limit_s, allow_infinity=True)
 
 
 def combinatorial_lower_bound(graph: Graph, k: int) -> float:
-    """``max(total work / k, largest node work)``: no split into k stages can beat it."""
+    """``max(total work / k, largest node work)``: no split into k stages can beat it.
+
+    Parameters
+    ----------
+    graph : Graph
+        The model graph.
+    k : int
+        The number of stages, from 1 to the graph's node count, count.
+
+    Returns
+    -------
+    float
+        A lower bound on the best bottleneck, s.
+    """
     k = check_k(graph, k)
     return max(sum(graph.work) / k, max(graph.work))

@@ -50,7 +50,17 @@ class SparseRows:
         self.upper: list[float] = []
 
     def add(self, terms: list[tuple[int, float]], lo: float, hi: float) -> None:
-        """Append the row ``lo <= sum(value * x[column] for column, value in terms) <= hi``."""
+        """Append the row ``lo <= sum(value * x[column] for column, value in terms) <= hi``.
+
+        Parameters
+        ----------
+        terms : list of (int, float)
+            ``(column, value)``: the row's nonzero coefficients, dimensionless.
+        lo : float
+            The row's lower bound (``-math.inf`` for none), dimensionless.
+        hi : float
+            The row's upper bound (``math.inf`` for none), dimensionless.
+        """
         for col, val in terms:
             self.rows.append(len(self.lower))
             self.cols.append(col)
@@ -59,7 +69,18 @@ class SparseRows:
         self.upper.append(hi)
 
     def constraint(self, size: int) -> Any:
-        """The rows as one scipy ``LinearConstraint`` over ``size`` variables."""
+        """The rows as one scipy ``LinearConstraint`` over ``size`` variables.
+
+        Parameters
+        ----------
+        size : int
+            Variables in the program, more than any column used, count.
+
+        Returns
+        -------
+        scipy.optimize.LinearConstraint
+            Every row added, over a sparse (CSR) matrix.
+        """
         from scipy.optimize import LinearConstraint
         from scipy.sparse import coo_matrix
 
@@ -79,6 +100,26 @@ def solve_mip(graph: Graph, k: int, *, time_limit_s: float = 30.0) -> Partition:
 
     On a time limit the best split found is returned with HiGHS's dual bound as the lower
     bound, which is still a proof: no split is better than it.
+
+    Parameters
+    ----------
+    graph : Graph
+        The model graph.
+    k : int
+        The most stages, from 1 to the node count, count.
+    time_limit_s : float
+        HiGHS's wall-clock limit, positive or ``math.inf``, s.
+
+    Returns
+    -------
+    Partition
+        The split, proven optimal (to HiGHS's gap) unless its ``method`` ends in
+        ``", time limit"``.
+
+    Raises
+    ------
+    RuntimeError
+        When HiGHS found no split within the time limit.
     """
     from scipy.optimize import Bounds, milp
 

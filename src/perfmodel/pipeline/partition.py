@@ -20,11 +20,10 @@ graph of at most 12 nodes)
 anything else                          random-key GA over orders, MIP lower bound
 =====================================  ============================================
 
-This module is the public face; the pieces live in ``pipeline_graph`` (the problem),
-``pipeline_split`` (dynamic programs), ``pipeline_search`` (the order search),
-``pipeline_mip`` (the exact MIP), ``pipeline_bounds`` and ``pipeline_cover`` (lower
-bounds), ``pipeline_baselines``, ``pipeline.zoo``, ``pipeline_schedule`` and
-``pipeline_plots``.
+This module holds the entry point; the pieces live beside it in :mod:`perfmodel.pipeline`:
+``graph`` (the problem), ``split`` (dynamic programs), ``search`` (the order search),
+``mip`` (the exact MIP), ``bounds`` and ``cover`` (lower bounds), ``baselines``, ``zoo``
+and ``schedule``; the pictures are in :mod:`perfmodel.plotting.pipeline`.
 
 References
 ----------
@@ -73,6 +72,18 @@ def brute_force(graph: Graph, k: int) -> Partition:
     An oracle for tests: ``k ** n`` assignments, so it refuses graphs of more than
     :data:`BRUTE_FORCE_NODE_LIMIT` nodes (10: up to 10 billion assignments at k = 10;
     keep ``k ** n`` near a million for a test that runs in seconds).
+
+    Parameters
+    ----------
+    graph : Graph
+        The model graph, of at most 10 nodes (a ValueError otherwise).
+    k : int
+        The most stages, from 1 to the node count, count.
+
+    Returns
+    -------
+    Partition
+        An optimal split; its ``lower_bound`` equals its ``bottleneck``.
     """
     k = check_k(graph, k)
     if graph.n > BRUTE_FORCE_NODE_LIMIT:
@@ -105,12 +116,14 @@ def partition(graph: Graph, k: int, *, seed: int = 0, time_limit_s: float = 60.0
     Parameters
     ----------
     graph : Graph
+        The model graph.
     k : int
-        Most stages to use; a split may use fewer when extra cuts cost more than they save.
+        Most stages to use, count; a split may use fewer when extra cuts cost more than
+        they save.
     seed : int
         Seed of the order search: the same inputs give the same split.
     time_limit_s : float
-        A safety net on the whole call's wall-clock time: past it, no new step starts and
+        A safety net on the whole call's wall-clock time, s: past it, no new step starts and
         the best split so far is returned with ``complete=False`` (its numbers may then
         differ between machines). The lectures never reach it.
 

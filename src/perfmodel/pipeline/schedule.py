@@ -34,14 +34,37 @@ __all__ = ["Schedule", "bubble_fraction", "simulate", "simulate_batch"]
 
 
 def bubble_fraction(stages: int, micro_batches: int) -> float:
-    """Idle fraction of a fill-and-drain pipeline of equal stages: (p-1)/(m+p-1)."""
+    """Idle fraction of a fill-and-drain pipeline of equal stages: (p-1)/(m+p-1).
+
+    Parameters
+    ----------
+    stages : int
+        Pipeline stages p, count.
+    micro_batches : int
+        Micro-batches m per batch, count.
+
+    Returns
+    -------
+    float
+        The share of stage-time spent idle, fraction.
+    """
     stages, micro_batches = count("stages", stages), count("micro_batches", micro_batches)
     return (stages - 1) / (micro_batches + stages - 1)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Schedule:
-    """When each stage ran each micro-batch: ``start[s][i]`` and ``end[s][i]``, seconds."""
+    """When each stage ran each micro-batch: ``start[s][i]`` and ``end[s][i]``, seconds.
+
+    Parameters
+    ----------
+    stage_times : tuple of float
+        ``stage_times[s]``: stage s's time for one micro-batch, s.
+    start : tuple of tuple of float
+        ``start[s][i]``: when stage s started micro-batch i, s (time 0 is the first start).
+    end : tuple of tuple of float
+        ``end[s][i]``: when stage s finished micro-batch i, s.
+    """
 
     stage_times: tuple[float, ...]
     start: tuple[tuple[float, ...], ...]
@@ -49,6 +72,7 @@ class Schedule:
 
     @property
     def makespan(self) -> float:
+        """When the last stage finished the last micro-batch: the run's time, s."""
         return self.end[-1][-1]
 
     @property
@@ -70,7 +94,20 @@ class Schedule:
 
 
 def simulate(stage_times: Sequence[float], micro_batches: int) -> Schedule:
-    """Simulate fill-and-drain over stages with the given per-micro-batch times."""
+    """Simulate fill-and-drain over stages with the given per-micro-batch times.
+
+    Parameters
+    ----------
+    stage_times : sequence of float
+        Each stage's time for one micro-batch, in pipeline order, at least one, s.
+    micro_batches : int
+        Micro-batches sent through, count.
+
+    Returns
+    -------
+    Schedule
+        When each stage started and finished each micro-batch.
+    """
     given: object = stage_times
     if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
         raise TypeError(

@@ -54,7 +54,20 @@ FAMILY_PAIR_LIMIT = 200_000_000
 
 
 def decode(graph: Graph, keys: Sequence[float]) -> tuple[int, ...]:
-    """The topological order that always takes the ready node with the smallest key."""
+    """The topological order that always takes the ready node with the smallest key.
+
+    Parameters
+    ----------
+    graph : Graph
+        The model graph.
+    keys : sequence of float
+        ``keys[v]``: node v's random key, dimensionless; ties go to the smaller index.
+
+    Returns
+    -------
+    tuple of int
+        Every node once, in a topological order.
+    """
     indegree = [len(p) for p in graph.predecessors]
     ready = [(keys[v], v) for v in range(graph.n) if indegree[v] == 0]
     heapq.heapify(ready)
@@ -98,7 +111,19 @@ def polish(graph: Graph, stages: Sequence[Sequence[int]]) -> tuple[tuple[int, ..
     is produced in the bottleneck stage, or to the stage after when none of its consumers
     is; the move is taken when both stages it touches end up cheaper than the bottleneck
     was (the best such move first). Every move keeps the split feasible, and the sorted
-    stage costs fall at each step, so it stops.
+    stage costs fall at each step, so it stops (after at most ``4 n`` moves in any case).
+
+    Parameters
+    ----------
+    graph : Graph
+        The model graph.
+    stages : sequence of sequence of int
+        A feasible split, stages in pipeline order.
+
+    Returns
+    -------
+    tuple of tuple of int
+        The polished split: each stage's nodes ascending, stages left empty dropped.
 
     >>> from perfmodel.pipeline.graph import Graph
     >>> g = Graph.chain([1.0, 5.0, 1.0, 1.0], [0.0] * 4)
@@ -149,8 +174,9 @@ def search_orders(
     Parameters
     ----------
     graph : Graph
+        The model graph.
     k : int
-        Most stages to use.
+        Most stages to use, count.
     seed : int
         Seed of the random keys; the result is a function of (graph, k, seed, budget).
     generations : int

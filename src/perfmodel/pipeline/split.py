@@ -96,6 +96,18 @@ def split_chain(graph: Graph, k: int) -> Partition:
     sums of work), and a running maximum of ``key`` over the prefixes reachable with
     ``j - 1`` stages gives every prefix reachable with ``j``. Bisection on ``T`` stops when
     the bracket is within ``1e-12`` of the answer.
+
+    Parameters
+    ----------
+    graph : Graph
+        A chain: its edges are exactly ``(i, i + 1)`` (a ValueError otherwise).
+    k : int
+        The most stages, from 1 to the node count, count.
+
+    Returns
+    -------
+    Partition
+        The optimal split, proven by its lower bound to within a relative ``1e-12`` or so.
     """
     k = check_k(graph, k)
     if not graph.is_chain:
@@ -141,6 +153,19 @@ def order_segment_costs(graph: Graph, order: Sequence[int]) -> np.ndarray:
     segment ``a <= p <= b < c_m`` and *received* by every segment with ``p < a`` that holds
     some consumer: ``c_(i-1) < a <= c_i <= b``. Each of those regions is a rectangle in
     (a, b), so all of them together are one 2-D difference array and two cumulative sums.
+
+    Parameters
+    ----------
+    graph : Graph
+        The model graph.
+    order : sequence of int
+        Every node once; the stages are its contiguous pieces.
+
+    Returns
+    -------
+    numpy.ndarray
+        An (n, n) array of floats: ``C[a, b]`` is the :func:`stage_cost` of the nodes at
+        positions ``a..b``, s; ``inf`` below the diagonal.
     """
     n = graph.n
     position = np.empty(n, dtype=int)
@@ -193,6 +218,22 @@ def split_order(graph: Graph, order: Sequence[int], k: int) -> Partition:
     Contiguous pieces of a topological order are always feasible; for a chain, whose only
     order is ``0..n-1``, the result is optimal. ``O(k·n²)`` vectorised work; the lower bound
     reported is the combinatorial one (the split is only the best *for this order*).
+
+    Parameters
+    ----------
+    graph : Graph
+        The model graph.
+    order : sequence of int
+        A topological order: every node once, every edge pointing forwards (a ValueError
+        otherwise).
+    k : int
+        The most stages, from 1 to the node count, count.
+
+    Returns
+    -------
+    Partition
+        The best split of ``order``; its lower bound is the chain optimum (less a relative
+        ``1e-12``) for a chain, else :func:`combinatorial_lower_bound`.
     """
     k = check_k(graph, k)
     if sorted(order) != list(range(graph.n)):
@@ -216,9 +257,25 @@ def downsets(
 ) -> list[int] | None:
     """Every downset (set closed under predecessors) as a bit mask, smallest first.
 
-    ``None`` when there are more than ``limit``, or more than ``5e6 / n`` (enumerating
-    costs ``n`` steps per downset): a wide graph has exponentially many. Also ``None`` when
-    a ``deadline`` (a wall-clock safety net) passes first.
+    ``None`` when there are more than ``limit``, or more than ``max(1000, 5e6 / n)``
+    (enumerating costs ``n`` steps per downset): a wide graph has exponentially many. Also
+    ``None`` when a ``deadline`` (a wall-clock safety net) passes first.
+
+    Parameters
+    ----------
+    graph : Graph
+        The model graph.
+    limit : int
+        The most downsets to enumerate before giving up, count.
+    deadline : Deadline, optional
+        A wall-clock safety net; none by default.
+
+    Returns
+    -------
+    list of int or None
+        The downsets as bit masks (bit v set for node v), by size then value, the empty
+        set first and the whole graph last; ``None`` when there are too many or the
+        deadline passed.
     """
     limit = min(count("limit", limit), max(1000, 5_000_000 // graph.n))
     needs, _ = node_masks(graph)
@@ -278,6 +335,34 @@ def split_downsets(
     set and the whole graph: the result is then the best split whose cuts all come from
     the family). A ``deadline`` (a wall-clock safety net) that passes mid-way also gives
     ``None``.
+
+    Parameters
+    ----------
+    graph : Graph
+        The model graph.
+    k : int
+        The most stages, from 1 to the node count, count.
+    limit : int
+        The most downsets to enumerate when ``masks`` is not given, count.
+    upper : float, optional
+        A bottleneck some feasible split reaches, s; by default that of
+        ``split_order(graph, graph.order, k)``.
+    masks : list of int, optional
+        Downsets as bit masks, by size as :func:`downsets` returns them (the empty set
+        first, the whole graph last); enumerated when not given.
+    pair_limit : int
+        The most (downset, smaller downset) pairs, times the 64-bit words of a mask, to
+        consider, count.
+    deadline : Deadline, optional
+        A wall-clock safety net; none by default.
+
+    Returns
+    -------
+    Partition or None
+        The best split whose cuts are all among the downsets (so the optimum when
+        ``masks`` holds them all), its lower bound that bottleneck less a relative
+        ``1e-12``; or ``None`` when there are too many downsets or pairs, or the deadline
+        passed.
     """
     k = check_k(graph, k)
     if masks is None:

@@ -37,6 +37,21 @@ class Model(Graph):
     The parameter counts are what DeepSpeed-style balancing splits on; the names label
     plots. ``input_description`` says what one input is (``"a batch of 8 sequences of
     1,024 tokens"``), so that a throughput in inputs per second can be read.
+
+    Parameters
+    ----------
+    work : list of float
+        ``work[i]``: compute time of node i, s.
+    comm : list of float
+        ``comm[i]``: time to send node i's output to another stage, s.
+    edges : list of (int, int)
+        ``(u, v)``: node v reads node u's output.
+    params : list of int
+        ``params[i]``: the parameters node i holds, count.
+    labels : list of str
+        ``labels[i]``: node i's name, for plots.
+    input_description : str
+        What one input of the pipeline is, in words.
     """
 
     __slots__ = ("input_description", "labels", "params")
@@ -100,7 +115,30 @@ def mlp(
     link: LinkLike = "NVLink 4",
     dtype: str = "bf16",
 ) -> Model:
-    """A chain of ``layers`` dense layers of ``width`` x ``width`` on a minibatch."""
+    """A chain of ``layers`` dense layers of ``width`` x ``width`` on a minibatch.
+
+    Parameters
+    ----------
+    layers : int
+        Dense layers, one node each, count.
+    width : int
+        Features in and out of every layer, count.
+    batch : int
+        Vectors in one input, count.
+    device : str or hardware.Device
+        A catalogue name or a device you built: each node's ``work`` is its operation's
+        roofline time there.
+    link : str, hardware.Link or hardware.LinkSpec
+        A catalogue name or a link: each node's ``comm`` is its output's latency plus
+        bytes over bandwidth on it.
+    dtype : str
+        The dtype of the weights and activations (``"bf16"``, ``"fp32"``, ...).
+
+    Returns
+    -------
+    Model
+        The chain; each layer holds ``width * width + width`` parameters.
+    """
     layers, width, batch = count("layers", layers), count("width", width), count("batch", batch)
     b = _Builder(device, link, dtype)
     previous: tuple[int, ...] = ()
@@ -127,7 +165,38 @@ def gpt2_like(
     link: LinkLike = "NVLink 4",
     dtype: str = "bf16",
 ) -> Model:
-    """GPT-2 small's shape by default: 12 blocks of attention and MLP with residual adds."""
+    """GPT-2 small's shape by default: 12 blocks of attention and MLP with residual adds.
+
+    Parameters
+    ----------
+    layers : int
+        Transformer blocks, count; each is ten nodes (two layer norms, QKV, attention,
+        projection, two residual adds, up, GELU, down).
+    d_model : int
+        The model width, count; a multiple of ``heads``.
+    heads : int
+        Attention heads, count.
+    seq_len : int
+        Tokens per sequence, count.
+    batch : int
+        Sequences in one input, count.
+    vocab : int
+        Vocabulary size, count: the embedding's and the output projection's rows.
+    device : str or hardware.Device
+        A catalogue name or a device you built: each node's ``work`` is its operation's
+        roofline time there.
+    link : str, hardware.Link or hardware.LinkSpec
+        A catalogue name or a link: each node's ``comm`` is its output's latency plus
+        bytes over bandwidth on it.
+    dtype : str
+        The dtype of the weights and activations (``"bf16"``, ``"fp32"``, ...).
+
+    Returns
+    -------
+    Model
+        The graph: an embedding, the blocks, a final layer norm and the output
+        projection, ``10 * layers + 3`` nodes.
+    """
     layers, d_model, heads = (
         count("layers", layers),
         count("d_model", d_model),
@@ -186,7 +255,29 @@ def resnet50_like(
     link: LinkLike = "NVLink 4",
     dtype: str = "bf16",
 ) -> Model:
-    """ResNet-50: a 7x7 stem, then 3, 4, 6 and 3 bottleneck blocks with skip connections."""
+    """ResNet-50: a 7x7 stem, then 3, 4, 6 and 3 bottleneck blocks with skip connections.
+
+    Parameters
+    ----------
+    batch : int
+        Images in one input, count.
+    image : int
+        The image's side in pixels, at least 32, count.
+    device : str or hardware.Device
+        A catalogue name or a device you built: each node's ``work`` is its operation's
+        roofline time there.
+    link : str, hardware.Link or hardware.LinkSpec
+        A catalogue name or a link: each node's ``comm`` is its output's latency plus
+        bytes over bandwidth on it.
+    dtype : str
+        The dtype of the weights and activations (``"bf16"``, ``"fp32"``, ...).
+
+    Returns
+    -------
+    Model
+        The graph: the stem, each block's three convolutions and residual add (and
+        a projection shortcut in each stage's first block), then the classifier.
+    """
     batch, image = count("batch", batch), count("image", image, minimum=32)
     b = _Builder(device, link, dtype)
     size = image // 2
@@ -239,7 +330,33 @@ def inception_like(
     link: LinkLike = "NVLink 4",
     dtype: str = "bf16",
 ) -> Model:
-    """Inception-style modules: 1x1, 1x1-3x3, 1x1-5x5 and pool-1x1 branches, concatenated."""
+    """Inception-style modules: 1x1, 1x1-3x3, 1x1-5x5 and pool-1x1 branches, concatenated.
+
+    Parameters
+    ----------
+    modules : int
+        Inception modules, eight nodes each, count.
+    channels : int
+        Channels in and out of every module, at least 4, count; each branch makes a
+        quarter of them.
+    size : int
+        The feature map's side in pixels, count.
+    batch : int
+        Feature maps in one input, count.
+    device : str or hardware.Device
+        A catalogue name or a device you built: each node's ``work`` is its operation's
+        roofline time there.
+    link : str, hardware.Link or hardware.LinkSpec
+        A catalogue name or a link: each node's ``comm`` is its output's latency plus
+        bytes over bandwidth on it.
+    dtype : str
+        The dtype of the weights and activations (``"bf16"``, ``"fp32"``, ...).
+
+    Returns
+    -------
+    Model
+        The graph: a 3x3 stem convolution, then the modules.
+    """
     modules = count("modules", modules)
     channels = count("channels", channels, minimum=4)
     size = count("size", size)
@@ -295,9 +412,29 @@ def random_layered_dag(
 
     Every node after the first layer reads one random node of the layer just before it,
     and each earlier node (any layer) with probability ``edge_probability / depth``,
-    where ``depth`` is its layer's index: so every node expects about
+    where ``depth`` is the reading node's layer index: so every node expects about
     ``edge_probability * width`` extra inputs however deep it sits. Times are uniform in
     the given ranges, in seconds.
+
+    Parameters
+    ----------
+    layers : int
+        Layers of nodes, count.
+    width : int
+        Nodes per layer, count.
+    edge_probability : float
+        Scales the chance of each extra edge, from 0 to 1, fraction.
+    seed : int
+        The random generator's seed, count (0 or more).
+    work_range : tuple of (float, float)
+        ``(low, high)`` of each node's compute time, s.
+    comm_range : tuple of (float, float)
+        ``(low, high)`` of each node's send time, s.
+
+    Returns
+    -------
+    Graph
+        ``layers * width`` nodes, numbered layer by layer.
     """
     layers, width = count("layers", layers), count("width", width)
     edge_probability = fraction("edge_probability", edge_probability, allow_zero=True)
