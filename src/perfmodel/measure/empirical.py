@@ -83,6 +83,13 @@ def _cpuinfo() -> dict[str, str]:
 def usable_cores() -> int:
     """The cores this process may run on (its CPU affinity where the OS has one).
 
+    Returns
+    -------
+    int
+        Cores, count (at least 1); all the OS reports where there is no affinity.
+
+    Examples
+    --------
     >>> usable_cores() >= 1
     True
     """
@@ -92,6 +99,12 @@ def usable_cores() -> int:
 
 def cpu_nominal() -> Nominal:
     """This CPU's nominal peak per dtype, with the assumptions it rests on.
+
+    Returns
+    -------
+    Nominal
+        Usable cores, the clock (Hz), fp64 and fp32 FLOPs per cycle per core, and the
+        assumptions in words; ``peak(dtype)`` multiplies them, FLOP/s.
 
     Examples
     --------
@@ -131,6 +144,12 @@ def cpu_caches() -> list[tuple[str, int]]:
     """The data caches of CPU 0, fastest first: ``[("L1", bytes), ("L2", bytes), ...]``.
 
     Read from Linux's sysfs; elsewhere a typical 32 KB / 512 KB / 8 MB hierarchy.
+
+    Returns
+    -------
+    list of tuple of (str, int)
+        Each level's name (``"L1"``, ...) and size, B, by level; a unified cache counts as
+        a data cache.
     """
     root = Path("/sys/devices/system/cpu/cpu0/cache")
     found: dict[int, int] = {}
@@ -152,7 +171,16 @@ def cpu_caches() -> list[tuple[str, int]]:
 
 @dataclass(frozen=True, slots=True)
 class MachineProfile:
-    """What :func:`profile_machine` measured: the device, and each kernel behind it."""
+    """What :func:`profile_machine` measured: the device, and each kernel behind it.
+
+    Parameters
+    ----------
+    device : hardware.Device
+        This machine, with its nominal and measured ceilings and memory levels.
+    kernels : tuple of KernelResult
+        Every kernel measured, in the order measured: the ceilings (matmuls, STREAM), then
+        the memory levels and the other kernels.
+    """
 
     device: Device
     kernels: tuple[KernelResult, ...]
@@ -165,7 +193,8 @@ def fraction_of_roof(device: Device, kernel: KernelResult, *, dtype: str = "fp64
     Parameters
     ----------
     device : hardware.Device
-        A measured machine (``measured_flops`` and ``measured_memory_bandwidth``).
+        A machine with a measured peak for ``dtype``; its ``measured_memory_bandwidth``
+        is the sloped roof, or its nameplate ``memory_bandwidth`` when that is not set.
     kernel : microbench.KernelResult
         A kernel with FLOPs.
     dtype : str
@@ -174,7 +203,8 @@ def fraction_of_roof(device: Device, kernel: KernelResult, *, dtype: str = "fp64
     Returns
     -------
     float
-        ``flops_per_s / min(peak, intensity * bandwidth)``, a ratio.
+        ``flops_per_s / min(peak, intensity * bandwidth)``, fraction (1.0 on the roof, above
+        it when the kernel beat the measured roof; 0.0 when the roof is 0).
 
     Examples
     --------
@@ -206,7 +236,7 @@ class RoofReading:
     kind : str
         ``"matmul"``, ``"stream"`` or ``"elementwise"``.
     kernels : tuple of (str, float, float)
-        Each kernel's name, its fraction of the roof (:func:`fraction_of_roof`, a ratio) and
+        Each kernel's name, its fraction of the roof (:func:`fraction_of_roof`, fraction) and
         its achieved FLOP/s, by intensity.
     disturbed : tuple of str
         The kernels measured on a disturbed machine (noisy or busy): read nothing from them.
@@ -226,7 +256,7 @@ class RoofReading:
 
     @property
     def best_share_of_peak(self) -> float:
-        """The kind's best FLOP/s over the measured flat roof, a ratio."""
+        """The kind's best FLOP/s over the measured flat roof, fraction."""
         return max(rate for _, _, rate in self.kernels) / self.peak
 
     def __str__(self) -> str:
@@ -319,6 +349,8 @@ def profile_machine(
     Returns
     -------
     MachineProfile
+        The device (nominal and measured ceilings, one bandwidth per memory level) and
+        every kernel measured.
     """
     quick = flag("quick", quick)
     name = text("name", name)
@@ -441,7 +473,22 @@ def _best_of(rounds: list[KernelResult]) -> KernelResult:
 def empirical_roofline(
     *, quick: bool = True, name: str = "This machine", progress: bool = True
 ) -> Device:
-    """This machine as a :class:`~perfmodel.hardware.Device` (see :func:`profile_machine`)."""
+    """This machine as a :class:`~perfmodel.hardware.Device` (see :func:`profile_machine`).
+
+    Parameters
+    ----------
+    quick : bool
+        Small sizes and few repeats; ``False`` for larger ones and more repeats.
+    name : str
+        The device's name.
+    progress : bool
+        Show a progress bar.
+
+    Returns
+    -------
+    hardware.Device
+        The device of :func:`profile_machine`'s profile; its kernels are dropped.
+    """
     return profile_machine(quick=quick, name=name, progress=progress).device
 
 
@@ -459,6 +506,26 @@ def working_set_sweep(
 
     Shows a progress bar. Ctrl-C (or the notebook's stop button) ends the sweep early and
     returns the sizes measured so far.
+
+    Parameters
+    ----------
+    largest : int
+        The largest working set, B (at least ``smallest``).
+    points : int
+        Sizes, count (at least 2); fewer come back when rounding makes two equal.
+    smallest : int
+        The smallest working set, B (at least 64).
+    progress : bool
+        Show a progress bar.
+    **timing
+        Passed to :func:`perfmodel.measure.timing.measure`; by default ``repeats=3`` and
+        ``min_time_s=0.02``.
+
+    Returns
+    -------
+    list of KernelResult
+        One :func:`perfmodel.measure.microbench.working_set` per size, ascending (each size
+        rounded down to a multiple of 16 B); only those measured when interrupted.
 
     Examples
     --------

@@ -55,6 +55,12 @@ def _usable(name: str) -> Any | None:
 def gpu_backend() -> str | None:
     """``"torch"`` or ``"cupy"``, whichever first sees a GPU; None when neither does.
 
+    Returns
+    -------
+    str or None
+        The first name in :data:`BACKENDS` whose library imports and sees at least one
+        GPU; None when none does (not installed, no driver, no device).
+
     Examples
     --------
     >>> gpu_backend() in (None, "torch", "cupy")
@@ -108,7 +114,33 @@ def _gpu(backend: str | None) -> _Gpu:
 def gpu_matmul(
     n: int, *, dtype: str = "bf16", backend: str | None = None, **timing: Any
 ) -> KernelResult:
-    """``C = A·B`` for ``n × n`` matrices on the GPU, synchronised around every sample."""
+    """``C = A·B`` for ``n × n`` matrices on the GPU, synchronised around every sample.
+
+    Parameters
+    ----------
+    n : int
+        The matrices' side, count (at least 1).
+    dtype : str
+        One of the backend's dtypes in :data:`GPU_DTYPES` (``"bf16"``: torch only).
+    backend : {"torch", "cupy"}, optional
+        The library to drive the GPU with; by default the first of :data:`BACKENDS` that
+        sees one.
+    **timing
+        Passed to :func:`perfmodel.measure.timing.measure` (``repeats``, ``min_time_s``...);
+        ``sync`` is set here.
+
+    Returns
+    -------
+    KernelResult
+        The exact cost of one matmul and its measurement (kind ``"matmul"``).
+
+    Raises
+    ------
+    RuntimeError
+        If no GPU can be measured with ``backend``.
+    ValueError
+        If the backend has no such dtype, or ``backend`` is not one of :data:`BACKENDS`.
+    """
     n = count("n", n)
     gpu = _gpu(backend)
     a, b, c = (gpu.array((n, n), dtype) for _ in range(3))
@@ -121,7 +153,34 @@ def gpu_matmul(
 def gpu_copy(
     n: int, *, dtype: str = "fp32", backend: str | None = None, **timing: Any
 ) -> KernelResult:
-    """Copy ``n`` elements from one GPU array to another (STREAM's counting)."""
+    """Copy ``n`` elements from one GPU array to another (STREAM's counting).
+
+    Parameters
+    ----------
+    n : int
+        Elements copied, count (at least 1).
+    dtype : str
+        One of the backend's dtypes in :data:`GPU_DTYPES`.
+    backend : {"torch", "cupy"}, optional
+        The library to drive the GPU with; by default the first of :data:`BACKENDS` that
+        sees one.
+    **timing
+        Passed to :func:`perfmodel.measure.timing.measure` (``repeats``, ``min_time_s``...);
+        ``sync`` is set here.
+
+    Returns
+    -------
+    KernelResult
+        One read and one write per element, no FLOPs, and the measurement (kind
+        ``"stream"``).
+
+    Raises
+    ------
+    RuntimeError
+        If no GPU can be measured with ``backend``.
+    ValueError
+        If the backend has no such dtype, or ``backend`` is not one of :data:`BACKENDS`.
+    """
     n = count("n", n)
     gpu = _gpu(backend)
     source, target = gpu.array((n,), dtype), gpu.array((n,), dtype)
@@ -145,6 +204,37 @@ def profile_gpu(
     Nothing here knows the GPU's nameplate, so the device's nominal figures are its
     measurements (the notes say so); compare them with the catalogue's entry for the same GPU
     (``hardware.get("H100 SXM")``).
+
+    Parameters
+    ----------
+    name : str
+        The device's name.
+    dtypes : tuple of str
+        The dtypes whose matmul peak is measured (each in :data:`GPU_DTYPES` for the
+        backend).
+    sizes : tuple of int
+        The matmul sides tried for each dtype, count; the best rate is the peak.
+    copy_elements : int
+        fp32 elements in the copy that measures bandwidth, count (the default is 1 GiB per
+        array, two arrays).
+    backend : {"torch", "cupy"}, optional
+        The library to drive the GPU with; by default the first of :data:`BACKENDS` that
+        sees one.
+    **timing
+        Passed to :func:`perfmodel.measure.timing.measure` (``repeats``, ``min_time_s``...);
+        ``sync`` is set here.
+
+    Returns
+    -------
+    tuple of (hardware.Device, tuple of KernelResult)
+        The device, whose nominal and measured peaks (FLOP/s per dtype) and bandwidth (B/s)
+        are the same measurements; and every kernel, the matmuls dtype by dtype and size by
+        size, then the copy.
+
+    Raises
+    ------
+    RuntimeError
+        If no GPU can be measured with ``backend``.
     """
     name = text("name", name)
     kernels = [gpu_matmul(n, dtype=d, backend=backend, **timing) for d in dtypes for n in sizes]
