@@ -99,8 +99,8 @@ class Slip:
     Parameters
     ----------
     factor : float
-        The ratio the slip produces (greater than 1); both directions are checked. Ignored
-        when ``reciprocal`` is true.
+        The ratio the slip produces (greater than 1), dimensionless; both directions are
+        checked unless ``direction`` says otherwise. Ignored when ``reciprocal`` is true.
     name : str
         A few words that name the slip in a list ("bits vs bytes").
     cause : str
@@ -140,13 +140,32 @@ class Slip:
             raise ValueError(f"`factor` must be a finite number above 1 (got {self.factor!r}).")
 
     def scales(self) -> tuple[tuple[str, float], ...]:
-        """(direction, multiple of the right answer) for each way this slip is checked."""
+        """(direction, multiple of the right answer) for each way this slip is checked.
+
+        Returns
+        -------
+        tuple of (str, float)
+            ``("large", factor)`` and/or ``("small", 1 / factor)``, as ``direction``
+            allows; the multiple is dimensionless.
+        """
         both = (("large", self.factor), ("small", 1 / self.factor))
         return tuple(item for item in both if self.direction in ("both", item[0]))
 
     def distinguishable(self, rel_tol: float) -> bool:
         """Whether this factor can be told apart from rounding at ``rel_tol`` (checks name
-        only such slips: 1.024 on a 1% question never is)."""
+        only such slips: 1.024 on a 1% question never is).
+
+        Parameters
+        ----------
+        rel_tol : float
+            The question's relative tolerance, fraction.
+
+        Returns
+        -------
+        bool
+            True for a reciprocal slip, or when ``log(factor)`` exceeds twice the widest
+            log-distance a check still accepts at ``rel_tol``.
+        """
         return self.reciprocal or math.log(self.factor) > 2 * _window(rel_tol)
 
 
@@ -226,6 +245,18 @@ def default_slips(unit: str) -> tuple[Slip, ...]:
     Every unit gets the metric prefixes; bytes add bits and the binary prefixes, FLOPs add
     multiply-adds, seconds add minutes and hours, joules add kWh.
 
+    Parameters
+    ----------
+    unit : str
+        The question's unit. Its part before any ``"/"`` decides: ``"B"`` or ``"bit"``
+        (so ``"B/s"`` too) adds bits and binary prefixes, ``"FLOP"`` or ``"OP"`` adds
+        multiply-adds; exactly ``"s"`` adds minutes and hours, exactly ``"J"`` adds kWh.
+
+    Returns
+    -------
+    tuple of Slip
+        :data:`PREFIX_SLIPS`, then the unit's own slips.
+
     Examples
     --------
     >>> [slip.factor for slip in default_slips("FLOP/s")]
@@ -291,11 +322,25 @@ def number_key(expected: float, *, rel_tol: float, salt: str) -> str:
     Parameters
     ----------
     expected : float
-        The right answer, finite, in the units the question asks for.
+        The right answer, finite, in the unit the question asks for (s, B, FLOP...).
     rel_tol : float
-        Relative tolerance, strictly between 0 and 0.5 (0.01 accepts answers within 1%).
+        Relative tolerance, fraction, strictly between 0 and 0.5 (0.01 accepts answers
+        within 1%).
     salt : str
         Unique per question and variable, e.g. ``"01_measure_what_matters/q1/energy_j"``.
+
+    Returns
+    -------
+    str
+        The key, ``"pm1:number:<rel_tol>:<salt>:<hash>"``.
+
+    Raises
+    ------
+    TypeError
+        If ``expected``, ``rel_tol`` or ``salt`` is of the wrong type.
+    ValueError
+        If ``expected`` is not finite, ``rel_tol`` is out of range, or ``salt`` is empty or
+        contains ``":"``.
 
     Examples
     --------
@@ -312,7 +357,27 @@ def number_key(expected: float, *, rel_tol: float, salt: str) -> str:
 
 
 def count_key(expected: object, *, salt: str) -> str:
-    """The answer key of a whole-number question (stages, GPUs, steps...)."""
+    """The answer key of a whole-number question (stages, GPUs, steps...).
+
+    Parameters
+    ----------
+    expected : int
+        The right answer.
+    salt : str
+        Unique per question and variable, as for :func:`number_key`.
+
+    Returns
+    -------
+    str
+        The key, ``"pm1:count:<salt>:<hash>"``.
+
+    Raises
+    ------
+    TypeError
+        If ``expected`` or ``salt`` is of the wrong type.
+    ValueError
+        If ``salt`` is empty or contains ``":"``.
+    """
     if isinstance(expected, bool) or not isinstance(expected, numbers.Integral):
         raise TypeError(f"`expected` must be an int (got {type(expected).__name__}).")
     whole = int(expected)
@@ -320,7 +385,27 @@ def count_key(expected: object, *, salt: str) -> str:
 
 
 def choice_key(expected: str, *, salt: str) -> str:
-    """The answer key of a question answered with one word from a list of options."""
+    """The answer key of a question answered with one word from a list of options.
+
+    Parameters
+    ----------
+    expected : str
+        The right option (case and surrounding spaces ignored).
+    salt : str
+        Unique per question and variable, as for :func:`number_key`.
+
+    Returns
+    -------
+    str
+        The key, ``"pm1:choice:<salt>:<hash>"``.
+
+    Raises
+    ------
+    TypeError
+        If ``expected`` or ``salt`` is of the wrong type.
+    ValueError
+        If ``salt`` is empty or contains ``":"``.
+    """
     if not isinstance(expected, str):
         raise TypeError(f"`expected` must be a str (got {type(expected).__name__}).")
     word = expected.strip().lower()
@@ -517,6 +602,28 @@ def check_count(name: str, answer: object, key: str, *, slips: Iterable[Slip] = 
     ``slips`` adds the factors it recognises (a count doubled, say). Off by one is not named:
     with a count, naming it would leave two candidates to try.
 
+    Parameters
+    ----------
+    name : str
+        The variable the learner set, quoted in the message.
+    answer : object
+        The learner's value: an int, or a float with no fractional part.
+    key : str
+        Made by :func:`count_key` from the right answer.
+    slips : iterable of Slip, optional
+        The slips this question expects (default none); one is named only when
+        ``answer`` divided or multiplied by its factor is the right count.
+
+    Raises
+    ------
+    AnswerError
+        If the answer is missing, not a whole number or wrong; the message never shows
+        the right answer.
+    TypeError
+        If ``key`` is not a string.
+    ValueError
+        If ``key`` is not a count key.
+
     Examples
     --------
     >>> key = count_key(3, salt="demo/q3/stages")
@@ -561,8 +668,25 @@ def check_choice(name: str, answer: object, key: str, options: Mapping[str, str]
 
     Parameters
     ----------
+    name : str
+        The variable the learner set, quoted in the message.
+    answer : object
+        The learner's word.
+    key : str
+        Made by :func:`choice_key` from the right option.
     options : mapping of str to str
-        Each option and what distinguishes it; a wrong choice lists them all.
+        Each option (a lower-case word) and what distinguishes it; a wrong choice lists
+        them all.
+
+    Raises
+    ------
+    AnswerError
+        If the answer is missing, not one of ``options``, or the wrong one.
+    TypeError
+        If ``key`` is not a string.
+    ValueError
+        If ``key`` is not a choice key, ``options`` is empty or not lower-case, or the key
+        matches none of the options (the test is broken, not the answer).
 
     Examples
     --------
@@ -602,6 +726,23 @@ def check_recorded(name: str, value: object, *, unit: str = "", figures: int = 3
     *typed in* stays the same, so the answers built on it are graded against the very
     figure the instant check used. A value computed in code would change under them, so it
     is refused here, where the learner can still fix it.
+
+    Parameters
+    ----------
+    name : str
+        The variable the learner set, quoted in the message.
+    value : object
+        The learner's value: a positive finite number.
+    unit : str, optional
+        The measurement's unit, named in the message when it is not a number.
+    figures : int, optional
+        The significant figures the printed measurement has (default 3).
+
+    Raises
+    ------
+    AnswerError
+        If the value is missing, not a positive finite number, or has more significant
+        figures than ``figures``.
 
     Examples
     --------
@@ -649,12 +790,26 @@ def check_implied_work(
         The learner's predicted time.
     key : str
         The :func:`number_key` of the work.
-    rate, rate_name : float, str
-        The learner's measured rate and the variable that holds it.
-    overhead_s, overhead_name : float, str, optional
-        A fixed time per call the prediction includes, and its variable.
-    work_unit : str
+    rate : float
+        The learner's measured rate, work per second: B/s or FLOP/s.
+    rate_name : str
+        The variable that holds ``rate``, quoted in the message.
+    overhead_s : float, optional
+        A fixed time per call the prediction includes, s (default 0).
+    overhead_name : str, optional
+        The variable that holds ``overhead_s``, quoted in the message.
+    work_unit : str, optional
         The unit of the work (``"B"``, ``"FLOP"``).
+    slips : iterable of Slip, optional
+        The slips this question expects of the work (default: :func:`default_slips` of
+        ``work_unit``). With an overhead, a prefix or minutes/hours slip of the whole
+        time is also named.
+
+    Raises
+    ------
+    AnswerError
+        If the answer, ``rate`` or ``overhead_s`` is missing or not a finite number, or
+        the work the answer implies is wrong.
 
     Examples
     --------
@@ -707,6 +862,17 @@ def feedback(message: str | None) -> str:
 
     otter prefixes a failure with the line of the test that raised; that is test code, not
     feedback, so only the exception's own text is kept.
+
+    Parameters
+    ----------
+    message : str or None
+        otter's message for one test case; None reads as empty.
+
+    Returns
+    -------
+    str
+        ``"passed"`` for a passed case, else the message's last line without an
+        ``"AnswerError: "`` prefix (empty for an empty message).
 
     Examples
     --------

@@ -58,6 +58,31 @@ EDGE_KINDS = ("data", "control")
 def brent_bounds(work: float, span: float, p: float) -> tuple[float, float]:
     """``(max(W/P, S), W/P + S)``: no schedule beats the first; a greedy one meets the second.
 
+    Parameters
+    ----------
+    work : float
+        W, the total time of every operation, s (or any one time unit; non-negative).
+    span : float
+        S, the longest path's time, in the same unit as ``work``, s (at most ``work``).
+    p : float
+        P, the workers, count (positive).
+
+    Returns
+    -------
+    (float, float)
+        The lower and the greedy upper bound on the time on ``p`` workers, in the unit of
+        ``work``, s.
+
+    Raises
+    ------
+    TypeError
+        If an argument is not a number.
+    ValueError
+        If ``work`` or ``span`` is negative, ``span`` exceeds ``work``, or ``p`` is not
+        positive.
+
+    Examples
+    --------
     >>> brent_bounds(12, 3, 4)
     (3.0, 6.0)
     """
@@ -70,7 +95,19 @@ def brent_bounds(work: float, span: float, p: float) -> tuple[float, float]:
 
 @dataclass(frozen=True, slots=True)
 class Slot:
-    """One operation placed on a worker: from ``start`` to ``end`` seconds."""
+    """One operation placed on a worker: from ``start`` to ``end``.
+
+    Parameters
+    ----------
+    task : str
+        The operation's name.
+    worker : int
+        The worker it runs on, from 0, count.
+    start : float
+        When it starts, in the graph's ``time_unit`` (s by default).
+    end : float
+        When it ends, in the graph's ``time_unit`` (s by default).
+    """
 
     task: str
     worker: int
@@ -80,19 +117,27 @@ class Slot:
 
 @dataclass(frozen=True, slots=True)
 class Schedule:
-    """Where and when every operation runs, in start order."""
+    """Where and when every operation runs, in start order.
+
+    Parameters
+    ----------
+    slots : tuple of Slot
+        Every operation's placement, sorted by start time, then worker.
+    workers : int
+        The workers the schedule had, count.
+    """
 
     slots: tuple[Slot, ...]
     workers: int
 
     @property
     def makespan(self) -> float:
-        """When the last operation ends."""
+        """When the last operation ends, in the graph's time unit (s by default)."""
         return max((slot.end for slot in self.slots), default=0.0)
 
     @property
     def utilization(self) -> float:
-        """Busy worker-time over ``workers × makespan``."""
+        """Busy worker-time over ``workers × makespan``, fraction (0 for an empty makespan)."""
         busy = sum(slot.end - slot.start for slot in self.slots)
         return busy / (self.workers * self.makespan) if self.makespan > 0 else 0.0
 
@@ -103,7 +148,7 @@ class TaskGraph:
     Parameters
     ----------
     tasks : mapping of str to float
-        Each operation's name and time, in ``time_unit``.
+        Each operation's name and time (non-negative), in ``time_unit`` (s by default).
     edges : iterable of (str, str) or (str, str, kind)
         ``(u, v)``: ``v`` waits for ``u``; ``kind`` is ``"data"`` (the default) or
         ``"control"``.
@@ -165,6 +210,7 @@ class TaskGraph:
 
     @property
     def edges(self) -> tuple[tuple[str, str], ...]:
+        """Every ``(u, v)`` dependence, in the order given, without its kind."""
         return tuple(self.edge_kinds)
 
     @property
@@ -207,7 +253,25 @@ class TaskGraph:
         return self.work / self.span if self.span > 0 else float(len(self.times))
 
     def bounds(self, p: int) -> tuple[float, float]:
-        """Brent's bounds on ``p`` workers (see :func:`brent_bounds`)."""
+        """Brent's bounds on ``p`` workers (see :func:`brent_bounds`).
+
+        Parameters
+        ----------
+        p : int
+            Workers, count (at least 1).
+
+        Returns
+        -------
+        (float, float)
+            ``(max(W/P, S), W/P + S)``, in ``time_unit`` (s by default).
+
+        Raises
+        ------
+        TypeError
+            If ``p`` is not an integer.
+        ValueError
+            If ``p`` is below 1.
+        """
         return brent_bounds(self.work, self.span, count("p", p))
 
     def schedule(self, p: int, *, units: Mapping[str, int] | None = None) -> Schedule:
@@ -216,6 +280,26 @@ class TaskGraph:
         Whenever a worker is free, the ready operation with the longest path still ahead of
         it starts (ties: the order given). An operation that needs a resource also waits for
         one of that resource's ``units`` (default 1 each).
+
+        Parameters
+        ----------
+        p : int
+            Workers, count (at least 1).
+        units : mapping of str to int, optional
+            How many of each resource there are, count (at least 1); a resource left out
+            has 1.
+
+        Returns
+        -------
+        Schedule
+            Every operation's worker, start and end, in ``time_unit``.
+
+        Raises
+        ------
+        TypeError
+            If ``p`` or a count in ``units`` is not an integer.
+        ValueError
+            If ``p`` or a count in ``units`` is below 1.
 
         Examples
         --------
@@ -278,7 +362,14 @@ class TaskGraph:
         return Schedule(tuple(sorted(slots, key=lambda s: (s.start, s.worker))), p)
 
     def describe(self) -> dict[str, Any]:
-        """Work, span, parallelism and the critical path, for printing."""
+        """Work, span, parallelism and the critical path, for printing.
+
+        Returns
+        -------
+        dict
+            ``"work"``, ``"span"`` (floats, in ``time_unit``), ``"parallelism"`` (a float)
+            and ``"critical path"`` (the names joined by ``" -> "``).
+        """
         return {
             "work": self.work,
             "span": self.span,
@@ -298,6 +389,29 @@ def transformer_block(
     """One transformer block as a task graph, each operation timed by the roofline on
     ``device``: the Q, K and V projections are independent (branch-level parallelism), the
     rest is a chain.
+
+    Parameters
+    ----------
+    device : str
+        A catalogue device name.
+    tokens : int, optional
+        Tokens in the batch (one sequence), count.
+    width : int, optional
+        The model width, count.
+    heads : int, optional
+        Attention heads; ``width // heads`` is the head width, count.
+    dtype : str, optional
+        The dtype of every operation and of the device's peak (default ``"bf16"``).
+
+    Returns
+    -------
+    TaskGraph
+        Ten operations with roofline times in µs (rounded to 0.1 µs), ``time_unit="µs"``.
+
+    Raises
+    ------
+    ValueError
+        If the device is unknown or has no peak for ``dtype``.
 
     Examples
     --------
@@ -330,7 +444,14 @@ def transformer_block(
 
 
 def examples() -> dict[str, TaskGraph]:
-    """The graphs lecture 07 and its explorer show, by name."""
+    """The graphs lecture 07 and its explorer show, by name.
+
+    Returns
+    -------
+    dict of str to TaskGraph
+        A data dependence, a control dependence and a structural hazard (times in steps),
+        and :func:`transformer_block` on an H100 SXM (in µs).
+    """
     return {
         "data dependence": TaskGraph(
             {"A = C·D": 1, "E = A·G": 1, "F = B·C": 1}, [("A = C·D", "E = A·G")], time_unit="steps"
