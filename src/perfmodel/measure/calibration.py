@@ -82,8 +82,15 @@ UNITS = ("matrix", "vector", "broadcast", "exp")
 class Call:
     """One numpy call: its cost, the unit that runs it, and the bytes it keeps touching.
 
-    ``footprint`` decides which memory level serves the call: the data the operation reads
-    and writes again and again, which stays in a cache when it fits.
+    Parameters
+    ----------
+    cost : ops.Cost
+        The FLOPs and bytes of the call.
+    unit : str
+        What runs it, one of :data:`UNITS`.
+    footprint : int
+        The bytes the operation reads and writes again and again, B (0 or more): it
+        decides which memory level serves the call, a cache when it fits.
     """
 
     cost: ops.Cost
@@ -104,28 +111,31 @@ class Calibration:
     Parameters
     ----------
     device : hardware.Device
-        Measured ceilings: the matmul peak (``measured_flops``), main memory
-        (``measured_memory_bandwidth``) and each cache (``memory_levels``).
+        Measured ceilings: the matmul peak (``measured_flops``, which must exist for
+        ``dtype``), main memory (``measured_memory_bandwidth``) and each cache
+        (``memory_levels``).
     overhead_s : float
-        Seconds a numpy elementwise call costs before any work.
+        What a numpy elementwise call costs before any work, s (non-negative).
     blas_overhead_s : float
-        The same for a matmul (``unit="matrix"``): more checks, and a call into BLAS.
+        The same for a matmul (``unit="matrix"``): more checks, and a call into BLAS, s.
     vector_flops : float
-        FLOP/s of numpy's elementwise loops on data in cache.
+        The rate of numpy's elementwise loops on data in cache, FLOP/s (positive).
     exp_rate : float
-        ``exp`` evaluations per second.
-    broadcast_flops : float, optional
-        FLOP/s of an elementwise loop with a broadcast operand (default: ``vector_flops``).
+        ``exp`` evaluations per second, FLOP/s (one "FLOP" per evaluation; positive).
     caches : sequence of (str, int)
-        Each cache level's name and capacity in bytes, fastest first.
+        Each cache level's name and capacity, B, fastest first; a name missing from the
+        device's ``memory_levels`` is skipped.
     dtype : str
         The dtype the matmul peak is read for.
     matrix_rates : sequence of (float, float), optional
-        ``(FLOPs, FLOP/s)`` of matmuls measured at several sizes. BLAS reaches its peak
-        only on large matrices (threads to start, panels to pack, edges to finish), so a
-        matrix call is priced at the rate interpolated, in log FLOPs, between the two
-        measured sizes nearest its own, and at the nearest one's rate beyond them. Empty:
-        the device's measured peak for every size.
+        ``(FLOPs, FLOP/s)`` of matmuls measured at several sizes, FLOP and FLOP/s. BLAS
+        reaches its peak only on large matrices (threads to start, panels to pack, edges to
+        finish), so a matrix call is priced at the rate interpolated, in log FLOPs, between
+        the two measured sizes nearest its own, and at the nearest one's rate beyond them.
+        Empty: the device's measured peak for every size.
+    broadcast_flops : float, optional
+        The rate of an elementwise loop with a broadcast operand, FLOP/s (default:
+        ``vector_flops``).
     """
 
     device: Device
@@ -167,6 +177,19 @@ class Calibration:
         Caches are served at what one core measured. Main memory is too for numpy's
         one-thread elementwise loops; BLAS (``unit="matrix"``) runs on every core and gets
         the whole machine's bandwidth.
+
+        Parameters
+        ----------
+        footprint : int
+            The bytes the call keeps touching, B (0 or more).
+        unit : str
+            What runs the call, one of :data:`UNITS`.
+
+        Returns
+        -------
+        tuple of (str, float)
+            The first cache level that holds ``footprint`` (``"L2"``), else ``"DRAM"``, and
+            its bandwidth, B/s.
         """
         footprint = count("footprint", footprint, minimum=0)
         unit = choice("unit", unit, UNITS)
@@ -182,6 +205,19 @@ class Calibration:
         """FLOP/s of ``unit`` (see :data:`UNITS`) on a call of ``flops`` FLOPs.
 
         Only a matrix call's rate depends on its size (see ``matrix_rates``).
+
+        Parameters
+        ----------
+        unit : str
+            What runs the call, one of :data:`UNITS`.
+        flops : float
+            The call's FLOPs, FLOP; the default, infinity, reads the largest measured
+            matmul's rate (0 reads the smallest's).
+
+        Returns
+        -------
+        float
+            The rate, FLOP/s (evaluations per second for ``"exp"``).
         """
         unit = choice("unit", unit, UNITS)
         if unit == "vector":
@@ -206,21 +242,68 @@ class Calibration:
         return compute, call.cost.bytes / bandwidth, level
 
     def call_time(self, call: Call) -> float:
-        """``overhead + max(F / P_unit, B / W_level)`` for one call, seconds."""
+        """``overhead + max(F / P_unit, B / W_level)`` for one call, seconds.
+
+        Parameters
+        ----------
+        call : Call
+            The call priced.
+
+        Returns
+        -------
+        float
+            The predicted time, s.
+        """
         compute, memory, _ = self._work(call)
         return self.overhead(call.unit) + max(compute, memory)
 
     def overhead(self, unit: str) -> float:
-        """Seconds a call on ``unit`` costs before any work."""
+        """Seconds a call on ``unit`` costs before any work.
+
+        Parameters
+        ----------
+        unit : str
+            What runs the call, one of :data:`UNITS`.
+
+        Returns
+        -------
+        float
+            ``blas_overhead_s`` for ``"matrix"``, else ``overhead_s``, s.
+        """
         return self.blas_overhead_s if choice("unit", unit, UNITS) == "matrix" else self.overhead_s
 
     def predict(self, calls: Sequence[Call]) -> float:
-        """Seconds for the calls run one after another."""
+        """Seconds for the calls run one after another.
+
+        Parameters
+        ----------
+        calls : sequence of Call
+            The calls, as numpy makes them.
+
+        Returns
+        -------
+        float
+            The sum of their :meth:`call_time`, s (0 for no calls).
+        """
         return sum(self.call_time(call) for call in calls)
 
     def bound(self, calls: Sequence[Call]) -> str:
         """What most of the predicted time goes to: ``"overhead"``, ``"compute (exp)"``,
-        ``"memory (L2)"`` and so on."""
+        ``"memory (L2)"`` and so on.
+
+        Each call's time beyond its overhead counts towards its compute unit or its memory
+        level, whichever is larger; every call's overhead counts towards ``"overhead"``.
+
+        Parameters
+        ----------
+        calls : sequence of Call
+            The calls, as numpy makes them (at least one).
+
+        Returns
+        -------
+        str
+            The key with the most predicted seconds.
+        """
         shares: dict[str, float] = {}
         for call in calls:
             compute, memory, level = self._work(call)
@@ -233,10 +316,22 @@ class Calibration:
 def fit_overhead(tiny: Sequence[KernelResult]) -> tuple[float, float]:
     """Least-squares line ``time = overhead + FLOPs / rate`` through tiny calls of one kind.
 
+    Each call is placed at its fastest sample.
+
+    Parameters
+    ----------
+    tiny : sequence of KernelResult
+        Tiny calls of one kind, of at least two different FLOP counts.
+
     Returns
     -------
     (float, float)
-        The intercept (seconds per call, floored at zero) and the slope (seconds per FLOP).
+        The intercept, s per call, and the slope, s per FLOP; each floored at zero.
+
+    Raises
+    ------
+    ValueError
+        With fewer than two different FLOP counts.
 
     Examples
     --------
@@ -263,8 +358,30 @@ def calibrate(profile: MachineProfile, *, dtype: str = "fp64") -> Calibration:
 
     The vector rate is the flat part of the Empirical Roofline Toolkit's sweep (its best
     elementwise kernel), the exp rate the ``exp`` kernel's, and the overhead the fit through
-    the tiny adds. ``dtype`` picks whose matmuls give the matrix rates (``"fp64"`` or
-    ``"fp32"``).
+    the tiny adds (the tiny matmuls' for BLAS, when the profile holds them).
+
+    Parameters
+    ----------
+    profile : MachineProfile
+        From :func:`perfmodel.measure.empirical.profile_machine`: it must hold the tiny,
+        elementwise and ``exp`` kernels.
+    dtype : {"fp64", "fp32"}
+        Whose matmuls give the matrix rates, and whose measured peak the device is read for.
+
+    Returns
+    -------
+    Calibration
+        The device of the profile with the rates and overheads fitted to its kernels. The
+        cache capacities are read from the machine that runs this
+        (:func:`perfmodel.measure.empirical.cpu_caches`), not from the profile: calibrate on
+        the machine profiled.
+
+    Raises
+    ------
+    TypeError
+        If ``profile`` is not a MachineProfile.
+    ValueError
+        If it lacks a kernel kind a calibration needs, or ``dtype`` is neither.
     """
     dtype = choice("dtype", dtype, ("fp64", "fp32"))
     if not isinstance(profile, MachineProfile):
@@ -302,8 +419,16 @@ def calibrate(profile: MachineProfile, *, dtype: str = "fp64") -> Calibration:
 class Case:
     """An operation to predict and measure.
 
-    ``run`` is the numpy code, ``cost`` the one-pass cost lecture 04 would price, and
-    ``calls`` the numpy calls it really makes, which the calibrated model prices.
+    Parameters
+    ----------
+    name : str
+        What the operation is, with its sizes (``"matvec 3072x3072"``).
+    run : callable
+        The numpy code, called with no arguments.
+    cost : ops.Cost
+        The one-pass cost lecture 04's roofline would price.
+    calls : tuple of Call
+        The numpy calls it really makes, which the calibrated model prices.
     """
 
     name: str
@@ -314,7 +439,23 @@ class Case:
 
 @dataclass(frozen=True, slots=True)
 class Row:
-    """One op: the plain roofline, the calibrated prediction, and the measurement."""
+    """One op: the plain roofline, the calibrated prediction, and the measurement.
+
+    Parameters
+    ----------
+    name : str
+        The case's name.
+    cost : ops.Cost
+        Its one-pass cost.
+    roofline_s : float
+        The plain roofline's time on the measured ceilings, s.
+    predicted_s : float
+        The calibrated prediction, s.
+    bound : str
+        What most of the prediction goes to (see :meth:`Calibration.bound`).
+    measurement : Measurement
+        The op timed.
+    """
 
     name: str
     cost: ops.Cost
@@ -360,16 +501,28 @@ class Compared(Protocol):
 
     Lecture 06's :class:`Row` (an op timed with numpy) is one; so is lecture 12's
     :class:`perfmodel.capstone.NodeComparison` (a node timed by onnxruntime).
+
+    Parameters
+    ----------
+    *args, **kwargs
+        None: a protocol is never built; any object with the four properties is a row.
     """
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The op's or node's name."""
+
     @property
-    def predicted_s(self) -> float: ...
+    def predicted_s(self) -> float:
+        """The predicted time, s."""
+
     @property
-    def measured_s(self) -> float: ...
+    def measured_s(self) -> float:
+        """The measured time, s."""
+
     @property
-    def ratio(self) -> float: ...
+    def ratio(self) -> float:
+        """Measured over predicted, dimensionless: above 1, slower than predicted."""
 
 
 class Classified(Compared, Protocol):
@@ -571,6 +724,17 @@ def held_out_ops(*, quick: bool = True) -> list[Case]:
     None of them is a micro-benchmark the calibration measured. ``quick`` picks sizes that
     run in a few seconds in all; ``False`` doubles the large ones.
 
+    Parameters
+    ----------
+    quick : bool
+        The small sizes; ``False`` doubles the large ones.
+
+    Returns
+    -------
+    list of Case
+        A matvec, four matmuls, a softmax, a layer norm, a 3x3 convolution, a chain of four
+        elementwise ops unfused and fused, and an add of 8 elements, in that order.
+
     Examples
     --------
     >>> [case.name.split()[0] for case in held_out_ops(quick=True)][:5]
@@ -757,6 +921,9 @@ def predict_vs_measure(
         From :func:`calibrate`.
     cases : sequence of Case, optional
         Default :func:`held_out_ops` (``quick`` chooses their sizes).
+    quick : bool
+        The sizes of the default cases (see :func:`held_out_ops`); unused when ``cases`` is
+        given.
     progress : bool
         Show a progress bar.
     **timing
