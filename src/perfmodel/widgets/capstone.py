@@ -165,9 +165,31 @@ def capstone_view(
     much it misses instead. Every control changes the headline, or the headline says why
     it cannot (the network, when every device sits in one node).
 
+    Parameters
+    ----------
+    model : str
+        A key of :data:`MODELS`: the model and batch priced.
+    device : str
+        A catalogue GPU (the explorer offers the H100 SXM, A100 SXM4 80GB, H200 SXM, B200,
+        MI300X, V100 SXM2 and T4); priced in bf16 where it has a bf16 peak, else fp16.
+    devices : int
+        How many GPUs share the step, count; up to 8 share a node and its NVLink (PCIe for
+        a GPU without one in lecture 09's table).
+    parallelism : str
+        ``"data"`` (each device holds the whole model and a share of the batch) or
+        ``"pipeline"`` (up to 8 pipeline stages in a node, further devices data-parallel
+        copies of the pipeline).
+    network : str
+        The link between nodes: ``"InfiniBand NDR"``, ``"InfiniBand HDR"``, ``"400 GbE"`` or
+        ``"100 GbE"``.
+
     Returns
     -------
     matplotlib.figure.Figure
+        A new 15 x 7 inch figure: left, one device's predicted training step by op class
+        (bars coloured by the roof each sits under); right, the memory one device holds
+        (GB) against its capacity; the title gives the step time, throughput and efficiency,
+        what the network does, and the bottleneck, or why the configuration does not fit.
     """
     import matplotlib.pyplot as plt
 
@@ -226,7 +248,22 @@ def capstone_view(
 
 
 def capstone_explorer(**defaults: Any) -> Any:
-    """Every knob of :func:`capstone_view` as a control; the figure redraws live."""
+    """Every knob of :func:`capstone_view` as a control; the figure redraws live.
+
+    Parameters
+    ----------
+    **defaults
+        Starting settings, by :func:`capstone_view`'s parameter names (a name it does not
+        take is a TypeError); ``devices`` must be one of the slider's 1, 2, 4, 8, 16, 64,
+        256, 1024 and ``device`` one of the dropdown's GPUs.
+
+    Returns
+    -------
+    ipywidgets.VBox
+        Dropdowns for the model, GPU and network, a slider of device counts and toggle
+        buttons for the parallelism, above :func:`capstone_view`'s figure, redrawn when a
+        control changes.
+    """
     import ipywidgets as widgets
 
     wide = {"layout": widgets.Layout(width="38em"), "style": {"description_width": "8em"}}

@@ -36,6 +36,19 @@ def snap_to_log_grid(value: float, step: float = LOG_STEP) -> float:
     A browser snaps a log slider's value to its grid; snapping in Python first keeps the
     text computed before the first render equal to what the slider then shows.
 
+    Parameters
+    ----------
+    value : float
+        A positive quantity in the slider's unit (B, B/s, FLOP, s...).
+    step : float
+        The slider's step, in decades (powers of ten), dimensionless.
+
+    Returns
+    -------
+    float
+        ``10 ** (step * round(log10(value) / step))``, in the unit of ``value`` (B, B/s,
+        FLOP, s...).
+
     Examples
     --------
     >>> snap_to_log_grid(400e9)
@@ -52,6 +65,24 @@ def log_slider(value: float, low: int, high: int, description: str, unit: str) -
 
     The slider's own readout would print ``1.00e+11``; this one hides it and shows
     ``100 GB/s`` beside it instead. The returned box has the slider as ``.slider``.
+
+    Parameters
+    ----------
+    value : float
+        The starting value in ``unit`` (B, B/s, FLOP, s...), snapped to the slider's grid
+        of tenths of a decade.
+    low, high : int
+        The slider's range, as powers of ten: it runs from ``10**low`` to ``10**high``.
+    description : str
+        The label to the slider's left.
+    unit : str
+        The unit of the readout, written with an SI prefix (``"B/s"`` shows ``100 GB/s``).
+
+    Returns
+    -------
+    ipywidgets.HBox
+        The slider (also ``.slider``, a ``FloatLogSlider`` whose value is the quantity)
+        followed by a label showing its value in ``unit``, updated as it moves.
     """
     import ipywidgets as widgets
 
@@ -80,7 +111,24 @@ def log_slider(value: float, low: int, high: int, description: str, unit: str) -
 
 
 def int_slider(value: int, low: int, high: int, description: str, *, step: int = 1) -> Any:
-    """A wide integer slider, easy to drive with a mouse on a podium."""
+    """A wide integer slider, easy to drive with a mouse on a podium.
+
+    Parameters
+    ----------
+    value : int
+        The starting value.
+    low, high : int
+        The slider's least and greatest values.
+    description : str
+        The label to the slider's left.
+    step : int
+        The slider's step.
+
+    Returns
+    -------
+    ipywidgets.IntSlider
+        A 38 em wide slider with an 8 em label, showing its value as a readout.
+    """
     import ipywidgets as widgets
 
     return widgets.IntSlider(
@@ -139,7 +187,22 @@ def dtype_dropdown(device: Any, value: str) -> Any:
 
 
 def live_text(controls: tuple[Any, ...], render: Callable[[], str], css_class: str) -> Any:
-    """An HTML line, large enough for a lecture hall, re-rendered whenever a control moves."""
+    """An HTML line, large enough for a lecture hall, re-rendered whenever a control moves.
+
+    Parameters
+    ----------
+    controls : tuple of ipywidgets.Widget
+        The controls watched: a change of any one's ``value`` re-renders the line.
+    render : callable
+        Called with no arguments; returns the line's text (HTML-escaped before it is shown).
+    css_class : str
+        A CSS class added to the line, for styles and for tests to find it.
+
+    Returns
+    -------
+    ipywidgets.HTML
+        The line, at 1.5 em, showing ``render()`` as of the last change.
+    """
     import ipywidgets as widgets
 
     line = widgets.HTML()
@@ -164,6 +227,19 @@ def render_png(view: Callable[..., Any], values: Mapping[str, Any]) -> bytes:
     The notebook's own display path draws a figure two or three times (``bbox_inches=
     "tight"`` measures it first); every figure here has a constrained layout already, so
     one draw is enough, and a light compression keeps the encoding to a few milliseconds.
+
+    Parameters
+    ----------
+    view : callable
+        Draws a figure with matplotlib when called as ``view(**values)``; the current
+        figure afterwards is the one saved. Every figure it opens is closed.
+    values : Mapping of str to object
+        The keyword arguments for ``view``.
+
+    Returns
+    -------
+    bytes
+        The PNG file's bytes.
     """
     import io
 
@@ -205,6 +281,21 @@ def live_plot(view: Callable[..., Any], controls: Mapping[str, Any]) -> Any:
     message on the kernel's shell channel while it waits on that channel for the cell's
     reply, and that send can swallow the reply's wake-up, so the cell then waits out its
     whole timeout (jupyter/nbclient#312).
+
+    Parameters
+    ----------
+    view : callable
+        Draws a figure with matplotlib when called as ``view(**values)``, ``values`` being
+        each control's current value under its key in ``controls``.
+    controls : Mapping of str to ipywidgets.Widget
+        The controls by the name of the ``view`` parameter each sets; their
+        ``continuous_update`` is switched off where they have one.
+
+    Returns
+    -------
+    ipywidgets.Box
+        A box showing the figure for the controls' current values as a PNG image, or a
+        ValueError's message in its place; it does not hold the controls.
     """
     from collections import OrderedDict
 
@@ -246,6 +337,22 @@ def view_settings(view: Callable[..., Any], overrides: Mapping[str, Any]) -> dic
 
     An override ``view`` does not take is a TypeError naming it and listing what it takes.
 
+    Parameters
+    ----------
+    view : callable
+        A view function, every parameter of which has a default (one without would show
+        ``inspect.Parameter.empty``).
+    overrides : Mapping of str to object
+        Settings to start from instead of the defaults, by parameter name.
+
+    Returns
+    -------
+    dict of str to object
+        Every parameter of ``view`` with its default, or its override where one is given,
+        in the signature's order.
+
+    Examples
+    --------
     >>> def view(rate: float = 1.0, workers: int = 2) -> None: ...
     >>> view_settings(view, {"workers": 4})
     {'rate': 1.0, 'workers': 4}

@@ -21,9 +21,23 @@ METRICS: dict[str, tuple[Callable[[str], str], Callable[[Device, str], float]]] 
 def device_bars(dtype: str = "bf16", metric: str = "peak compute", ax: Any = None) -> Any:
     """Bars of one metric for every catalogue device with a dense peak in ``dtype``.
 
+    Parameters
+    ----------
+    dtype : str
+        The dtype whose peak is read; devices without a peak in it are left out (none at
+        all is a ValueError).
+    metric : str
+        A key of :data:`METRICS`: ``"peak compute"`` (FLOP/s, or OP/s for an integer
+        dtype), ``"memory bandwidth"`` (B/s) or ``"ridge point"`` (FLOP/B).
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on: one horizontal bar per device, in catalogue order, on an axis from
+        zero, each labelled with its value (see
+        :func:`perfmodel.plotting.devices.bar_compare`); None makes a new figure.
+
     Returns
     -------
     matplotlib.axes.Axes
+        The axes drawn on.
     """
     from perfmodel.plotting.devices import bar_compare
 
@@ -45,7 +59,14 @@ def device_bars(dtype: str = "bf16", metric: str = "peak compute", ax: Any = Non
 
 
 def device_explorer() -> Any:
-    """Pick a dtype and a metric; compare every device in the catalogue."""
+    """Pick a dtype and a metric; compare every device in the catalogue.
+
+    Returns
+    -------
+    ipywidgets.VBox
+        A dtype dropdown (starting at bf16) and toggle buttons for the metric, above
+        :func:`device_bars`'s figure, redrawn when either changes.
+    """
     import ipywidgets as widgets
 
     dtype = widgets.Dropdown(options=DTYPES, value="bf16", description="dtype")

@@ -44,9 +44,39 @@ def data_parallel_view(
     """The static twin of :func:`data_parallel_explorer`: steps at growing device counts
     (8 GPUs per node, NVLink inside) and one device's memory.
 
+    Parameters
+    ----------
+    model : str
+        A :data:`perfmodel.transformer.PRESETS` name: the model's shape.
+    batch_per_device : int
+        Sequences each device trains on per step, count.
+    seq_len : int
+        Tokens per sequence, count.
+    devices : int
+        The largest data-parallel group priced, count: steps are drawn at 1, 8, 64... up
+        to it (and at it).
+    device : str
+        The GPU, one with an NVLink generation here: ``"H100 SXM"``, ``"H800 SXM"``,
+        ``"H200 SXM"``, ``"A100 SXM4 80GB"`` or ``"B200"``.
+    network : str
+        A catalogue link between nodes, e.g. ``"InfiniBand NDR"`` or ``"100 GbE"``.
+    overlap : bool
+        Whether each bucket's all-reduce starts as soon as its gradients exist.
+    buckets : int
+        Equal pieces the gradients are all-reduced in, count.
+    zero_stage : int
+        ZeRO sharding of the model states, 0 to 3.
+    recompute : str
+        Activation recomputation: ``"none"``, ``"selective"`` or ``"full"``.
+
     Returns
     -------
     matplotlib.figure.Figure
+        A new 15 x 6.5 inch figure: left, the step at each device count (forward,
+        backward, communication not hidden, efficiency on top, see
+        :func:`perfmodel.plotting.distributed.step_plot`); right, one device's memory at the
+        largest count against its capacity; the title gives tokens a step, the step time,
+        the efficiency and whether the memory fits.
     """
     import matplotlib.pyplot as plt
 
@@ -82,7 +112,22 @@ def data_parallel_view(
 
 
 def data_parallel_explorer(**defaults: Any) -> Any:
-    """Every knob of :func:`data_parallel_view` as a control; the figure redraws live."""
+    """Every knob of :func:`data_parallel_view` as a control; the figure redraws live.
+
+    Parameters
+    ----------
+    **defaults
+        Starting settings, by :func:`data_parallel_view`'s parameter names (a name it does
+        not take is a TypeError); each must be one the control offers (``devices`` one of
+        8, 64, 512, 4096, 32768; ``seq_len`` one of 1024, 2048, 4096, 8192; ``device``
+        one of H100 SXM, H800 SXM, H200 SXM, A100 SXM4 80GB).
+
+    Returns
+    -------
+    ipywidgets.VBox
+        A control per setting (dropdowns, sliders and a checkbox), above
+        :func:`data_parallel_view`'s figure, redrawn when a control changes.
+    """
     import ipywidgets as widgets
 
     from perfmodel.transformer import PRESETS

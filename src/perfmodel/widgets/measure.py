@@ -15,9 +15,17 @@ def cache_sweep_view(kernels: Sequence[KernelResult]) -> Any:
     """The static twin of :func:`cache_sweep_explorer`: measured working sets against this
     CPU's caches (see :func:`perfmodel.plotting.empirical.working_set_plot`).
 
+    Parameters
+    ----------
+    kernels : sequence of perfmodel.measure.microbench.KernelResult
+        A working-set sweep, as :func:`perfmodel.measure.empirical.working_set_sweep`
+        returns it.
+
     Returns
     -------
     matplotlib.axes.Axes
+        A new figure's axes: bandwidth (B/s) against working set (B), with a dotted line
+        at each of this CPU's data caches.
     """
     from perfmodel.measure.empirical import cpu_caches
     from perfmodel.plotting.empirical import working_set_plot
@@ -30,6 +38,21 @@ def cache_sweep_explorer(largest: float = 256e6, points: int = 12) -> Any:
 
     The sweep shows a progress bar while it runs and draws the bandwidth of every size it
     measured; the notebook's stop button ends it early and keeps what it has.
+
+    Parameters
+    ----------
+    largest : float
+        The largest working set the slider starts at, B (its range is 100 kB to 1 GB, in
+        tenths of a decade); the sweep measures its whole number of bytes.
+    points : int
+        How many sizes the slider starts at, count (4 to 24).
+
+    Returns
+    -------
+    ipywidgets.VBox
+        The two sliders, a *measure* button, and an output area where a press shows the
+        sweep's progress bar and then :func:`cache_sweep_view`'s figure. Nothing is measured
+        until the button is pressed.
     """
     import ipywidgets as widgets
     import matplotlib.pyplot as plt

@@ -27,6 +27,24 @@ def named_op(kind: str, n: int, dtype: str = "fp32") -> ops.Cost:
 
     ``"matmul"`` is C = A·B (C written, never read); ``"matmul, C += A·B"`` also reads C.
 
+    Parameters
+    ----------
+    kind : str
+        One of :data:`OP_KINDS`: an elementwise add of two n x n arrays (``"vector add"``),
+        an n x n matvec, an n x n x n matmul, an n x n softmax, or the attention of one head
+        of width 128 over n tokens, plain or fused.
+    n : int
+        The op's size, count.
+    dtype : str
+        The operands' dtype.
+
+    Returns
+    -------
+    ops.Cost
+        The op's FLOPs, bytes moved and label.
+
+    Examples
+    --------
     >>> named_op("matmul", 512).intensity, named_op("matmul, C += A·B", 512).intensity
     (85.33333333333333, 64.0)
     """
@@ -47,6 +65,23 @@ def named_op(kind: str, n: int, dtype: str = "fp32") -> ops.Cost:
 def op_summary(kind: str, n: int, dtype: str = "fp32") -> str:
     """FLOPs, bytes and intensity of a named op (the static twin of :func:`op_explorer`).
 
+    Parameters
+    ----------
+    kind : str
+        One of :data:`OP_KINDS` (see :func:`named_op`).
+    n : int
+        The op's size, count.
+    dtype : str
+        The operands' dtype.
+
+    Returns
+    -------
+    str
+        One line: the op's label and dtype, its FLOPs and bytes moved with SI prefixes, and
+        its intensity in FLOP/B.
+
+    Examples
+    --------
     >>> print(op_summary("matmul, C += A·B", 512))
     matmul 512x512x512, C += A·B (fp32): 268 MFLOP, 4.19 MB moved, intensity 64 FLOP/B
     """
@@ -58,7 +93,21 @@ def op_summary(kind: str, n: int, dtype: str = "fp32") -> str:
 
 
 def op_explorer(kind: str = "matmul, C += A·B", n: int = 512) -> Any:
-    """Choose an op, its size and dtype; read its FLOPs, bytes and intensity."""
+    """Choose an op, its size and dtype; read its FLOPs, bytes and intensity.
+
+    Parameters
+    ----------
+    kind : str
+        The op chosen at first, one of :data:`OP_KINDS`.
+    n : int
+        The size at first, count (the slider runs from 16 to 8192 in steps of 16).
+
+    Returns
+    -------
+    ipywidgets.VBox
+        An op dropdown, a dtype dropdown (fp32 at first) and a size slider, above the line
+        :func:`op_summary` writes for them, rewritten when a control changes.
+    """
     import ipywidgets as widgets
 
     choice = widgets.Dropdown(options=OP_KINDS, value=kind, description="op")

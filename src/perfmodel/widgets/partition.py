@@ -24,9 +24,23 @@ def partition_view(
 ) -> Any:
     """The best split of a zoo model into at most ``k`` stages, as stage bars with the gap.
 
+    Parameters
+    ----------
+    model : str
+        A key of :data:`ZOO_MODELS`.
+    device : str
+        A catalogue device with a bf16 peak: the zoo prices every layer in bf16 on it.
+    link : str
+        A catalogue link between stages (``"NVLink 4"``, ``"PCIe 4.0 x16"``...).
+    k : int
+        The most stages, count; more than the graph's nodes is cut down to its nodes.
+
     Returns
     -------
     matplotlib.figure.Figure
+        The figure of :func:`perfmodel.plotting.pipeline.stage_bars` for the split
+        :func:`perfmodel.pipeline.partition` finds, titled with the stages used and the
+        throughput in inputs per second.
     """
     from perfmodel.pipeline import partition, zoo
     from perfmodel.plotting.pipeline import stage_bars
@@ -47,7 +61,15 @@ def partition_view(
 
 
 def partition_explorer() -> Any:
-    """Model, device, link and stage-count controls for :func:`partition_view`."""
+    """Model, device, link and stage-count controls for :func:`partition_view`.
+
+    Returns
+    -------
+    ipywidgets.VBox
+        Dropdowns for the model, the device (catalogue devices with a bf16 peak) and the
+        link, and a slider for k (1 to 32), above :func:`partition_view`'s figure, redrawn
+        when a control changes.
+    """
     import ipywidgets as widgets
 
     model = widgets.Dropdown(options=list(ZOO_MODELS), value="GPT-2 small", description="model")

@@ -20,9 +20,25 @@ def scaling_view(
     :func:`perfmodel.plotting.scaling.scaling_plot`): ``serial_percent`` is Amdahl's serial
     fraction, a share of the one-processor run, in percent.
 
+    Parameters
+    ----------
+    serial_percent : float
+        The serial share of the one-processor run in percent, 0 to 100 (20.0 is a
+        fraction of 0.2).
+    max_processors : int
+        The last processor count drawn, count.
+    measured : sequence of tuple of float
+        Measured ``(p, speedup)`` points: processors (count) and speedup over one
+        processor (dimensionless); empty draws none.
+    measured_label : str
+        The legend's label for the measured points.
+
     Returns
     -------
     matplotlib.axes.Axes
+        A new figure's axes: speedup against processors, the ideal line, Amdahl's and
+        Gustafson's laws and the measured points (see
+        :func:`perfmodel.plotting.scaling.scaling_plot`).
     """
     from perfmodel.plotting.scaling import scaling_plot
 
@@ -35,7 +51,23 @@ def scaling_explorer(
     measured: Sequence[tuple[float, float]] = (), serial_percent: float = 20.0
 ) -> Any:
     """A serial fraction (a share of the one-processor run) and a processor count; both laws
-    redrawn, ``measured`` points kept."""
+    redrawn, ``measured`` points kept.
+
+    Parameters
+    ----------
+    measured : sequence of tuple of float
+        Measured ``(p, speedup)`` points drawn on every figure: processors (count) and
+        speedup over one processor (dimensionless).
+    serial_percent : float
+        The serial share the slider starts at, in percent (0 to 100 in steps of 0.5;
+        20.0 is a fraction of 0.2).
+
+    Returns
+    -------
+    ipywidgets.VBox
+        A serial-percent slider and a processor-count slider (2 to 1024, 64 at first),
+        above :func:`scaling_view`'s figure, redrawn when a slider is released.
+    """
     import ipywidgets as widgets
 
     serial = widgets.FloatSlider(

@@ -12,9 +12,20 @@ __all__ = ["schedule_explorer", "schedule_view"]
 def schedule_view(graph: str = "transformer block (µs on an H100)", workers: int = 2) -> Any:
     """The static twin of :func:`schedule_explorer`: the graph and its greedy schedule.
 
+    Parameters
+    ----------
+    graph : str
+        The name of one of :func:`perfmodel.taskgraph.examples`: ``"data dependence"``,
+        ``"control dependence"``, ``"structural hazard"`` or ``"transformer block (µs on an
+        H100)"``.
+    workers : int
+        P, the workers the graph is scheduled on, count.
+
     Returns
     -------
     matplotlib.figure.Figure
+        A new 13 x 9 inch figure: the graph drawn in layers above, its greedy schedule on
+        ``workers`` workers as a Gantt chart with Brent's bounds below.
     """
     import matplotlib.pyplot as plt
 
@@ -36,7 +47,21 @@ def schedule_view(graph: str = "transformer block (µs on an H100)", workers: in
 
 
 def schedule_explorer(graph: str = "transformer block (µs on an H100)", workers: int = 2) -> Any:
-    """Pick a graph and a number of workers; see the greedy schedule and Brent's bounds."""
+    """Pick a graph and a number of workers; see the greedy schedule and Brent's bounds.
+
+    Parameters
+    ----------
+    graph : str
+        The graph chosen at first, a name of :func:`perfmodel.taskgraph.examples`.
+    workers : int
+        P at first, count (the slider runs from 1 to 8).
+
+    Returns
+    -------
+    ipywidgets.VBox
+        A graph dropdown and a workers slider, above :func:`schedule_view`'s figure,
+        redrawn when either changes.
+    """
     import ipywidgets as widgets
 
     from perfmodel.taskgraph import examples

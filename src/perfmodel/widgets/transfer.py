@@ -14,6 +14,19 @@ __all__ = ["transfer_time_explorer", "transfer_time_text"]
 def transfer_time_text(nbytes: float, bandwidth_bytes_per_s: float) -> str:
     """One sentence: how long moving ``nbytes`` at a bandwidth takes (the static twin).
 
+    Parameters
+    ----------
+    nbytes : float
+        The bytes moved, B.
+    bandwidth_bytes_per_s : float
+        The link's bandwidth, B/s.
+
+    Returns
+    -------
+    str
+        The sentence, with the size, the bandwidth and the time (s) written with SI
+        prefixes.
+
     Examples
     --------
     >>> transfer_time_text(10e6, 400e9)
@@ -31,10 +44,18 @@ def transfer_time_explorer(nbytes: float = 10e6, bandwidth_bytes_per_s: float = 
 
     Values snap to tenths of a decade, as the sliders do.
 
+    Parameters
+    ----------
+    nbytes : float
+        The size the slider starts at, B (it runs from 1 kB to 100 GB).
+    bandwidth_bytes_per_s : float
+        The bandwidth the slider starts at, B/s (it runs from 100 MB/s to 10 TB/s).
+
     Returns
     -------
     ipywidgets.VBox
-        Display it (leave it as a cell's last expression).
+        The two sliders and the sentence :func:`transfer_time_text` writes for them,
+        rewritten as a slider moves. Display it (leave it as a cell's last expression).
     """
     import ipywidgets as widgets
 
