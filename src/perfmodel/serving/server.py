@@ -47,7 +47,20 @@ __all__ = [
 
 
 class MLP:
-    """A small numpy MLP: ``layers`` square float32 layers of ``width`` with ReLU between."""
+    """A small numpy MLP: ``layers`` square float32 layers of ``width`` with ReLU between.
+
+    Calling it on an array of shape (b, width) returns the (b, width) output of a batch.
+
+    Parameters
+    ----------
+    width : int
+        Features in and out of every layer: one request's input size, count.
+    layers : int
+        Layers, each a ``width`` x ``width`` matmul, count.
+    seed : int
+        Seed of the random weights (standard normal over ``sqrt(width)``), count (0 or
+        more).
+    """
 
     def __init__(self, width: int = 512, layers: int = 4, seed: int = 0) -> None:
         self.width, self.layers = count("width", width), count("layers", layers)
@@ -80,6 +93,24 @@ class Server:
     Leaving the block serves what was submitted, stops every thread and restores the BLAS
     threads; if the model raised in a worker, it then raises a RuntimeError from the first
     such error (a failed batch still frees its worker, so the server always stops).
+
+    Parameters
+    ----------
+    model : callable
+        Called on a stacked batch of payloads, such as an :class:`MLP`.
+    workers : int
+        Worker threads, each serving one batch at a time, count.
+    max_batch : int
+        The largest batch, count.
+    max_wait_s : float
+        How long the oldest request may wait for more to arrive once a worker is free, s.
+
+    Attributes
+    ----------
+    completed : list
+        The requests served, in the order their batches finished.
+    batch_sizes : list of int
+        The size of each batch served, in the order they finished.
     """
 
     def __init__(self, model: Any, *, workers: int = 1, max_batch: int = 1,
@@ -117,7 +148,14 @@ class Server:
             raise RuntimeError(f"the model failed in a worker: {self._error}") from self._error
 
     def submit(self, payload: Any) -> None:
-        """Queue one request now."""
+        """Queue one request now.
+
+        Parameters
+        ----------
+        payload : numpy.ndarray
+            The request's input, such as a vector of ``width`` values; a batch stacks the
+            payloads of its requests.
+        """
         self._queue.put(_Request(clock(), payload))
 
     def _batch_loop(self) -> None:
@@ -161,7 +199,21 @@ class Server:
 class LoadTest(LatencySummary):
     """What one load test measured: every request's arrival and completion, and the batches.
 
-    Statistics skip the first 10% of requests (warm-up), as the simulator's do.
+    The latency statistics skip the first 10% of requests (warm-up), as the simulator's
+    do by default; the whole-run figures count every request.
+
+    Parameters
+    ----------
+    arrivals : numpy.ndarray
+        Each request's arrival time, ascending, in seconds (s) from the first.
+    starts : numpy.ndarray
+        When each request's batch started service, in seconds (s) from the first arrival.
+    completions : numpy.ndarray
+        When each request's batch finished, in seconds (s) from the first arrival.
+    batch_sizes : tuple of int
+        Every batch's size, in the order the batches finished, count.
+    offered_rate : float
+        The arrival rate asked of the generator, requests per s.
     """
 
     arrivals: Any
@@ -183,6 +235,7 @@ class LoadTest(LatencySummary):
 
     @property
     def span_s(self) -> float:
+        """From the first arrival to the last completion, s."""
         return float(self.completions.max() - self.arrivals[0])
 
     @property
@@ -192,10 +245,12 @@ class LoadTest(LatencySummary):
 
     @property
     def throughput(self) -> float:
+        """Requests completed per second over the whole run."""
         return len(self.arrivals) / self.span_s
 
     @property
     def mean_batch(self) -> float:
+        """Requests per batch, on average."""
         return len(self.arrivals) / len(self.batch_sizes)
 
 
@@ -214,6 +269,31 @@ def load_test(
 
     The generator stops after ``requests`` requests or ``time_limit_s`` seconds, whichever
     comes first; the first 10% of requests are left out of the latencies (warm-up).
+
+    Parameters
+    ----------
+    model : callable
+        Served by the :class:`Server`; it needs a ``width`` attribute (one request's input
+        size), as :class:`MLP` has.
+    arrival_rate : float
+        The Poisson arrival rate asked for, positive, requests per s.
+    requests : int
+        The most requests to send, at least 10, count.
+    workers : int
+        The server's worker threads, count.
+    max_batch : int
+        The server's largest batch, count.
+    max_wait_s : float
+        How long the oldest request may wait for a fuller batch, s.
+    seed : int
+        Seed of the arrival gaps, count (0 or more).
+    time_limit_s : float
+        The most the generator runs, positive, s; it is checked after each gap's sleep.
+
+    Returns
+    -------
+    LoadTest
+        Every request's times, relative to the first arrival, and the batches.
     """
     rate = positive("arrival_rate", arrival_rate)
     n = count("requests", requests, minimum=10)
@@ -245,9 +325,22 @@ def load_test(
 
 
 def time_batches(model: Any, batches: Sequence[int]) -> dict[int, Any]:
-    """One forward pass per batch size, timed with :func:`perfmodel.measure.timing.measure`
-    (one BLAS thread): a :class:`~perfmodel.measure.timing.Measurement` per size, whose
+    """One forward pass per batch size, timed with :func:`perfmodel.measure.timing.measure`.
+
+    With one BLAS thread: a :class:`~perfmodel.measure.timing.Measurement` per size, whose
     ``noisy`` flag says when the machine was too busy for its median to be trusted.
+
+    Parameters
+    ----------
+    model : callable
+        Called on a (b, width) float32 array; it needs a ``width`` attribute.
+    batches : sequence of int
+        The batch sizes to time, count.
+
+    Returns
+    -------
+    dict of int to Measurement
+        The timing of one forward pass, per batch size.
 
     >>> timings = time_batches(MLP(width=32, layers=2), [1, 4])
     >>> sorted(timings), all(t.median_s > 0 for t in timings.values())
@@ -271,8 +364,22 @@ def time_batches(model: Any, batches: Sequence[int]) -> dict[int, Any]:
 
 
 def measure_batch_times(model: Any, batches: Sequence[int]) -> dict[int, float]:
-    """Median seconds of one forward pass per batch size (one BLAS thread), the service
-    times the simulator needs (:func:`time_batches`, medians only)."""
+    """Median seconds of one forward pass per batch size (one BLAS thread).
+
+    These are the service times the simulator needs (:func:`time_batches`, medians only).
+
+    Parameters
+    ----------
+    model : callable
+        Called on a (b, width) float32 array; it needs a ``width`` attribute.
+    batches : sequence of int
+        The batch sizes to time, count.
+
+    Returns
+    -------
+    dict of int to float
+        The median time of one forward pass, per batch size, s.
+    """
     return {b: timing.median_s for b, timing in time_batches(model, batches).items()}
 
 
@@ -284,9 +391,30 @@ def predict(
     max_batch: int = 1,
     max_wait_s: float = 0.0,
 ) -> Any:
-    """What the simulator predicts for the same arrivals (the load test's own trace) and the
-    same server, from the measured time of each batch size (a batch size not measured costs
-    as much as the next larger one that was)."""
+    """What the simulator predicts for the same arrivals and the same server.
+
+    The load test's own arrival trace is replayed with deterministic service: each batch
+    takes the measured time of its size (a batch size not measured costs as much as the
+    next larger one that was, or as the largest one measured).
+
+    Parameters
+    ----------
+    measured : LoadTest
+        The load test, for its arrival times.
+    batch_times : dict of int to float
+        The measured time of one batch, per batch size, s; at least one size.
+    workers : int
+        The server's worker threads, count.
+    max_batch : int
+        The server's largest batch, count.
+    max_wait_s : float
+        How long the oldest request may wait for a fuller batch, s.
+
+    Returns
+    -------
+    SimulationResult
+        The simulated run over the same arrivals.
+    """
     from perfmodel.serving.simulator import simulate
 
     if not batch_times:
@@ -309,6 +437,17 @@ def tail_report(pairs: Sequence[tuple[Any, Any]]) -> str:
     counts the loads where the measured p50 and p99 are above their predictions, and where
     the p99 misses by a larger factor than the p50, so that a lecture can say what its own
     run shows.
+
+    Parameters
+    ----------
+    pairs : sequence of (run, run)
+        ``(measured, predicted)`` pairs, at least one, each run with ``p50_latency_s``
+        and ``p99_latency_s``.
+
+    Returns
+    -------
+    str
+        One line of three counts out of the number of pairs.
 
     >>> from perfmodel.serving import simulate
     >>> fast = simulate(0.5, 1.0, 1, requests=2000, seed=1)

@@ -54,6 +54,18 @@ _ARRIVE, _TIMER, _DONE = 0, 1, 2
 def linear_batch_time(setup_s: float, per_request_s: float) -> Callable[[int], float]:
     """A batch cost of ``setup_s + per_request_s · b``: the fixed part is what batching shares.
 
+    Parameters
+    ----------
+    setup_s : float
+        The time every batch pays once, non-negative, s.
+    per_request_s : float
+        The time each request of the batch adds, non-negative, s; not both 0.
+
+    Returns
+    -------
+    callable
+        ``batch_time(b)``: the mean time of a batch of b requests, in seconds.
+
     >>> cost = linear_batch_time(0.010, 0.002)
     >>> round(cost(1), 6), round(cost(8), 6)
     (0.012, 0.026)
@@ -65,9 +77,23 @@ def linear_batch_time(setup_s: float, per_request_s: float) -> Callable[[int], f
 
 
 def roofline_batch_time(cost: Callable[[int], Cost], device: DeviceLike) -> Callable[[int], float]:
-    """A batch cost from the roofline: ``cost(b)`` is the :class:`perfmodel.ops.Cost` of a
-    batch of b, priced on ``device`` by :func:`perfmodel.roofline.estimate`. A memory-bound
-    model reads its weights once per batch, so a batch of b costs far less than b singles.
+    """A batch cost from the roofline: ``cost(b)`` priced on ``device``.
+
+    ``cost(b)`` is the :class:`perfmodel.ops.Cost` of a batch of b, priced on ``device`` by
+    :func:`perfmodel.roofline.estimate`. A memory-bound model reads its weights once per
+    batch, so a batch of b costs far less than b singles.
+
+    Parameters
+    ----------
+    cost : callable
+        ``cost(b)``: the :class:`perfmodel.ops.Cost` of serving a batch of b requests.
+    device : str or hardware.Device
+        A catalogue name or a device you built.
+
+    Returns
+    -------
+    callable
+        ``batch_time(b)``: the roofline time of a batch of b requests, in seconds.
 
     >>> from perfmodel import ops
     >>> layer = roofline_batch_time(lambda b: ops.matmul(b, 4096, 4096, dtype="bf16"), "H100 SXM")
@@ -115,7 +141,18 @@ class LatencySummary:
     latencies: Any
 
     def percentile(self, q: float) -> float:
-        """The ``q``-th percentile of latency (``q`` in [0, 100]), seconds."""
+        """The ``q``-th percentile of latency (``q`` in [0, 100]), seconds.
+
+        Parameters
+        ----------
+        q : float
+            The percentile, from 0 to 100 (50 is the median), dimensionless.
+
+        Returns
+        -------
+        float
+            The latency below which ``q`` percent of the requests finished, s.
+        """
         import numpy as np
 
         q = non_negative("q", q)
@@ -125,14 +162,17 @@ class LatencySummary:
 
     @property
     def p50_latency_s(self) -> float:
+        """The median latency, s."""
         return self.percentile(50)
 
     @property
     def p90_latency_s(self) -> float:
+        """The 90th-percentile latency, s."""
         return self.percentile(90)
 
     @property
     def p99_latency_s(self) -> float:
+        """The 99th-percentile latency: the tail, s."""
         return self.percentile(99)
 
 
@@ -140,8 +180,27 @@ class LatencySummary:
 class SimulationResult(LatencySummary):
     """One simulated run: every request's times, and the figures that summarise them.
 
-    Statistics skip the first ``warmup`` share of requests (the empty system at the start
-    is not the steady state), except :attr:`throughput`, which counts every request.
+    The latency and wait statistics skip the first ``warmup`` share of requests (the
+    empty system at the start is not the steady state); the whole-run figures
+    (:attr:`throughput`, :attr:`utilization`, :attr:`mean_batch`, :attr:`mean_in_system`)
+    count every request.
+
+    Parameters
+    ----------
+    arrivals : numpy.ndarray
+        Each request's arrival time, ascending, in seconds (s).
+    starts : numpy.ndarray
+        When each request's batch started service, in seconds (s).
+    completions : numpy.ndarray
+        When each request's batch finished, in seconds (s).
+    batch_sizes : tuple of int
+        Every batch's size, in the order the batches started, count.
+    busy_s : float
+        Worker time spent serving, summed over the workers, s.
+    workers : int
+        Workers across all servers, count.
+    first_kept : int
+        The index of the first request the statistics keep, count.
     """
 
     arrivals: Any
@@ -174,10 +233,12 @@ class SimulationResult(LatencySummary):
 
     @property
     def mean_latency_s(self) -> float:
+        """Mean seconds from arrival to completion, over the kept requests, s."""
         return float(self.latencies.mean())
 
     @property
     def mean_wait_s(self) -> float:
+        """Mean seconds from arrival to the start of service, over the kept requests, s."""
         return float(self.waits.mean())
 
     @property
@@ -210,18 +271,53 @@ class SimulationResult(LatencySummary):
 
 @dataclass(frozen=True, slots=True)
 class Replicated:
-    """Independent replications of one configuration: each figure is their mean, and
-    :meth:`interval` gives a Student-t confidence interval for it."""
+    """Independent replications of one configuration: each figure is their mean.
+
+    Any figure of :class:`SimulationResult` read from it (``mean_latency_s``,
+    ``p99_latency_s``, ...) is the mean over the runs; :meth:`interval` gives a Student-t
+    confidence interval for that mean.
+
+    Parameters
+    ----------
+    runs : tuple of SimulationResult
+        The replications, at least two for an interval.
+    confidence : float
+        The intervals' confidence level, fraction.
+    """
 
     runs: tuple[SimulationResult, ...]
     confidence: float = 0.95
 
     def values(self, name: str) -> list[float]:
-        """``name`` (``"mean_latency_s"``, ``"p99_latency_s"``...) in every replication."""
+        """``name`` (``"mean_latency_s"``, ``"p99_latency_s"``...) in every replication.
+
+        Parameters
+        ----------
+        name : str
+            A scalar figure of :class:`SimulationResult`.
+
+        Returns
+        -------
+        list of float
+            Its value in each run, in the figure's own unit (s for the ``_s`` figures,
+            fraction for ``utilization``, count for ``mean_batch``).
+        """
         return [float(getattr(run, name)) for run in self.runs]
 
     def interval(self, name: str) -> tuple[float, float]:
-        """The confidence interval for the mean of ``name`` across replications."""
+        """The confidence interval for the mean of ``name`` across replications.
+
+        Parameters
+        ----------
+        name : str
+            A scalar figure of :class:`SimulationResult`.
+
+        Returns
+        -------
+        tuple of float
+            ``(low, high)`` at :attr:`confidence`, in the figure's own unit (s for the
+            ``_s`` figures, fraction for ``utilization``, count for ``mean_batch``).
+        """
         from scipy import stats
 
         values = self.values(name)
@@ -339,9 +435,9 @@ def simulate(
     Parameters
     ----------
     arrival_rate : float
-        Requests per second, across all servers (ignored for a trace).
+        Requests per s, across all servers (ignored for a trace).
     mean_service_s : float
-        Seconds to serve one request alone (used when ``batch_time`` is None).
+        Seconds to serve one request alone (used when ``batch_time`` is None), s.
     workers : int
         Workers per server, each serving one batch at a time.
     distribution : {"exponential", "deterministic"}
@@ -350,22 +446,36 @@ def simulate(
         Requests per replication (a trace brings its own).
     seed : int
         Everything random derives from it; replication k uses its k-th spawned stream.
-    max_batch, max_wait_s
-        Dynamic batching: the largest batch, and how long the oldest request may wait for
-        more to arrive while a worker is free.
+    max_batch : int
+        Dynamic batching: the largest batch, count.
+    max_wait_s : float
+        Dynamic batching: how long the oldest request may wait for more to arrive while a
+        worker is free, s.
     batch_time : callable, optional
-        Mean seconds for a batch of b (``linear_batch_time``, or a roofline cost).
-    servers, policy
-        Servers behind the load balancer, and how it picks one: ``"round_robin"``,
-        ``"random"``, ``"least_loaded"`` (fewest requests present), ``"power_of_two"`` (the
-        less loaded of two picked at random).
-    arrivals : "poisson", "spike", or a sorted sequence of times
+        Mean seconds for a batch of b (``linear_batch_time``, or a roofline cost); by
+        default ``mean_service_s * b``, so that batching buys nothing.
+    servers : int
+        Servers behind the load balancer, count.
+    policy : {"round_robin", "random", "least_loaded", "power_of_two"}
+        How the balancer picks a server: in turn, at random, the one with the fewest
+        requests present, or the less loaded of two picked at random.
+    arrivals : "poisson", "spike", or a sorted sequence of float
         Poisson at ``arrival_rate``; a spike multiplies the rate by ``spike[0]`` from
-        ``spike[1]`` seconds for ``spike[2]`` seconds; a trace replays recorded times.
+        ``spike[1]`` seconds for ``spike[2]`` seconds; a trace replays recorded times, s.
+    spike : tuple of (float, float, float)
+        ``(factor, start_s, length_s)`` for ``arrivals="spike"``: the rate's multiplier
+        (positive, dimensionless), and the window's start and length, s.
     warmup : float
-        Share of the first requests left out of the latency statistics (0 to 0.5).
+        Share of the first requests left out of the latency statistics (0 to 0.5),
+        fraction.
     replications : int
-        Independent runs; more than one returns a :class:`Replicated` with intervals.
+        Independent runs, count; more than one returns a :class:`Replicated` with
+        intervals.
+
+    Returns
+    -------
+    SimulationResult or Replicated
+        The run, or the replications when ``replications`` is more than one.
     """
     import numpy as np
 

@@ -38,7 +38,22 @@ def _stable(arrival_rate: float, mean_service_s: float, servers: int) -> tuple[f
 
 
 def utilization(arrival_rate: float, mean_service_s: float, servers: int = 1) -> float:
-    """ρ = λ·E[S]/c, the share of the time each server is busy (any queue, when stable)."""
+    """ρ = λ·E[S]/c, the share of the time each server is busy (any queue, when stable).
+
+    Parameters
+    ----------
+    arrival_rate : float
+        λ, the mean arrival rate, positive, requests per s.
+    mean_service_s : float
+        E[S], the mean service time, positive, s.
+    servers : int
+        c, the servers, count.
+
+    Returns
+    -------
+    float
+        ρ, fraction; 1 or more means the queue grows without bound (not checked here).
+    """
     lam, mean = positive("arrival_rate", arrival_rate), positive("mean_service_s", mean_service_s)
     return lam * mean / count("servers", servers)
 
@@ -47,6 +62,18 @@ def erlang_c(servers: int, offered_load: float) -> float:
     """The probability that a request waits in M/M/c, with ``offered_load`` a = λ·E[S] < c.
 
     Computed through the Erlang B recursion, which stays stable for hundreds of servers.
+
+    Parameters
+    ----------
+    servers : int
+        c, the servers, count.
+    offered_load : float
+        a = λ·E[S] in erlangs, from 0 to below ``servers``, dimensionless.
+
+    Returns
+    -------
+    float
+        The probability that an arriving request finds every server busy, fraction.
 
     >>> round(erlang_c(1, 0.5), 6), round(erlang_c(10, 8.0), 4)
     (0.5, 0.4092)
@@ -62,19 +89,63 @@ def erlang_c(servers: int, offered_load: float) -> float:
 
 
 def mmc_wait(arrival_rate: float, mean_service_s: float, servers: int = 1) -> float:
-    """Mean time in the queue (before service) in M/M/c."""
+    """Mean time in the queue (before service) in M/M/c.
+
+    Parameters
+    ----------
+    arrival_rate : float
+        λ, the mean arrival rate, positive, requests per s.
+    mean_service_s : float
+        E[S], the mean of the exponential service time, positive, s.
+    servers : int
+        c, the servers, count; ρ = λ·E[S]/c must be below 1.
+
+    Returns
+    -------
+    float
+        Wq, the mean wait before service, s.
+    """
     lam, mean = _stable(arrival_rate, mean_service_s, servers)
     a = lam * mean
     return erlang_c(servers, a) * mean / (servers - a)
 
 
 def mg1_wait(arrival_rate: float, mean_service_s: float, service_variance: float) -> float:
-    """Mean time in the queue in M/G/1 (Pollaczek-Khinchine), from E[S] and Var[S]."""
+    """Mean time in the queue in M/G/1 (Pollaczek-Khinchine), from E[S] and Var[S].
+
+    Parameters
+    ----------
+    arrival_rate : float
+        λ, the mean arrival rate, positive, requests per s.
+    mean_service_s : float
+        E[S], the mean service time, positive, s; ρ = λ·E[S] must be below 1.
+    service_variance : float
+        Var[S], the service time's variance, non-negative, in s^2 (E[S]^2 for
+        exponential times, 0 for fixed ones).
+
+    Returns
+    -------
+    float
+        Wq, the mean wait before service, s.
+    """
     lam, mean = _stable(arrival_rate, mean_service_s, 1)
     second_moment = non_negative("service_variance", service_variance) + mean * mean
     return lam * second_moment / (2 * (1 - lam * mean))
 
 
 def md1_wait(arrival_rate: float, service_s: float) -> float:
-    """Mean time in the queue in M/D/1: P-K with no variance, half of M/M/1's."""
+    """Mean time in the queue in M/D/1: P-K with no variance, half of M/M/1's.
+
+    Parameters
+    ----------
+    arrival_rate : float
+        λ, the mean arrival rate, positive, requests per s.
+    service_s : float
+        The fixed service time, positive, s; ρ = λ·service_s must be below 1.
+
+    Returns
+    -------
+    float
+        Wq, the mean wait before service, s.
+    """
     return mg1_wait(arrival_rate, service_s, 0.0)
