@@ -69,7 +69,20 @@ MAX_NOTEBOOK_BYTES = 20 * 1024**2
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QuestionResult:
-    """The score of one question and what each of its test cases said."""
+    """The score of one question and what each of its test cases said.
+
+    Parameters
+    ----------
+    name : str
+        The question's name, its test file's stem (``"q1"``).
+    score : float
+        Points earned, rounded to 4 decimals, dimensionless.
+    possible : float
+        Points the question is worth, rounded to 4 decimals, dimensionless.
+    cases : tuple of dict
+        One per test case, in order: ``"hidden"`` (bool), ``"points"`` (float),
+        ``"passed"`` (bool) and ``"message"`` (str, the feedback shown for it).
+    """
 
     name: str
     score: float
@@ -84,6 +97,22 @@ class SubmissionGrade:
     ``status`` is ``"graded"`` when the notebook ran and its answers were scored (``reason``
     then lists anything that went wrong along the way) and ``"failed"`` when it could not be
     scored at all (every question gets 0 and ``reason`` says why).
+
+    Parameters
+    ----------
+    submission : str
+        The submitted file's name, as :func:`display_name` prints it.
+    status : {"graded", "failed"}
+        Whether the answers were scored.
+    reason : str
+        What went wrong, ``"; "``-separated; empty when nothing did.
+    questions : tuple of QuestionResult
+        Each question's result, in the tests' order.
+    seconds : float
+        Wall-clock time of the sandboxed run, s; 0 when it did not run.
+    isolation : str
+        The isolation level it ran at (:data:`perfmodel.grading.isolation.LEVELS`), or
+        ``"not run"`` when it was refused before running.
     """
 
     submission: str
@@ -95,10 +124,12 @@ class SubmissionGrade:
 
     @property
     def total(self) -> float:
+        """Points earned over every question, rounded to 4 decimals, dimensionless."""
         return round(sum(question.score for question in self.questions), 4)
 
     @property
     def possible(self) -> float:
+        """Points the questions are worth together, rounded to 4 decimals, dimensionless."""
         return round(sum(question.possible for question in self.questions), 4)
 
 
@@ -115,6 +146,11 @@ def score_answers(tests: dict[str, str], answers: dict[str, Any]) -> tuple[Quest
         :func:`perfmodel.grading.workbooks.load_tests`).
     answers : dict
         Variable name to value, as read back from an executed submission.
+
+    Returns
+    -------
+    tuple of QuestionResult
+        One per test file, in the order of ``tests``.
     """
     from otter.test_files.exception_test import ExceptionTestFile
 
@@ -156,6 +192,18 @@ def safe_text(value: object, limit: int = MAX_TEXT) -> str:
     Lone surrogates and other characters UTF-8 cannot encode become backslash escapes,
     control characters become spaces, and ``str()`` itself failing is survived.
 
+    Parameters
+    ----------
+    value : object
+        Anything; a string is used as it is, anything else through ``str()``.
+    limit : int
+        The most characters returned, count; text cut short ends in ``"..."``.
+
+    Returns
+    -------
+    str
+        The printable text.
+
     Examples
     --------
     >>> safe_text("bad \\udcff byte\\nnext line")
@@ -174,6 +222,17 @@ def safe_text(value: object, limit: int = MAX_TEXT) -> str:
 
 def sheet_cell(text: str) -> str:
     """A text cell a spreadsheet shows as text: formula-like cells get a leading quote.
+
+    Parameters
+    ----------
+    text : str
+        The cell's text.
+
+    Returns
+    -------
+    str
+        ``text``, with a leading ``'`` when it starts with ``=``, ``+``, ``-``, ``@``, a tab
+        or a carriage return.
 
     Examples
     --------
@@ -232,8 +291,22 @@ def _describe_execution(execution: Execution) -> list[str]:
 
 
 def display_name(path: Path) -> str:
-    """A file name as printable text, one to one: a byte that is not UTF-8 becomes ``\\xNN``,
-    a backslash ``\\\\`` and a control character ``\\xNN``, so two names never print alike.
+    """A file name as printable text, one to one, so two names never print alike.
+
+    A byte that is not UTF-8 becomes ``\\xNN``, a backslash ``\\\\``, and a control
+    character, a format mark, a private-use or unassigned code point, a separator other
+    than the space, a blank letter, or a leading ``'`` its ``\\xNN``, ``\\uNNNN`` or
+    ``\\UNNNNNNNN`` escape.
+
+    Parameters
+    ----------
+    path : Path
+        The file; only its last component is shown.
+
+    Returns
+    -------
+    str
+        The name, escaped.
 
     Examples
     --------
@@ -285,6 +358,23 @@ def grade_submission(
 
     A submission that cannot be scored gets every question's result for "no answers", so
     its row and feedback still list each question and why it scored 0.
+
+    Parameters
+    ----------
+    path : Path
+        The submitted file; links, folders and files over :data:`MAX_NOTEBOOK_BYTES` are
+        refused unread.
+    tests : dict
+        Question name to the source of its otter test file, hidden cases included.
+    assignment : str
+        The workbook's name; a notebook of another workbook fails with that reason.
+    limits : Limits
+        The sandbox's limits for this submission.
+
+    Returns
+    -------
+    SubmissionGrade
+        The submission's row: its scores, status and reason.
     """
     name = display_name(path)
     data, refused = _read_submission(path)
@@ -363,6 +453,19 @@ def grade_folder(
         Submissions graded at once (each in its own sandbox).
     progress : bool, optional
         Show a tqdm progress bar on stderr.
+    on_result : callable, optional
+        Called with each grade as it comes, in order (to append it to a
+        :class:`PartialSheet`, say); an exception it raises is printed, not raised.
+
+    Returns
+    -------
+    list of SubmissionGrade
+        One per entry of ``submissions``, sorted by the entry's name in bytes.
+
+    Raises
+    ------
+    ValueError
+        If ``jobs`` is below 1 or ``submissions`` is not a folder.
     """
     # Everything scoring imports is imported now, before any student code runs: a module
     # planted later in a folder on sys.path can never be picked up by this process.
@@ -427,7 +530,17 @@ def _row(grade: SubmissionGrade) -> list[str]:
 
 
 class PartialSheet:
-    """Rows appended to ``<out>.partial`` as they are graded, flushed one at a time."""
+    """Rows appended to ``<out>.partial`` as they are graded, flushed one at a time.
+
+    Creating one writes the header row at once, creating the folder if needed.
+
+    Parameters
+    ----------
+    out : Path
+        The final CSV; the partial file sits beside it, its name plus ``.partial``.
+    questions : list of str
+        The question names, one column each.
+    """
 
     def __init__(self, out: Path, questions: list[str]) -> None:
         self.path = out.with_name(out.name + ".partial")
@@ -438,6 +551,13 @@ class PartialSheet:
         self._handle.flush()
 
     def add(self, grade: SubmissionGrade) -> None:
+        """Append one submission's row and flush it to disk.
+
+        Parameters
+        ----------
+        grade : SubmissionGrade
+            The row to append.
+        """
         self._writer.writerow(_row(grade))
         self._handle.flush()
 
@@ -448,7 +568,18 @@ class PartialSheet:
 
 
 def write_csv(grades: Iterable[SubmissionGrade], path: Path) -> None:
-    """Write one row per submission: scores per question, total, status and reason."""
+    """Write one row per submission: scores per question, total, status and reason.
+
+    The file is written beside ``path`` and moved into place whole, so a reader never sees
+    half of it.
+
+    Parameters
+    ----------
+    grades : iterable of SubmissionGrade
+        The rows; the first one's questions name the columns.
+    path : Path
+        The CSV to write, replaced if it exists; its folder is created if needed.
+    """
     grades = list(grades)
     questions = [question.name for question in grades[0].questions] if grades else []
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -466,7 +597,18 @@ def feedback_names(grades: Iterable[SubmissionGrade]) -> list[str]:
     """One distinct feedback file name per submission: its whole name plus ``.json``.
 
     ``dup.ipynb`` and ``dup.json`` get ``dup.ipynb.json`` and ``dup.json.json``; names that
-    still collide (after escaping) get ``~2``, ``~3``... before ``.json``.
+    still collide (after escaping) get ``~2``, ``~3``... before ``.json``. A ``/`` becomes
+    ``_``, an empty name ``unnamed``, and a name over 200 bytes is cut and given a hash.
+
+    Parameters
+    ----------
+    grades : iterable of SubmissionGrade
+        The submissions, in order.
+
+    Returns
+    -------
+    list of str
+        One file name per submission, in the same order, all distinct.
     """
     names: list[str] = []
     taken: set[str] = set()
@@ -485,7 +627,19 @@ def feedback_names(grades: Iterable[SubmissionGrade]) -> list[str]:
 
 
 def write_feedback(grades: Iterable[SubmissionGrade], folder: Path) -> None:
-    """Write ``<submission stem>.json`` per student into ``folder``, replacing its contents.
+    """Write one JSON file per student into ``folder``, replacing its contents.
+
+    Each file is named by :func:`feedback_names` (the submission's whole name plus
+    ``.json``) and holds the status, reason, totals, and every question's cases with their
+    messages. The files are written into a new folder beside ``folder``, which then
+    replaces it.
+
+    Parameters
+    ----------
+    grades : iterable of SubmissionGrade
+        The submissions' grades.
+    folder : Path
+        The feedback folder: new, or holding only feedback JSON files.
 
     Raises
     ------

@@ -35,6 +35,16 @@ _PRIVATE = ("source", "submission", "results", "run_autograder", "submission_met
 def lock_down(root: Path) -> Path:
     """Make ``root`` root's alone and give the sandbox a read-only copy of the package.
 
+    ``root`` becomes traversable but not listable by others; its private entries (the
+    source, the submission and its metadata, the results, ``run_autograder``) are made
+    root's alone (a symbolic link among them is left as it is); ``lib``
+    is replaced by a fresh, world-readable copy of the ``perfmodel`` package.
+
+    Parameters
+    ----------
+    root : Path
+        Gradescope's ``/autograder`` folder.
+
     Returns
     -------
     Path
@@ -145,7 +155,22 @@ def _write_results(root: Path, results: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Grade ``argv[0]`` (default ``/autograder``), locked down first when run as root."""
+    """Grade ``argv[0]`` (default ``/autograder``), locked down first when run as root.
+
+    As root, it locks the folder down (:func:`lock_down`) and replaces this process with a
+    fresh Python that imports the locked copy of the package, which then grades.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The command line's arguments after the program; None reads ``sys.argv``.
+
+    Returns
+    -------
+    int
+        The exit status, 0 once the results are written (as root, this process is
+        replaced and never returns).
+    """
     args = sys.argv[1:] if argv is None else argv
     root = Path(args[0] if args else "/autograder").resolve()
     lib = root / "lib"

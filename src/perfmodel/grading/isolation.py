@@ -83,7 +83,20 @@ _SETUP = (
 
 
 def tool(name: str) -> str | None:
-    """A system tool on ``PATH``, else in ``/usr/bin`` or ``/bin`` (util-linux lives there)."""
+    """A system tool on ``PATH``, else in ``/usr/bin``, ``/bin``, ``/usr/sbin`` or ``/sbin``.
+
+    util-linux's tools live there even when ``PATH`` leaves them out.
+
+    Parameters
+    ----------
+    name : str
+        The program's name, ``"unshare"``.
+
+    Returns
+    -------
+    str or None
+        Its path, or None when it is found nowhere (or is not executable).
+    """
     found = shutil.which(name)
     if found:
         return found
@@ -94,8 +107,16 @@ def tool(name: str) -> str | None:
 
 
 def seccomp_pipe() -> int | None:
-    """A pipe's read end holding the seccomp filter for bubblewrap, or ``None`` (no filter for
-    this machine). The caller passes it to the child and closes it afterwards."""
+    """A pipe's read end holding the seccomp filter for bubblewrap.
+
+    The caller passes it to the child and closes it afterwards.
+
+    Returns
+    -------
+    int or None
+        The file descriptor, or None when there is no filter for this machine's
+        architecture (:func:`perfmodel.grading.seccomp.program`).
+    """
     from perfmodel.grading.seccomp import program
 
     code = program()
@@ -108,7 +129,13 @@ def seccomp_pipe() -> int | None:
 
 
 def sandbox_uid() -> int:
-    """A fresh uid for one sandbox run by root: no other process shares its process cap."""
+    """A fresh uid for one sandbox run by root: no other process shares its process cap.
+
+    Returns
+    -------
+    int
+        A random uid from 2,000,000,000 up to (not including) 2,100,000,000.
+    """
     return 2_000_000_000 + secrets.randbelow(100_000_000)
 
 
@@ -126,7 +153,13 @@ def _python_roots() -> list[Path]:
 
 
 def package_parent() -> str:
-    """The folder to put on ``PYTHONPATH`` so that ``import perfmodel`` finds this copy."""
+    """The folder to put on ``PYTHONPATH`` so that ``import perfmodel`` finds this copy.
+
+    Returns
+    -------
+    str
+        The resolved folder that holds the ``perfmodel`` package.
+    """
     import perfmodel
 
     return str(Path(perfmodel.__file__).resolve().parent.parent)
@@ -142,10 +175,15 @@ class Sandbox:
         mounted on it, so the grader never sees what is written there).
     inbox : Path
         A folder the sandbox may read: the notebook and the worker's request.
-    env : mapping
+    env : mapping of str to str
         The complete environment of the sandboxed process.
-    disk_bytes, max_files, max_processes : int
-        The scratch folder's size and inode caps, and the threads the sandbox may run.
+    disk_bytes : int
+        The scratch folder's size cap under bubblewrap, B.
+    max_files : int
+        The scratch folder's inode cap under bubblewrap, count.
+    max_processes : int
+        The processes and threads the command allows under bubblewrap when the grader is
+        not root, count (as root, the caller sets ``RLIMIT_NPROC`` in the child instead).
     isolation : str, optional
         One of :data:`LEVELS` (default: :func:`level`).
     """
@@ -172,7 +210,7 @@ class Sandbox:
 
     @property
     def inbox_inside(self) -> str:
-        """Where the sandboxed process finds the inbox."""
+        """Where the sandboxed process finds the inbox: ``/inbox`` under bubblewrap."""
         return INBOX if self.level == "bubblewrap" else str(self.inbox)
 
     def prepare(self) -> None:
@@ -192,9 +230,27 @@ class Sandbox:
     def command(self, argv: list[str], *, seccomp_fd: int | None = None) -> list[str]:
         """The whole command line that runs ``argv`` inside the sandbox.
 
-        ``seccomp_fd`` is a file descriptor the command inherits, holding the
-        :mod:`~perfmodel.grading.seccomp` filter, which bubblewrap applies last, just before
-        ``argv`` starts (the other levels install it themselves: :meth:`preexec`).
+        Parameters
+        ----------
+        argv : list of str
+            The command to run, program first.
+        seccomp_fd : int, optional
+            A file descriptor the command inherits, holding the
+            :mod:`~perfmodel.grading.seccomp` filter, which bubblewrap applies last, just
+            before ``argv`` starts (the other levels install it themselves:
+            :meth:`preexec`, and ignore this).
+
+        Returns
+        -------
+        list of str
+            ``argv`` itself at level ``"none"``; else ``argv`` behind the commands that
+            drop to the sandbox's uid (when root) and, under bubblewrap, set up the
+            namespaces, the scratch tmpfs and ``bwrap``.
+
+        Raises
+        ------
+        RuntimeError
+            Under bubblewrap, if ``bwrap`` is not installed.
         """
         if self.level == "none":
             return list(argv)
@@ -308,8 +364,20 @@ class Sandbox:
 
 
 def readable_by_others(path: Path) -> bool:
-    """Whether a user other than the owner can read ``path`` (a file, or list a folder): it
-    and every folder above it grant others the right, through the "other" bits.
+    """Whether a user other than the owner can read ``path`` (a file, or list a folder).
+
+    It must grant others the read bit, and every folder above it the search bit, through
+    the "other" bits.
+
+    Parameters
+    ----------
+    path : Path
+        The file or folder; links are resolved first.
+
+    Returns
+    -------
+    bool
+        True when the "other" bits allow it; False also when it cannot be looked at.
 
     Examples
     --------
@@ -337,7 +405,17 @@ def _processes_of(uid: int) -> list[int]:
 
 
 def remove_tree(path: Path) -> None:
-    """Delete ``path`` however deep it goes (``rm -rf`` walks without recursion limits)."""
+    """Delete ``path`` however deep it goes (``rm -rf`` walks without recursion limits).
+
+    Nothing is raised: what ``rm`` cannot delete is left to :func:`shutil.rmtree`, errors
+    ignored.
+
+    Parameters
+    ----------
+    path : Path
+        The file or folder; a symbolic link is removed, not followed. Nothing happens when
+        it does not exist.
+    """
     if not os.path.lexists(path):
         return
     with contextlib.suppress(OSError, subprocess.SubprocessError):
@@ -419,7 +497,13 @@ def _try(isolation: str) -> str:
 
 @functools.cache
 def probe() -> str:
-    """Why the bubblewrap sandbox cannot be used here, or ``""`` when it works (checked once)."""
+    """Why the bubblewrap sandbox cannot be used here, or ``""`` when it works (checked once).
+
+    Returns
+    -------
+    str
+        The reason, or an empty string.
+    """
     if not sys.platform.startswith("linux"):
         return f"bubblewrap needs Linux (this is {sys.platform})"
     if shutil.which("bwrap") is None:
@@ -447,7 +531,13 @@ def _unprivileged_probe() -> str:
 
 @functools.cache
 def level() -> str:
-    """The strongest isolation level this machine allows (one of :data:`LEVELS`)."""
+    """The strongest isolation level this machine allows (checked once).
+
+    Returns
+    -------
+    str
+        One of :data:`LEVELS`.
+    """
     if not probe():
         return "bubblewrap"
     if not _unprivileged_probe():

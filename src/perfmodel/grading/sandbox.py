@@ -61,25 +61,27 @@ _DISK_POLL_S = 0.25
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Limits:
-    """Resource limits for one submission.
+    """Resource limits for one submission; each must be a positive, finite number.
 
     Parameters
     ----------
     wall_s : float
-        Wall-clock seconds for the whole notebook, kernel start included.
+        Wall-clock time for the whole notebook, kernel start included, s.
     cell_s : float
-        Seconds one cell may run before the kernel is interrupted and the next cell runs.
+        Time one cell may run before the kernel is interrupted and the next cell runs, s;
+        at most ``wall_s``.
     memory_bytes : int
         Memory the submission's processes may hold together (proportional set size,
-        summed over the tree); each process also gets this as its address-space limit.
+        summed over the tree, memfds included), B; each process also gets this as its
+        address-space limit.
     disk_bytes : int
-        Bytes the submission may write into its scratch folder, all files together.
+        Bytes the submission may write into its scratch folder, all files together, B.
     file_bytes : int
-        Largest single file the submission may write.
+        Largest single file the submission may write, B.
     max_files : int
-        Files and folders the submission may create.
+        Files and folders the submission may create, count.
     max_processes : int
-        Processes the submission may have at once.
+        Processes and threads the submission may run at once, count.
     """
 
     wall_s: float = 120.0
@@ -106,7 +108,17 @@ class Limits:
 
 @dataclass(frozen=True, slots=True)
 class CellError:
-    """An exception raised by one cell of the submission."""
+    """An exception raised by one cell of the submission.
+
+    Parameters
+    ----------
+    cell : int
+        The cell's position in the whole notebook, from 1, as JupyterLab numbers it.
+    name : str
+        The exception's type name (``"NameError"``), as the worker reported it.
+    message : str
+        The exception's message, as the worker reported it.
+    """
 
     cell: int
     name: str
@@ -118,7 +130,24 @@ class Execution:
     """What running a submission produced.
 
     ``answers`` is ``None`` when they could not be read back; ``problem`` then says why.
-    ``isolation`` is the level it ran at (:data:`perfmodel.grading.isolation.LEVELS`).
+
+    Parameters
+    ----------
+    answers : dict or None
+        Variable name to its plain-data value, as the read-out wrote them; None when they
+        could not be read back.
+    cell_errors : tuple of CellError
+        The exceptions the cells raised, at most 50.
+    timed_out_cells : tuple of int
+        The cells interrupted at the per-cell limit, by position from 1 (-1 when the
+        worker could not tell which), at most 50.
+    problem : str
+        Why the run or the read-out failed, or a problem the worker reported; empty when
+        there was none.
+    seconds : float
+        Wall-clock time of the whole run, sandbox set-up and clean-up included, s.
+    isolation : str
+        The level it ran at (:data:`perfmodel.grading.isolation.LEVELS`).
     """
 
     answers: dict[str, Any] | None
@@ -187,12 +216,21 @@ def _memory_bytes(pids: list[int]) -> int:
 def kill_descendants(root_pid: int, *, rounds: int = 20) -> int:
     """SIGKILL every process below ``root_pid``; repeat until none is left.
 
-    Without ``/proc`` (macOS) this is a no-op that returns 0.
+    Without ``/proc`` (macOS) this is a no-op that returns 0. ``root_pid`` itself is not
+    signalled.
+
+    Parameters
+    ----------
+    root_pid : int
+        The process whose descendants are killed.
+    rounds : int
+        The most rounds of looking and killing, 20 ms apart, count.
 
     Returns
     -------
     int
-        How many processes were killed.
+        Kill signals sent, count, summed over the rounds: a process still listed in a later
+        round (a killed child its parent has not yet reaped) counts again.
     """
     killed = 0
     for _ in range(rounds):

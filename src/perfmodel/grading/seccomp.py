@@ -91,7 +91,20 @@ def _assemble(lines: list[tuple[int, str | int, str | int, int] | str]) -> bytes
 
 
 def program(machine: str | None = None) -> bytes | None:
-    """The filter for ``machine`` (default: this one), or ``None`` where it is not known."""
+    """The filter for ``machine`` (default: this one), or ``None`` where it is not known.
+
+    Parameters
+    ----------
+    machine : str, optional
+        An architecture as :func:`platform.machine` names it: ``"x86_64"`` or
+        ``"aarch64"``; None for this machine's.
+
+    Returns
+    -------
+    bytes or None
+        The classic BPF program, 8 bytes an instruction, as ``PR_SET_SECCOMP`` takes it;
+        None for any other architecture.
+    """
     found = _ARCHES.get(machine or platform.machine())
     if found is None:
         return None
@@ -135,7 +148,14 @@ def program(machine: str | None = None) -> bytes | None:
 def install() -> bool:
     """Apply the filter to this process and its future children (Linux; once set, for good).
 
-    Meant for a child between ``fork`` and ``exec``. Returns whether a filter was installed.
+    Meant for a child between ``fork`` and ``exec``. It sets ``no_new_privs`` first, as
+    the kernel requires of an unprivileged process.
+
+    Returns
+    -------
+    bool
+        Whether a filter was installed: False on an unknown architecture, or when a
+        ``prctl`` call failed.
     """
     code = program()
     if code is None:

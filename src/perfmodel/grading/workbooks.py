@@ -59,20 +59,38 @@ _ZIP_DATE = (2024, 1, 1, 0, 0, 0)
 
 @dataclass(frozen=True, slots=True)
 class Workbook:
-    """One workbook: its name and the path of its master notebook."""
+    """One workbook: its name and the path of its master notebook.
+
+    Parameters
+    ----------
+    name : str
+        The workbook's name, its master's stem (``"00_warmup"``).
+    master : Path
+        The master notebook, in otter-assign format.
+    """
 
     name: str
     master: Path
 
     @property
     def student(self) -> Path:
-        """Where the committed student copy lives."""
+        """Where the committed student copy lives: two folders up from the master."""
         return self.master.parent.parent / f"{self.name}.ipynb"
 
 
 @dataclass(frozen=True, slots=True)
 class Assigned:
-    """What otter assign made of a master notebook."""
+    """What otter assign made of a master notebook.
+
+    Parameters
+    ----------
+    student_text : str
+        The student copy, normalised, as the text of a notebook file.
+    tests : dict of str to str
+        Question name to the source of its otter test file, hidden cases included.
+    autograder_zip : bytes
+        The Gradescope autograder zip, with the ``perfmodel`` package bundled.
+    """
 
     student_text: str
     tests: dict[str, str]
@@ -80,13 +98,36 @@ class Assigned:
 
 
 def find_workbooks(exercises_dir: Path) -> list[Workbook]:
-    """List the workbooks whose masters live in ``exercises_dir / "masters"``, sorted."""
+    """List the workbooks whose masters live in ``exercises_dir / "masters"``, sorted.
+
+    Parameters
+    ----------
+    exercises_dir : Path
+        The exercises folder.
+
+    Returns
+    -------
+    list of Workbook
+        One per ``*.ipynb`` master, sorted by path; empty when there is none.
+    """
     masters = sorted((Path(exercises_dir) / "masters").glob("*.ipynb"))
     return [Workbook(master.stem, master) for master in masters]
 
 
 def find_workbook(name_or_path: str | Path, exercises_dir: Path) -> Workbook:
     """Find a workbook by name (``"00_warmup"``) or by the path of its master notebook.
+
+    Parameters
+    ----------
+    name_or_path : str or Path
+        A workbook's name, or the path of an existing ``.ipynb`` master (anywhere).
+    exercises_dir : Path
+        The exercises folder, where names are looked up.
+
+    Returns
+    -------
+    Workbook
+        The workbook; one given by path is named after the file's stem.
 
     Raises
     ------
@@ -187,7 +228,14 @@ def _package_files() -> list[Path]:
 
 
 def cache_dir() -> Path:
-    """Where assigned workbooks are cached: ``$PERFMODEL_CACHE_DIR``, else the user cache."""
+    """Where assigned workbooks are cached: ``$PERFMODEL_CACHE_DIR``, else the user cache.
+
+    Returns
+    -------
+    Path
+        ``$PERFMODEL_CACHE_DIR`` when it is set, else ``perfmodel`` in
+        ``$XDG_CACHE_HOME`` or ``~/.cache``.
+    """
     explicit = os.environ.get("PERFMODEL_CACHE_DIR")
     if explicit:
         return Path(explicit)
@@ -234,6 +282,11 @@ def assign(workbook: Workbook, *, cache: bool = True) -> Assigned:
     cache : bool, optional
         Reuse an earlier run on the same master, package and otter version (see
         :func:`cache_dir`); concurrent callers wait for the first instead of repeating it.
+
+    Returns
+    -------
+    Assigned
+        The normalised student copy, the tests and the autograder zip.
 
     Raises
     ------
@@ -306,6 +359,16 @@ def _assign(workbook: Workbook) -> Assigned:
 def assignment_name(autograder_zip: bytes | Path) -> str:
     """The workbook name an autograder zip was made for, from its ``otter_config.json``.
 
+    Parameters
+    ----------
+    autograder_zip : bytes or Path
+        The zip's bytes, or its path.
+
+    Returns
+    -------
+    str
+        The ``assignment_name`` of its otter config.
+
     Raises
     ------
     ValueError
@@ -327,13 +390,30 @@ def assignment_name(autograder_zip: bytes | Path) -> str:
 
 
 def tests_from_folder(folder: Path) -> dict[str, str]:
-    """Read every ``*.py`` test file in ``folder``, in question order."""
+    """Read every ``*.py`` test file in ``folder``, in question order.
+
+    Parameters
+    ----------
+    folder : Path
+        A folder of otter test files (an unzipped autograder's ``tests``).
+
+    Returns
+    -------
+    dict of str to str
+        Question name (the file's stem) to its source, in question order (``q2`` before
+        ``q10``).
+    """
     paths = sorted(Path(folder).glob("*.py"), key=lambda path: _question_order(path.name))
     return {path.stem: path.read_text(encoding="utf-8") for path in paths}
 
 
 def load_tests(autograder_zip: bytes | Path) -> dict[str, str]:
     """Read every test file (hidden cases included) out of an autograder zip.
+
+    Parameters
+    ----------
+    autograder_zip : bytes or Path
+        The zip's bytes, or its path.
 
     Returns
     -------
@@ -359,10 +439,17 @@ def _question_order(path: str) -> tuple[str, int, str]:
 def release(exercises_dir: Path, dist_dir: Path) -> list[Path]:
     """Regenerate every student copy and write ``dist/<name>-autograder.zip`` for each.
 
+    Parameters
+    ----------
+    exercises_dir : Path
+        The exercises folder: masters in ``masters/``, student copies beside it.
+    dist_dir : Path
+        Where the autograder zips are written; created if needed.
+
     Returns
     -------
     list of Path
-        The files written.
+        The files written: each workbook's student copy, then its zip.
     """
     dist_dir.mkdir(parents=True, exist_ok=True)
     written = []
