@@ -197,7 +197,8 @@ def safe_text(value: object, limit: int = MAX_TEXT) -> str:
     value : object
         Anything; a string is used as it is, anything else through ``str()``.
     limit : int
-        The most characters returned, count; text cut short ends in ``"..."``.
+        The most characters returned, count; text cut short ends in ``"..."``. Meant to
+        be at least 3: a smaller one can return more (``"abc..."`` for 2).
 
     Returns
     -------
