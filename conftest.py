@@ -13,12 +13,17 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT / "tests"))
+#: tests/unchanged.py skips an expensive test file whose inputs passed before, unchanged;
+#: pytester tests it (tests/test_unchanged.py).
+pytest_plugins = ["unchanged", "pytester"]
 FIGURE_AUDIT = ROOT / "test-output" / "figure-audit"
 STARTUP = "import sys\nsys.path.insert(0, {tests!r})\nimport figure_audit\nfigure_audit.install()\n"
 

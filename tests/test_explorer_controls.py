@@ -22,6 +22,9 @@ from figure_audit import problems  # noqa: E402
 
 from perfmodel.widgets import controls  # noqa: E402
 
+#: Each explorer is driven through every state: minutes of CPU, so not in `make test-fast`.
+pytestmark = pytest.mark.slow
+
 #: The cache sweep's controls act through its *measure* button, not on a live output:
 #: tests/test_widgets.py checks that the sweep measures what they say.
 BUTTON_DRIVEN = {"cache_sweep_explorer"}

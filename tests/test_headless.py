@@ -19,10 +19,14 @@ import pkgutil
 import time
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
 
 import perfmodel.widgets
 from conftest import ROOT, cpu_hog
+
+#: Kernels run beside a CPU hog: not in `make test-fast`.
+pytestmark = pytest.mark.slow
 
 
 def explorers() -> list[tuple[str, str]]:
