@@ -1,5 +1,5 @@
-"""Every public definition of a documented module says what it takes, in what units, and
-what it gives back.
+"""Every public definition of every module says what it takes, in what units, and what it
+gives back.
 
 numpydoc's own validator (the one pandas and scipy run) reads each docstring; of its checks
 these must pass:
@@ -13,15 +13,16 @@ On top of those, every number a float parameter or a float return value carries 
 unit (:data:`UNITS`: s, B, B/s, FLOP, FLOP/s, ... or "count", "fraction" when it has none).
 
 A public definition is a function or class in the module's ``__all__`` that the module
-defines, and every public method and property of such a class. ``DOCUMENTED`` is a ratchet:
-a module joins it once all of its public definitions pass, and never leaves. The next
-sessions extend it (serving.llm, scaling and the measure wing next).
+defines, and every public method and property of such a class. Every module of the package
+is read but the private ones, so a new module is checked from its first commit.
 """
 
 from __future__ import annotations
 
+import enum
 import importlib
 import inspect
+import pkgutil
 import re
 import sys
 import textwrap
@@ -29,21 +30,14 @@ import textwrap
 import pytest
 from numpydoc.validate import Validator, get_doc_object, validate
 
-#: The modules whose public definitions are all documented.
-DOCUMENTED = [
-    "perfmodel.comms.bench",
-    "perfmodel.comms.collectives",
-    "perfmodel.comms.fit",
-    "perfmodel.comms.topology",
-    "perfmodel.distributed.data_parallel",
-    "perfmodel.distributed.memory",
-    "perfmodel.distributed.mesh",
-    "perfmodel.distributed.network",
-    "perfmodel.distributed.strategies",
-    "perfmodel.distributed.utilization",
-    "perfmodel.minibatch",
-    "perfmodel.serving.llm",
-]
+import perfmodel
+
+#: Every module of the package but the private ones (a leading underscore).
+MODULES = sorted(
+    info.name
+    for info in pkgutil.walk_packages(perfmodel.__path__, "perfmodel.")
+    if not any(part.startswith("_") for part in info.name.split("."))
+)
 #: numpydoc's checks that must pass (see the module's docstring).
 CHECKS = ("GL08", "SS01", "PR01", "PR02", "PR07", "RT01")
 #: The units a float may carry, as written in a description.
@@ -85,16 +79,28 @@ def _floats_without_units(name: str) -> list[str]:
 
 
 def problems(name: str) -> list[str]:
-    """What is wrong with one definition's docstring, one line per problem."""
+    """What is wrong with one definition's docstring, one line per problem.
+
+    Calling an Enum class looks a member up, with a signature that is Python's own and
+    differs between versions (3.11: value, names, module, ...; 3.12 on: \\*values), so an
+    Enum's parameters are not checked; its members are documented as Attributes."""
+    checks = CHECKS
+    obj = Validator._load_obj(name)
+    if inspect.isclass(obj) and issubclass(obj, enum.Enum):
+        checks = tuple(code for code in CHECKS if code not in ("PR01", "PR02"))
     errors = validate(name)["errors"]
-    found = [f"{name}: {code} {message}" for code, message in errors if code in CHECKS]
+    found = [f"{name}: {code} {message}" for code, message in errors if code in checks]
     return found or _floats_without_units(name)
 
 
-@pytest.mark.parametrize("module", DOCUMENTED)
+def test_every_module_is_checked():
+    assert len(MODULES) > 90 and "perfmodel.measure.timing" in MODULES
+    assert not any("._" in module for module in MODULES)
+
+
+@pytest.mark.parametrize("module", MODULES)
 def test_every_public_definition_documents_its_parameters_and_returns(module):
     definitions = public_definitions(module)
-    assert definitions, f"{module} has no public functions or classes in its __all__"
     found = [line for name in definitions for line in problems(name)]
     assert not found, "\n".join(found)
 

@@ -48,10 +48,7 @@ from perfmodel.pipeline.split import order_segment_costs
 __all__ = ["ConnectedPool", "Verdict", "connected_pool", "connected_sets", "cover_probe"]
 
 
-# Calling an Enum class looks a member up; its signature is Python's own and differs
-# between versions (3.11: value, names, module, ...; 3.12 on: *values), so numpydoc's
-# parameter checks cannot pass on all of them and are waived here.
-class Verdict(enum.Enum):  # numpydoc ignore=PR01,PR02
+class Verdict(enum.Enum):
     """What a feasibility probe "is there a split with every stage under T?" concluded.
 
     ``Verdict("open")`` is :attr:`OPEN`: a member is looked up by its value.
