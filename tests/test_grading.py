@@ -284,3 +284,27 @@ def test_a_stopped_batch_keeps_every_row_it_graded(tmp_path):
     rows = list(csv.DictReader(partial.read_text().splitlines()))
     assert 1 <= len(rows) < 6 and all(row["total"] == "5" for row in rows)
     assert not (out / "grades.csv").exists()
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="kill_descendants reads /proc")
+def test_kill_descendants_counts_an_unreaped_child_once():
+    from perfmodel.grading.sandbox import kill_descendants
+
+    # The parent starts a child and never reaps it: once killed, the child stays a zombie.
+    code = (
+        "import subprocess, time; subprocess.Popen(['sleep', '60']); "
+        "print(flush=True); time.sleep(60)"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    try:
+        assert parent.stdout is not None
+        parent.stdout.readline()  # the child has been started
+        assert kill_descendants(parent.pid) == 1
+        # The child is still listed, as a zombie; a second call has nothing to kill.
+        children = Path(f"/proc/{parent.pid}/task/{parent.pid}/children").read_text().split()
+        assert len(children) == 1
+        assert Path(f"/proc/{children[0]}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+        assert kill_descendants(parent.pid) == 0
+    finally:
+        parent.kill()
+        parent.wait()

@@ -217,7 +217,8 @@ def kill_descendants(root_pid: int, *, rounds: int = 20) -> int:
     """SIGKILL every process below ``root_pid``; repeat until none is left.
 
     Without ``/proc`` (macOS) this is a no-op that returns 0. ``root_pid`` itself is not
-    signalled.
+    signalled. A zombie (a dead child its parent has not yet reaped) counts as gone: it
+    holds nothing and a signal cannot remove it.
 
     Parameters
     ----------
@@ -229,20 +230,30 @@ def kill_descendants(root_pid: int, *, rounds: int = 20) -> int:
     Returns
     -------
     int
-        Kill signals sent, count, summed over the rounds: a process still listed in a later
-        round (a killed child its parent has not yet reaped) counts again.
+        Distinct processes signalled, count; one still dying in a later round counts once.
     """
-    killed = 0
+    signalled: set[int] = set()
     for _ in range(rounds):
-        found = _descendants(root_pid)
+        found = [pid for pid in _descendants(root_pid) if not _is_zombie(pid)]
         if not found:
             break
         for pid in found:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
-        killed += len(found)
+        signalled.update(found)
         time.sleep(0.02)
-    return killed
+    return len(signalled)
+
+
+def _is_zombie(pid: int) -> bool:
+    """Whether ``pid`` has exited and waits to be reaped (state Z), or is gone already."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return True
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return not fields or fields[0] in (b"Z", b"X")
 
 
 def _disk_usage(folder: Path, max_files: int) -> tuple[int, int]:
