@@ -308,3 +308,16 @@ def test_kill_descendants_counts_an_unreaped_child_once():
     finally:
         parent.kill()
         parent.wait()
+
+
+def test_safe_text_never_exceeds_its_limit():
+    from perfmodel.grading.grade import safe_text
+
+    for limit in range(1, 8):
+        assert len(safe_text("abcdef", limit)) <= limit
+    assert safe_text("abcdef", 2) == "ab"
+    assert safe_text("abcdef", 5) == "ab..."
+    assert safe_text("abcdef", 6) == "abcdef"
+    for bad, error in ((0, ValueError), (-1, ValueError), (2.0, TypeError), (True, TypeError)):
+        with pytest.raises(error, match="limit"):
+            safe_text("abcdef", bad)  # type: ignore[arg-type]

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfmodel import _validate
 from perfmodel.exercises import feedback
 from perfmodel.grading import isolation
 from perfmodel.grading.sandbox import Execution, Limits, execute_notebook
@@ -197,8 +198,8 @@ def safe_text(value: object, limit: int = MAX_TEXT) -> str:
     value : object
         Anything; a string is used as it is, anything else through ``str()``.
     limit : int
-        The most characters returned, count; text cut short ends in ``"..."``. Meant to
-        be at least 3: a smaller one can return more (``"abc..."`` for 2).
+        The most characters returned, count; a positive integer. Text cut short ends in
+        ``"..."``, except below a limit of 3, where it is cut with no room for the dots.
 
     Returns
     -------
@@ -211,14 +212,19 @@ def safe_text(value: object, limit: int = MAX_TEXT) -> str:
     'bad \\\\udcff byte next line'
     >>> len(safe_text("x" * 10_000))
     2000
+    >>> safe_text("abcdef", 5), safe_text("abcdef", 2)
+    ('ab...', 'ab')
     """
+    limit = _validate.count("limit", limit)
     try:
         text = value if isinstance(value, str) else str(value)
     except Exception:  # noqa: BLE001 - a hostile __str__ must not sink the batch
         text = f"<unprintable {type(value).__name__}>"
     text = text[: limit * 2].encode("utf-8", "backslashreplace").decode("utf-8")
     text = "".join(" " if (ord(c) < 32 or 0x7F <= ord(c) < 0xA0) else c for c in text)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    if len(text) <= limit:
+        return text
+    return text[:limit] if limit < 3 else text[: limit - 3] + "..."
 
 
 def sheet_cell(text: str) -> str:
