@@ -321,3 +321,12 @@ def test_safe_text_never_exceeds_its_limit():
     for bad, error in ((0, ValueError), (-1, ValueError), (2.0, TypeError), (True, TypeError)):
         with pytest.raises(error, match="limit"):
             safe_text("abcdef", bad)  # type: ignore[arg-type]
+
+
+def test_a_report_with_a_bool_for_a_timed_out_cell_is_malformed():
+    good = {"answers": {}, "cell_errors": [], "timed_out_cells": [3], "problem": ""}
+    assert _parse_report(json.dumps(good).encode()) == good
+    malformed = "the grading worker's report was malformed"
+    for cells in ([True], [1, False]):
+        forged = {**good, "timed_out_cells": cells}
+        assert _parse_report(json.dumps(forged).encode()) == malformed

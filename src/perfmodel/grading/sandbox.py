@@ -430,16 +430,19 @@ def _parse_report(data: bytes) -> dict[str, Any] | str:
         and all(
             isinstance(e, list)
             and len(e) == 3
-            and isinstance(e[0], int)
-            and not isinstance(e[0], bool)
+            and _is_cell_number(e[0])
             and all(isinstance(part, str) for part in e[1:])
             for e in report["cell_errors"]
         )
-        and isinstance(report.get("timed_out_cells"), list)
-        and all(isinstance(c, int) for c in report["timed_out_cells"])
+        and all(_is_cell_number(c) for c in report["timed_out_cells"])
         and isinstance(report.get("problem"), str)
     )
     return report if shape_ok else "the grading worker's report was malformed"
+
+
+def _is_cell_number(value: object) -> bool:
+    """Whether a report's entry is a cell number: an int, and not a bool (JSON true/false)."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def execute_notebook(
