@@ -270,9 +270,39 @@ def test_any_text_in_a_saved_link_or_device_reads_back(source, notes):
     # the hand-written writer this replaced wrote "\r" and "\x07" raw, and load rejected them
     from perfmodel.hardware import to_toml
 
-    wire = Link(name="wire", kind="ethernet", bandwidth=1e9, latency=1e-5, source=source or "s",
+    source = source if source.strip() else "s"  # a blank source is refused, rightly
+    wire = Link(name="wire", kind="ethernet", bandwidth=1e9, latency=1e-5, source=source,
                 notes=notes)  # fmt: skip
     assert Catalogue.from_toml(to_toml(wire)).get_link("wire") == wire
     chip = Device(name="chip", kind="cpu", peak_flops_by_dtype={"fp64": 1e11},
-                  memory_bandwidth=2e10, source=source or "s", notes=notes)  # fmt: skip
+                  memory_bandwidth=2e10, source=source, notes=notes)  # fmt: skip
     assert Catalogue.from_toml(to_toml(chip)).get("chip") == chip
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: hardware.op_unit(3), TypeError, "`dtype` must be a string (got int 3)"),
+        (lambda: hardware.op_unit(None), TypeError, "`dtype` must be a string (got None)"),
+        (lambda: hardware.names(3), TypeError, "`kind` must be a string (got int 3)"),
+        (lambda: hardware.names("gpus"), ValueError, "`kind` must be one of"),
+        # a width names no peak: 4 bytes is fp32 or tf32, whose peaks differ on an H100
+        (lambda: hardware.get("H100 SXM").peak_flops(2), TypeError,
+         "`dtype` must be a dtype name, not a width in bytes (got int 2)"),
+        (lambda: hardware.get("H100 SXM").peak_flops(2, sparse=True), TypeError,
+         "`dtype` must be a dtype name"),
+        (lambda: hardware.get("H100 SXM").ridge_point(4), TypeError,
+         "`dtype` must be a dtype name"),
+    ],
+)  # fmt: skip
+def test_a_bad_dtype_or_kind_is_a_clear_error(call, error, message):
+    import re
+
+    with pytest.raises(error, match=re.escape(message)):
+        call()
+
+
+def test_op_unit_and_names_take_what_they_took():
+    assert hardware.op_unit(" INT8 ") == "OP" and hardware.op_unit("bf16") == "FLOP"
+    assert hardware.names("gpu") and set(hardware.names("gpu")) <= set(hardware.names())
+    assert hardware.get("H100 SXM").peak_flops(" BF16 ") == 989.5e12

@@ -33,7 +33,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
-from perfmodel._validate import choice, count, non_negative, positive, text
+from perfmodel._validate import choice, count, describe, is_number, non_negative, positive, text
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -130,12 +130,19 @@ def op_unit(dtype: str) -> str:
     str
         ``"OP"`` if the name starts with ``"int"``, else ``"FLOP"``.
 
+    Raises
+    ------
+    TypeError
+        If ``dtype`` is not a string.
+    ValueError
+        If ``dtype`` is empty.
+
     Examples
     --------
     >>> op_unit("int8"), op_unit("bf16")
     ('OP', 'FLOP')
     """
-    return "OP" if dtype.strip().lower().startswith("int") else "FLOP"
+    return "OP" if text("dtype", dtype).lower().startswith("int") else "FLOP"
 
 
 def _check_rates(owner: str, rates: object, what: str) -> Mapping[str, float]:
@@ -310,7 +317,8 @@ class Device:
         Parameters
         ----------
         dtype : str, optional
-            One of :data:`DTYPES` (default ``"fp32"``).
+            One of :data:`DTYPES` (default ``"fp32"``); a name, never a width in bytes,
+            which would not say which peak (4 bytes is fp32 or tf32).
         sparse : bool, optional
             The peak with 2:4 structured sparsity instead of the dense one (default False).
 
@@ -322,11 +330,18 @@ class Device:
         Raises
         ------
         TypeError
-            If ``dtype`` is neither a string nor an int.
+            If ``dtype`` is not a string (a width in bytes included).
         ValueError
-            If the maker states no peak for that dtype; the message lists those it does.
+            If the name is unknown, or the maker states no peak for that dtype; the
+            message lists those it does.
         """
-        key = dtype.strip().lower() if isinstance(dtype, str) else dtype
+        if is_number(dtype):
+            raise TypeError(
+                f"`dtype` must be a dtype name, not a width in bytes "
+                f"(got {type(dtype).__name__} {describe(dtype)}): a width does not say which "
+                f"peak. Names: {', '.join(DTYPES)}."
+            )
+        key = text("dtype", dtype).lower()
         dtype_bytes(key)  # validates the name
         table = self.sparse_flops_by_dtype if sparse else self.peak_flops_by_dtype
         if key not in table:
@@ -915,11 +930,13 @@ def names(kind: str | None = None) -> list[str]:
 
     Raises
     ------
+    TypeError
+        If ``kind`` is neither a string nor None.
     ValueError
         If ``kind`` is not one of :data:`KINDS`.
     """
-    if kind is not None and kind not in KINDS:
-        raise ValueError(f"`kind` must be one of {', '.join(KINDS)} (got {kind!r}).")
+    if kind is not None:
+        choice("kind", kind, KINDS)
     return [n for n, d in catalogue().devices.items() if kind is None or d.kind == kind]
 
 
