@@ -85,3 +85,13 @@ def test_a_simulated_run_gives_each_requests_batch_time_as_a_load_test_does():
     assert len(run.service_times_s) == 200
     allowed = {round(0.004 + 0.001 * b, 9) for b in range(1, 5)}
     assert {round(t, 9) for t in run.service_times_s} <= allowed
+
+
+def test_a_load_test_stops_at_its_time_limit_even_between_arrivals():
+    small = MLP(width=8, layers=1)
+    # seed 0 at 0.5 requests/s: the first arrival is due at 1.36 s, past the 0.2 s limit.
+    with pytest.raises(ValueError, match="no request was sent within `time_limit_s`"):
+        load_test(small, arrival_rate=0.5, requests=10, time_limit_s=0.2)
+    # seed 0 at 50 requests/s: 9 arrivals are due by 0.2 s, the 10th at 0.28 s.
+    run = load_test(small, arrival_rate=50, requests=40, time_limit_s=0.2)
+    assert 1 <= len(run.arrivals) <= 9 and sum(run.batch_sizes) == len(run.arrivals)

@@ -288,12 +288,19 @@ def load_test(
     seed : int
         Seed of the arrival gaps, count (0 or more).
     time_limit_s : float
-        The most the generator runs, positive, s; it is checked after each gap's sleep.
+        The most the generator runs, positive, s: a request due after it is not sent, and
+        the generator never waits past it.
 
     Returns
     -------
     LoadTest
         Every request's times, relative to the first arrival, and the batches.
+
+    Raises
+    ------
+    ValueError
+        If no request was sent within ``time_limit_s`` (a :class:`LoadTest` holds at least
+        one request).
     """
     rate = positive("arrival_rate", arrival_rate)
     n = count("requests", requests, minimum=10)
@@ -309,6 +316,8 @@ def load_test(
         due = begin
         for gap in gaps:
             due += gap
+            if due - begin > limit:
+                break
             pause = due - clock()
             if pause > 0:
                 time.sleep(pause)
@@ -316,6 +325,11 @@ def load_test(
                 break
             server.submit(payload)
     done = sorted(server.completed, key=lambda r: r.arrival)
+    if not done:
+        raise ValueError(
+            f"no request was sent within `time_limit_s` ({limit:g} s): the first was due at "
+            f"{gaps[0]:.3g} s; raise `time_limit_s` or `arrival_rate`."
+        )
     arrivals = np.array([r.arrival for r in done])
     starts = np.array([r.start for r in done])
     completions = np.array([r.done for r in done])
