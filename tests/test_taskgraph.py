@@ -84,7 +84,8 @@ def test_brents_bounds():
 @pytest.mark.parametrize(
     ("call", "error", "message"),
     [
-        (lambda: TaskGraph({}), TypeError, "`tasks` must be a non-empty mapping"),
+        (lambda: TaskGraph({}), ValueError, "`tasks` must hold at least one task (got {})"),
+        (lambda: TaskGraph([1.0]), TypeError, "`tasks` must be a mapping of name -> time"),
         (lambda: TaskGraph({"a": -1}), ValueError, "`tasks['a']` must be a non-negative"),
         (lambda: TaskGraph({"a": 1}, [("a", "b")]), ValueError, "names 'b', which is not a task"),
         (lambda: TaskGraph({"a": 1, "b": 1}, [("a", "b", "maybe")]), ValueError, "edge kind"),

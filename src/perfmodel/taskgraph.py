@@ -38,7 +38,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from perfmodel._validate import count, non_negative, positive, text
+from perfmodel._validate import count, describe, non_negative, positive, text
 from perfmodel.pipeline import Graph
 
 __all__ = [
@@ -161,8 +161,12 @@ class TaskGraph:
 
     Raises
     ------
-    TypeError, ValueError
-        On a bad name or time, an edge naming an unknown operation, a self-loop or a cycle.
+    TypeError
+        If ``tasks`` is not a mapping, a name is not a string, a time not a number, or an
+        edge not a tuple.
+    ValueError
+        If ``tasks`` is empty, a name is blank, a time negative or NaN, an edge names an
+        unknown operation or kind, or the edges make a self-loop or a cycle.
     """
 
     def __init__(
@@ -173,10 +177,13 @@ class TaskGraph:
         resources: Mapping[str, str] | None = None,
         time_unit: str = "s",
     ) -> None:
-        if not isinstance(tasks, Mapping) or not tasks:
+        if not isinstance(tasks, Mapping):
             raise TypeError(
-                f"`tasks` must be a non-empty mapping of name -> time (got {tasks!r:.60})."
+                f"`tasks` must be a mapping of name -> time (got {type(tasks).__name__} "
+                f"{describe(tasks)})."
             )
+        if not tasks:
+            raise ValueError(f"`tasks` must hold at least one task (got {describe(tasks)}).")
         self.time_unit = text("time_unit", time_unit)
         self.names: tuple[str, ...] = tuple(text("task name", name) for name in tasks)
         self.times: tuple[float, ...] = tuple(
