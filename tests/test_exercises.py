@@ -358,3 +358,21 @@ def test_a_measurement_must_be_typed_in_as_printed():
     ]:
         with pytest.raises(AnswerError, match=re.escape(message)):
             check_recorded("my_bandwidth", value, unit="B/s")
+
+
+@pytest.mark.parametrize(
+    ("figures", "error", "message"),
+    [
+        (0, ValueError, "`figures` must be a positive integer (got 0)"),
+        (-2, ValueError, "`figures` must be a positive integer (got -2)"),
+        (2.5, TypeError, "`figures` must be an integer (got float 2.5)"),
+        ("3", TypeError, "`figures` must be an integer (got str '3')"),
+    ],
+)
+def test_check_recorded_refuses_a_bad_figure_count(figures, error, message):
+    from perfmodel.exercises import check_recorded
+
+    # 2e10 has one significant figure, so a silent "0 reads as 1" would let it pass
+    with pytest.raises(error, match=re.escape(message)):
+        check_recorded("my_bandwidth", 2e10, unit="B/s", figures=figures)
+    check_recorded("my_bandwidth", 2.3e10, figures=np.int64(2))  # a numpy count is a count

@@ -52,6 +52,8 @@ import numbers
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from perfmodel._validate import count
+
 __all__ = [
     "BINARY_PREFIX_SLIPS",
     "BITS_FOR_BYTES",
@@ -736,10 +738,14 @@ def check_recorded(name: str, value: object, *, unit: str = "", figures: int = 3
     unit : str, optional
         The measurement's unit, named in the message when it is not a number.
     figures : int, optional
-        The significant figures the printed measurement has (default 3).
+        The significant figures the printed measurement has, count (default 3; at least 1).
 
     Raises
     ------
+    TypeError
+        If ``figures`` is not an integer (the workbook's author's slip, not the learner's).
+    ValueError
+        If ``figures`` is below 1.
     AnswerError
         If the value is missing, not a positive finite number, or has more significant
         figures than ``figures``.
@@ -752,6 +758,7 @@ def check_recorded(name: str, value: object, *, unit: str = "", figures: int = 3
     ...
     perfmodel.exercises.AnswerError: `my_bandwidth` must be typed in as printed, ...
     """
+    figures = count("figures", figures)
     number = _number_value(name, value, unit)
     if number <= 0:
         raise AnswerError(f"`{name}` must be a positive measurement (got {number:g}).")
