@@ -153,3 +153,21 @@ def test_the_course_map_reads_every_lecture_in_order():
     pages = lecture_pages(ROOT / "notebooks")
     assert [p.number for p in pages] == [p.name[:2] for p in LECTURES]
     assert all(p.title and p.learn and p.need for p in pages)
+
+
+def test_the_course_map_reads_each_wrapped_learn_and_need_paragraph_whole():
+    pages = lecture_pages(ROOT / "notebooks")
+    for page in pages:
+        opening = "".join(
+            json.loads(page.notebook.read_text(encoding="utf-8"))["cells"][0]["source"]
+        )
+        learn_on = opening.split("**What you'll learn:**", 1)[1]
+        learn, need_on = learn_on.split("**What you'll need:**", 1)
+        need = need_on.split("\n\n", 1)[0]
+        for label, read, paragraph in (("learn", page.learn, learn), ("need", page.need, need)):
+            whole = " ".join(paragraph.strip().removesuffix("<br>").split())
+            assert read == whole, f"{page.notebook.name}: {label}"
+            assert read.endswith((".", "!", "?")), f"{page.notebook.name}: {label} is cut short"
+    assert pages[4].learn.endswith(
+        "why small matmuls are bandwidth-bound, and which optimisations fit which side."
+    )

@@ -56,9 +56,11 @@ class Page:
     title : str
         The lecture's title, from its ``# NN · Title`` heading.
     learn : str
-        The *What you'll learn* line's text (markdown); empty if the lecture has none.
+        The *What you'll learn* paragraph (markdown), its wrapped lines joined by spaces;
+        empty if the lecture has none.
     need : str
-        The *What you'll need* line's text (markdown); empty if the lecture has none.
+        The *What you'll need* paragraph (markdown), its wrapped lines joined by spaces;
+        empty if the lecture has none.
     """
 
     notebook: Path
@@ -76,7 +78,7 @@ def _first_cell(notebook: dict[str, Any]) -> str:
 
 def lecture_pages(notebooks: Path) -> list[Page]:
     """The lectures in ``notebooks`` (``NN_name.ipynb``) in course order, read from their
-    opening cell (``# NN · Title`` and the *What you'll learn / need* lines).
+    opening cell (``# NN · Title`` and the *What you'll learn / need* paragraphs).
 
     Parameters
     ----------
@@ -101,8 +103,13 @@ def lecture_pages(notebooks: Path) -> list[Page]:
             )
 
         def line(label: str, text: str = opening) -> str:
-            found = re.search(rf"\*\*What you'll {label}:\*\*\s*(.+)", text)
-            return found.group(1).strip() if found else ""
+            # The paragraph runs to a blank line or the next bold label; lines are hard-wrapped.
+            found = re.search(
+                rf"\*\*What you'll {label}:\*\*(.*?)(?:\n\s*\n|\n(?=\*\*)|\Z)", text, re.DOTALL
+            )
+            if found is None:
+                return ""
+            return " ".join(found.group(1).strip().removesuffix("<br>").split())
 
         pages.append(
             Page(
