@@ -143,3 +143,50 @@ def test_a_scaling_run_reports_the_most_other_programs_used():
     assert run(0.05, 0.2).others == 0.2 and not run(0.05, 0.2).doubt
     assert run(None, None).others is None
     assert "busy, other programs used up to 40%" in run(0.1, 0.4).doubt
+
+
+def test_the_io_workload_reads_back_a_file_of_any_name(tmp_path):
+    path = tmp_path / "x.bin"  # np.save would have written x.bin.npy and the load failed
+    run = parallel.io_then_compute_work(1000, str(path))(2)
+    run()
+    assert path.exists() and not (tmp_path / "x.bin.npy").exists()
+    with pytest.raises(TypeError, match="`path` must be a str or os.PathLike"):
+        parallel.io_then_compute_work(1000, 3)  # never a file descriptor
+
+
+@pytest.mark.parametrize(
+    ("held", "error", "message"),
+    [
+        (1.5, ValueError, "`held` must be a number in [0, 1] (got 1.5)"),
+        (-0.1, ValueError, "`held` must be a number in [0, 1] (got -0.1)"),
+        (float("nan"), ValueError, "`held` must be a number in [0, 1] (got nan)"),
+        ("half", TypeError, "`held` must be a number (got str 'half')"),
+    ],
+)
+def test_the_locked_workload_refuses_a_share_outside_zero_to_one(held, error, message):
+    import re
+
+    with pytest.raises(error, match=re.escape(message)):
+        parallel.locked_work(100, held=held)
+
+
+def test_a_scaling_run_refuses_a_thread_count_it_never_measured():
+    import re
+
+    from perfmodel.measure.timing import Measurement
+
+    def run(*threads):
+        return parallel.ScalingRun("sin", tuple(
+            Measurement(samples_s=(1.0, 1.1), inner_loops=1, threads=t) for t in threads
+        ))  # fmt: skip
+
+    measured = run(1, 2)
+    assert measured.speedup(np.int64(2)) == 1.0  # the same samples on both counts
+    for method in ("speedup", "scaled_speedup"):
+        with pytest.raises(
+            ValueError,
+            match=re.escape("`threads` must be a measured thread count, one of 1, 2 (got 4)"),
+        ):
+            getattr(measured, method)(4)
+        with pytest.raises(ValueError, match=re.escape("no measurement on one thread")):
+            getattr(run(2, 4), method)(2)

@@ -32,13 +32,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import statistics
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from perfmodel._validate import count, describe, flag, positive
+from perfmodel._validate import count, describe, flag, fraction, positive
 from perfmodel.measure.timing import Measurement, measure, thread_limit
 
 __all__ = [
@@ -858,11 +859,31 @@ class ScalingRun:
 
         Raises
         ------
-        KeyError
-            If no measurement ran on ``threads``, or none on one thread.
+        TypeError
+            If ``threads`` is not an integer.
+        ValueError
+            If no measurement ran on ``threads``, or none on one thread; the message lists
+            the counts measured.
         """
+        threads = self._measured(threads)
         by = {m.threads or 1: m.median_s for m in self.measurements}
-        return by[1] / by[count("threads", threads)]
+        return by[1] / by[threads]
+
+    def _measured(self, threads: object) -> int:
+        """``threads`` checked: a count this run measured, and one thread measured too."""
+        threads = count("threads", threads)
+        measured = sorted({m.threads or 1 for m in self.measurements})
+        listed = ", ".join(map(str, measured)) or "none"
+        if threads not in measured:
+            raise ValueError(
+                f"`threads` must be a measured thread count, one of {listed} (got {threads})."
+            )
+        if 1 not in measured:
+            raise ValueError(
+                f"{self.label!r} has no measurement on one thread, which a speedup divides "
+                f"by (measured: {listed})."
+            )
+        return threads
 
     def scaled_speedup(self, threads: int) -> float:
         """For weak scaling, where the work grows with the threads: the median of
@@ -881,12 +902,13 @@ class ScalingRun:
 
         Raises
         ------
-        statistics.StatisticsError
-            If no measurement ran on ``threads``.
-        StopIteration
-            If none ran on one thread.
+        TypeError
+            If ``threads`` is not an integer.
+        ValueError
+            If no measurement ran on ``threads``, or none on one thread; the message lists
+            the counts measured.
         """
-        threads = count("threads", threads)
+        threads = self._measured(threads)
         if threads == 1:
             return 1.0
         processors, speedups = self.scaled_points()
@@ -1069,19 +1091,31 @@ def io_then_compute_work(n: int, path: str) -> Callable[[int], Callable[[], Any]
     ----------
     n : int
         Doubles in the file, count (at least 1).
-    path : str
-        Where to write the file. It must end in ``.npy``: ``np.save`` adds that suffix when
-        it is missing, and the load would not find the file.
+    path : str or os.PathLike
+        Where to write the file, under any name (it is written in ``.npy`` format, but no
+        suffix is added).
 
     Returns
     -------
     callable
         ``make_work(t)``, which returns the callable to time.
+
+    Raises
+    ------
+    TypeError
+        If ``n`` is not an integer or ``path`` not a path.
+    ValueError
+        If ``n`` is below 1.
     """
     import numpy as np
 
     n = count("n", n)
-    np.save(path, np.linspace(0.0, 1.0, n))
+    if not isinstance(path, (str, os.PathLike)):  # open(3) would write to descriptor 3
+        raise TypeError(
+            f"`path` must be a str or os.PathLike (got {type(path).__name__} {describe(path)})."
+        )
+    with open(path, "wb") as file:  # np.save(path) would add ".npy" to another name
+        np.save(file, np.linspace(0.0, 1.0, n))
 
     def make(t: int) -> Callable[[], Any]:
         def run() -> None:
@@ -1104,18 +1138,26 @@ def locked_work(n: int, *, held: float = 0.5) -> Callable[[int], Callable[[], An
     n : int
         Doubles summed, count (at least 1).
     held : float
-        The share of each slice computed under the lock, fraction (0 to 1; not checked).
+        The share of each slice computed under the lock, fraction (0 to 1).
 
     Returns
     -------
     callable
         ``make_work(t)``, which returns the callable to time.
+
+    Raises
+    ------
+    TypeError
+        If ``n`` is not an integer or ``held`` not a number.
+    ValueError
+        If ``n`` is below 1, or ``held`` outside [0, 1] or NaN.
     """
     import threading
 
     import numpy as np
 
     n = count("n", n)
+    held = fraction("held", held, allow_zero=True)
     x = np.linspace(0.0, 1.0, n)
     lock = threading.Lock()
     cut = int(n * (1 - held))
