@@ -173,3 +173,32 @@ def test_bigger_matmuls_are_priced_at_the_rate_measured_near_their_size():
     assert sized.rate("matrix", 1e6) == 1e10 and sized.rate("matrix", 1e9) == 4e10
     assert sized.rate("matrix", 10**7.5) == pytest.approx(2.5e10)  # halfway in log FLOPs
     assert sized.rate("matrix", 10) == 1e10 and sized.rate("matrix", 1e15) == 4e10  # clamped
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: CALIBRATION.bound([]), ValueError,
+         "`calls` must hold at least one Call (got none)"),
+        (lambda: CALIBRATION.rate("matrix", -1e9), ValueError,
+         "`flops` must be a non-negative number (got -1000000000.0)"),
+        (lambda: CALIBRATION.rate("vector", float("nan")), ValueError,
+         "`flops` must be a non-negative number (got nan)"),
+        (lambda: CALIBRATION.rate("matrix", "1e9"), TypeError,
+         "`flops` must be a number (got str '1e9')"),
+    ],
+)  # fmt: skip
+def test_bound_and_rate_refuse_bad_input(call, error, message):
+    import re
+
+    with pytest.raises(error, match=re.escape(message)):
+        call()
+
+
+def test_a_negative_size_no_longer_reads_the_largest_matmuls_rate():
+    import dataclasses
+
+    sized = dataclasses.replace(CALIBRATION, matrix_rates=((1e6, 1e10), (1e9, 4e10)))
+    with pytest.raises(ValueError, match="`flops`"):
+        sized.rate("matrix", -5)  # read 4e10, the largest matmul's rate
+    assert sized.rate("matrix", 0) == 1e10 and sized.rate("matrix") == 4e10

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from perfmodel import ops
-from perfmodel._validate import choice, count, flag, non_negative, positive, text
+from perfmodel._validate import choice, count, flag, non_negative, number, positive, text
 from perfmodel.hardware import Device
 from perfmodel.measure.empirical import MachineProfile, cpu_caches, usable_cores
 from perfmodel.measure.microbench import KernelResult
@@ -211,15 +211,23 @@ class Calibration:
         unit : str
             What runs the call, one of :data:`UNITS`.
         flops : float
-            The call's FLOPs, FLOP; the default, infinity, reads the largest measured
-            matmul's rate (0 reads the smallest's).
+            The call's FLOPs, FLOP (0 or more); the default, infinity, reads the largest
+            measured matmul's rate (0 reads the smallest's).
 
         Returns
         -------
         float
             The rate, FLOP/s (evaluations per second for ``"exp"``).
+
+        Raises
+        ------
+        TypeError
+            If ``unit`` is not a string or ``flops`` not a number.
+        ValueError
+            If ``unit`` is not one of :data:`UNITS`, or ``flops`` is negative or NaN.
         """
         unit = choice("unit", unit, UNITS)
+        flops = number("flops", flops, minimum=0, allow_infinity=True)
         if unit == "vector":
             return self.vector_flops
         if unit == "broadcast":
@@ -303,6 +311,11 @@ class Calibration:
         -------
         str
             The key with the most predicted seconds.
+
+        Raises
+        ------
+        ValueError
+            If ``calls`` is empty: no time goes anywhere.
         """
         shares: dict[str, float] = {}
         for call in calls:
@@ -310,6 +323,8 @@ class Calibration:
             key = f"compute ({call.unit})" if compute >= memory else f"memory ({level})"
             shares[key] = shares.get(key, 0.0) + max(compute, memory)
             shares["overhead"] = shares.get("overhead", 0.0) + self.overhead(call.unit)
+        if not shares:
+            raise ValueError("`calls` must hold at least one Call (got none).")
         return max(shares, key=shares.__getitem__)
 
 
