@@ -13,10 +13,11 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from perfmodel._validate import count
 from perfmodel.units import format_quantity
 from perfmodel.widgets.controls import live_plot, view_settings
 
-__all__ = ["MODELS", "capstone_explorer", "capstone_view"]
+__all__ = ["DEVICE_COUNTS", "MODELS", "capstone_explorer", "capstone_view"]
 
 #: The explorer's models: a builder of :mod:`perfmodel.capstone.builders` and its arguments.
 MODELS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -47,6 +48,8 @@ MODELS: dict[str, tuple[str, dict[str, Any]]] = {
 GPUS = ("H100 SXM", "A100 SXM4 80GB", "H200 SXM", "B200", "MI300X", "V100 SXM2", "T4")
 NETWORKS = ("InfiniBand NDR", "InfiniBand HDR", "400 GbE", "100 GbE")
 PARALLELISM = ("data", "pipeline")
+#: The device counts the explorer's slider offers.
+DEVICE_COUNTS = (1, 2, 4, 8, 16, 32, 64, 256, 1024)
 #: The most stages a pipeline gets (one 8-GPU node, NVLink between stages); more devices
 #: become data-parallel copies of it on other nodes, their gradients all-reduced over the network.
 MAX_STAGES = 8
@@ -254,8 +257,9 @@ def capstone_explorer(**defaults: Any) -> Any:
     ----------
     **defaults
         Starting settings, by :func:`capstone_view`'s parameter names (a name it does not
-        take is a TypeError); ``devices`` must be one of the slider's 1, 2, 4, 8, 16, 64,
-        256, 1024 and ``device`` one of the dropdown's GPUs.
+        take is a TypeError); ``devices`` must be one of the slider's
+        :data:`DEVICE_COUNTS` (1, 2, 4, 8, 16, 32, 64, 256, 1024) and ``device`` one of the
+        dropdown's GPUs.
 
     Returns
     -------
@@ -263,11 +267,25 @@ def capstone_explorer(**defaults: Any) -> Any:
         Dropdowns for the model, GPU and network, a slider of device counts and toggle
         buttons for the parallelism, above :func:`capstone_view`'s figure, redrawn when a
         control changes.
+
+    Raises
+    ------
+    TypeError
+        If a setting is not one :func:`capstone_view` takes, or ``devices`` is not an
+        integer.
+    ValueError
+        If ``devices`` is not on the slider; the message lists those that are.
     """
     import ipywidgets as widgets
 
     wide = {"layout": widgets.Layout(width="38em"), "style": {"description_width": "8em"}}
     view = view_settings(capstone_view, defaults)
+    devices = count("devices", view["devices"])
+    if devices not in DEVICE_COUNTS:
+        raise ValueError(
+            f"`devices` must be one of the slider's {', '.join(map(str, DEVICE_COUNTS))} "
+            f"(got {devices})."
+        )
     controls = {
         "model": widgets.Dropdown(
             options=list(MODELS), value=view["model"], description="model", **wide
@@ -276,8 +294,8 @@ def capstone_explorer(**defaults: Any) -> Any:
             options=list(GPUS), value=view["device"], description="GPU", **wide
         ),
         "devices": widgets.SelectionSlider(
-            options=[1, 2, 4, 8, 16, 64, 256, 1024],
-            value=view["devices"],
+            options=list(DEVICE_COUNTS),
+            value=devices,
             description="devices",
             **wide,
         ),

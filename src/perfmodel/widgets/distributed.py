@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from perfmodel._validate import choice
 from perfmodel.widgets.controls import int_slider, live_plot, view_settings
 
 __all__ = ["data_parallel_explorer", "data_parallel_view"]
@@ -77,6 +78,14 @@ def data_parallel_view(
         :func:`perfmodel.plotting.distributed.step_plot`); right, one device's memory at the
         largest count against its capacity; the title gives tokens a step, the step time,
         the efficiency and whether the memory fits.
+
+    Raises
+    ------
+    TypeError
+        If ``device`` is not a string.
+    ValueError
+        If ``device`` is not one of the GPUs above (their NVLink is known here); the
+        message lists them.
     """
     import matplotlib.pyplot as plt
 
@@ -86,6 +95,7 @@ def data_parallel_view(
     from perfmodel.plotting.distributed import memory_plot, step_plot
     from perfmodel.transformer import preset
 
+    choice("device", device, tuple(NVLINK))
     shape = preset(model)
     steps = []
     for n in _device_counts(devices):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from perfmodel._validate import number
 from perfmodel.widgets.controls import int_slider, live_plot
 
 __all__ = ["scaling_explorer", "scaling_view"]
@@ -39,11 +40,19 @@ def scaling_view(
         A new figure's axes: speedup against processors, the ideal line, Amdahl's and
         Gustafson's laws and the measured points (see
         :func:`perfmodel.plotting.scaling.scaling_plot`).
+
+    Raises
+    ------
+    TypeError
+        If ``serial_percent`` is not a number.
+    ValueError
+        If ``serial_percent`` is outside [0, 100] or NaN.
     """
     from perfmodel.plotting.scaling import scaling_plot
 
+    percent = number("serial_percent", serial_percent, minimum=0, maximum=100)
     return scaling_plot(
-        serial_percent / 100, max_processors, measured=measured, measured_label=measured_label
+        percent / 100, max_processors, measured=measured, measured_label=measured_label
     )
 
 
@@ -67,11 +76,20 @@ def scaling_explorer(
     ipywidgets.VBox
         A serial-percent slider and a processor-count slider (2 to 1024, 64 at first),
         above :func:`scaling_view`'s figure, redrawn when a slider is released.
+
+    Raises
+    ------
+    TypeError
+        If ``serial_percent`` is not a number.
+    ValueError
+        If ``serial_percent`` is outside [0, 100] or NaN (the slider would clamp it
+        silently).
     """
     import ipywidgets as widgets
 
+    percent = number("serial_percent", serial_percent, minimum=0, maximum=100)
     serial = widgets.FloatSlider(
-        value=serial_percent, min=0, max=100, step=0.5, description="serial %",
+        value=percent, min=0, max=100, step=0.5, description="serial %",
         style={"description_width": "8em"}, layout=widgets.Layout(width="38em"),
     )  # fmt: skip
     processors = int_slider(64, 2, 1024, "processors", step=2)
