@@ -2,7 +2,8 @@
 
 The public face of the package, in the order the lecture uses it:
 
-* bring your own model: :func:`from_onnx` (the contract: each node's
+* bring your own model: :func:`coverage` (which ONNX operators are priced, and how),
+  :func:`from_onnx` (the contract: each node's
   :class:`~perfmodel.ops.Cost`, in execution order, labelled with its ONNX node name) and
   :func:`import_onnx` (the same, with op classes, shapes, weights and a pipeline graph);
   :mod:`~perfmodel.capstone.builders` writes real models (an MLP, a ResNet, GPT-2) in ONNX;
@@ -29,6 +30,7 @@ from perfmodel._extras import require
 require("capstone", "onnx", feature="perfmodel.capstone")
 
 from perfmodel.capstone import builders
+from perfmodel.capstone.coverage import EXPORTED, Coverage, coverage
 from perfmodel.capstone.devices import (
     ClassChange,
     DevicePrediction,
@@ -67,6 +69,9 @@ from perfmodel.capstone.scale import (
 from perfmodel.measure.calibration import Comparison
 
 __all__ = [
+    "EXPORTED",
+    "Coverage",
+    "coverage",
     "OPTIMIZATIONS",
     "OP_CLASSES",
     "PUBLISHED",

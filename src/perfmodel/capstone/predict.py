@@ -77,8 +77,8 @@ class EngineModel:
         cost = node.cost
         moved = cost.bytes + node.im2col_bytes
         level, bandwidth = self.calibration.level(int(moved), "matrix")
-        if node.unit == "matrix":
-            rate = self.calibration.rate("matrix", cost.flops)
+        if node.unit == "matrix":  # a recurrent node: one small matmul per step, in turn
+            rate = self.calibration.rate("matrix", cost.flops / node.steps)
         else:
             rate = self.calibration.device.measured_flops(self.calibration.dtype)
         return cost.flops / rate, moved / bandwidth, level

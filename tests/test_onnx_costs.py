@@ -1,0 +1,247 @@
+"""Cost rules for the operators exporters write, checked against closed forms and onnxruntime,
+and shapes that only constant folding settles."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from perfmodel import capstone, ops
+from perfmodel.capstone.onnx_costs import Tensor, price
+
+
+def model_of(nodes, inputs, output, output_shape, initializers=(), elem=TensorProto.FLOAT):
+    values = [helper.make_tensor_value_info(name, elem, list(shape)) for name, shape in inputs]
+    out = helper.make_tensor_value_info(output, elem, output_shape)
+    graph = helper.make_graph(nodes, "g", values, [out], list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def weight(name, shape, seed=0):
+    values = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    return numpy_helper.from_array(values, name)
+
+
+def run(model, feeds):
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+# --- recurrent layers, by the ONNX spec -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("op", "gates", "elementwise"), [("LSTM", 4, 9), ("GRU", 3, 8), ("RNN", 1, 1)]
+)
+@pytest.mark.parametrize("direction", ["forward", "bidirectional"])
+def test_a_recurrent_layer_costs_its_gate_matmuls_biases_and_cell_every_step(
+    op, gates, elementwise, direction
+):
+    steps, batch, width, hidden = 7, 3, 5, 6
+    directions = 2 if direction == "bidirectional" else 1
+    node = helper.make_node(op, ["x", "w", "r", "b"], ["y"], name="cell", hidden_size=hidden,
+                            direction=direction)  # fmt: skip
+    inits = [
+        weight("w", (directions, gates * hidden, width)),
+        weight("r", (directions, gates * hidden, hidden), 1),
+        weight("b", (directions, 2 * gates * hidden), 2),
+    ]
+    model = model_of([node], [("x", (steps, batch, width))], "y", None, inits)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (priced,) = capstone.import_onnx(model).nodes
+    per_row_step = 2 * gates * hidden * (width + hidden) + 2 * gates * hidden + elementwise * hidden
+    assert priced.cost.flops == per_row_step * batch * steps * directions
+    assert priced.op_class == "recurrent" and priced.unit == "matrix" and priced.steps == steps
+    # The output shape inference gave is the one onnxruntime computes.
+    (y,) = run(model, {"x": np.ones((steps, batch, width), np.float32)})
+    assert y.shape == (steps, directions, batch, hidden)
+    assert priced.output_bytes == y.nbytes
+
+
+def test_a_recurrent_layer_is_predicted_as_steps_in_turn_not_one_big_matmul():
+    """The engine reads the matmul rate at one step's size: slower per FLOP than the whole."""
+    from perfmodel.capstone.predict import EngineModel
+
+    node = helper.make_node("LSTM", ["x", "w", "r"], ["y"], hidden_size=64)
+    inits = [weight("w", (1, 256, 64)), weight("r", (1, 256, 64), 1)]
+    model = model_of([node], [("x", (100, 1, 64))], "y", None, inits)
+    (priced,) = capstone.import_onnx(model).nodes
+    rates = {10.0**3: 1e9, 10.0**5: 1e10, 10.0**7: 1e11}
+    calls = []
+
+    class Rates:
+        def rate(self, unit, flops):
+            calls.append(flops)
+            return rates[min(rates, key=lambda f: abs(np.log(f / flops)))]
+
+        def level(self, nbytes, unit):
+            return "DRAM", 1e10
+
+    engine = EngineModel.__new__(EngineModel)  # only its rate lookup is read here
+    object.__setattr__(engine, "calibration", Rates())
+    object.__setattr__(engine, "overhead_s", 0.0)
+    engine.node_time(priced)
+    assert calls == [priced.cost.flops / 100]
+
+
+# --- Einsum ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("equation", "shapes", "out", "flops"),
+    [
+        ("ij,jk->ik", [(3, 4), (4, 5)], (3, 5), ops.matmul(3, 4, 5).flops),
+        ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)], (2, 3, 5), 2 * ops.matmul(3, 4, 5).flops),
+        ("...ij,...jk->...ik", [(2, 3, 4), (2, 4, 5)], (2, 3, 5), 2 * ops.matmul(3, 4, 5).flops),
+        ("ij,jk", [(3, 4), (4, 5)], (3, 5), ops.matmul(3, 4, 5).flops),  # implicit output
+        ("ij->ji", [(3, 4)], (4, 3), 0),  # a transpose computes nothing
+        ("ij->i", [(3, 4)], (3,), 12),  # a row sum: one add per element
+        ("i,i->", [(6,), (6,)], (), 12),  # a dot product
+    ],
+)
+def test_einsum_counts_a_multiply_add_per_term(equation, shapes, out, flops):
+    names = [f"x{i}" for i in range(len(shapes))]
+    node = helper.make_node("Einsum", names, ["y"], equation=equation)
+    model = model_of([node], list(zip(names, shapes, strict=True)), "y", list(out))
+    (priced,) = capstone.import_onnx(model).nodes
+    assert priced.supported and priced.cost.flops == flops
+    feeds = {n: np.ones(s, np.float32) for n, s in zip(names, shapes, strict=True)}
+    assert run(model, feeds)[0].shape == out
+
+
+# --- quantized operators --------------------------------------------------------------------------
+
+
+def test_quantized_matmuls_and_convolutions_cost_their_float_twins_plus_requantizing():
+    m, k, n = 4, 8, 5
+    scale = numpy_helper.from_array(np.array(0.1, np.float32), "s")
+    zero = numpy_helper.from_array(np.array(0, np.uint8), "z")
+    b = numpy_helper.from_array(np.ones((k, n), np.uint8), "b")
+    qmatmul = helper.make_node("QLinearMatMul", ["a", "s", "z", "b", "s", "z", "s", "z"], ["y"])
+    model = model_of([qmatmul], [("a", (m, k))], "y", [m, n], [scale, zero, b], TensorProto.UINT8)
+    (priced,) = capstone.import_onnx(model).nodes
+    assert priced.cost.flops == ops.matmul(m, k, n).flops + 3 * m * n
+    assert priced.op_class == "matmul"  # b is a weight
+    integer = helper.make_node("MatMulInteger", ["a", "b"], ["y"])
+    model = model_of([integer], [("a", (m, k))], "y", [m, n], [b], TensorProto.UINT8)
+    model.graph.output[0].type.tensor_type.elem_type = TensorProto.INT32
+    (priced,) = capstone.import_onnx(model).nodes
+    assert priced.cost.flops == ops.matmul(m, k, n).flops
+    assert priced.cost.bytes_read == m * k + k * n  # one byte an element
+
+
+def test_dynamic_quantization_reads_floats_and_writes_bytes():
+    node = helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "scale", "zero"])
+    model = model_of([node], [("x", (10, 10))], "y", [10, 10])
+    model.graph.output[0].type.tensor_type.elem_type = TensorProto.UINT8
+    (priced,) = capstone.import_onnx(model).nodes
+    assert priced.supported and priced.cost.flops == 600
+    assert priced.cost.bytes_read == 400
+
+
+# --- the rest of the exporters' operators ---------------------------------------------------------
+
+
+def test_topk_cumsum_and_conv_transpose_follow_their_closed_forms():
+    x = Tensor((4, 100), TensorProto.FLOAT)
+    topk = helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=1)
+    shapes = {"x": x, "k": Tensor((1,), 7), "v": Tensor((4, 7), 1), "i": Tensor((4, 7), 7)}
+    assert price(topk, shapes, set()).cost.flops == 400 * 3  # log2(8): three comparisons
+    cumsum = helper.make_node("CumSum", ["x", "axis"], ["y"])
+    shapes = {"x": x, "axis": Tensor((), 7), "y": x}
+    assert price(cumsum, shapes, set()).cost.flops == 399
+    # Transposed 3x3 convolution, 2 -> 5 channels, 4x4 -> 6x6: every input pixel of every
+    # channel meets a 3x3 window of each output channel.
+    deconv = helper.make_node("ConvTranspose", ["x", "w"], ["y"], kernel_shape=[3, 3])
+    shapes = {
+        "x": Tensor((1, 2, 4, 4), 1),
+        "w": Tensor((2, 5, 3, 3), 1),
+        "y": Tensor((1, 5, 6, 6), 1),
+    }
+    assert price(deconv, shapes, {"w"}).cost.flops == 2 * (2 * 16) * 5 * 9
+
+
+def test_the_exporters_operators_are_all_priced():
+    found = capstone.coverage(capstone.EXPORTED)
+    assert found.unknown == () and found.fraction == 1.0
+    everything = capstone.coverage()
+    assert everything.fraction >= 0.85
+    assert set(everything.unknown) >= {"If", "Loop", "Scan"}  # subgraphs: not in the shapes
+    assert {"LSTM", "GRU", "RNN", "Einsum", "QLinearConv"} <= set(everything.priced)
+    assert {"Reshape", "Expand", "Gather"} <= set(everything.bytes_only)
+
+
+def test_coverage_rejects_what_is_not_a_list_of_names():
+    with pytest.raises(TypeError, match="`operators` must be an iterable of operator names"):
+        capstone.coverage("LSTM")
+    with pytest.raises(TypeError, match="`operators` must hold operator names as strings"):
+        capstone.coverage(["LSTM", 3])
+
+
+# --- shapes that only constant folding settles ----------------------------------------------------
+
+
+def expand_like_an_export(batch=2, tokens=5, width=4):
+    """``cls.expand(x.shape[0], -1, -1)`` as torch.onnx.export writes it: the -1s become the
+    token's own sizes through Equal and Where on a shape computed at run time."""
+    c = lambda name, values: helper.make_node(  # noqa: E731
+        "Constant", [], [name], value=numpy_helper.from_array(np.array(values, np.int64), name)
+    )
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        c("zero", 0),
+        helper.make_node("Gather", ["shape", "zero"], ["batch"], axis=0),
+        helper.make_node("Unsqueeze", ["batch", "axes"], ["batch1"]),
+        c("axes", [0]),
+        c("minus", [-1, -1]),
+        helper.make_node("Concat", ["batch1", "minus"], ["wanted"], axis=0),
+        c("neg", [-1, -1, -1]),
+        helper.make_node("Equal", ["wanted", "neg"], ["keep"]),
+        c("ones", [1, 1, 1]),
+        helper.make_node("Where", ["keep", "ones", "wanted"], ["target"]),
+        helper.make_node("Expand", ["cls", "target"], ["tokens"]),
+        helper.make_node("Concat", ["tokens", "x"], ["y"], axis=1),
+    ]
+    nodes.insert(3, nodes.pop(4))  # the axes constant before its reader
+    cls = weight("cls", (1, 1, width))
+    return model_of(nodes, [("x", (batch, tokens, width))], "y", None, [cls])
+
+
+def test_a_shape_computed_at_run_time_is_found_by_constant_folding():
+    model = expand_like_an_export()
+    inferred = onnx.shape_inference.infer_shapes(model, data_prop=True).graph
+    sized = {
+        v.name
+        for v in inferred.value_info
+        if all(d.HasField("dim_value") for d in v.type.tensor_type.shape.dim)
+    }
+    assert "tokens" not in sized  # ONNX's own inference leaves it open
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        imported = capstone.import_onnx(model)
+    expand = next(node for node in imported.nodes if node.op_type == "Expand")
+    assert expand.output_bytes == 2 * 1 * 4 * 4  # (2, 1, 4) floats
+    (y,) = run(model, {"x": np.ones((2, 5, 4), np.float32)})
+    assert imported.nodes[-1].output_bytes == y.nbytes
+
+
+def test_a_size_that_depends_on_data_names_the_node_and_its_unknown_dimension():
+    nodes = [
+        helper.make_node("NonZero", ["x"], ["where"]),
+        helper.make_node("Transpose", ["where"], ["y"]),
+    ]
+    model = model_of(nodes, [("x", (3, 4))], "y", None)
+    with pytest.raises(
+        ValueError,
+        match=r"node 'NonZero_0' \(NonZero\): the size of 'where' \(2, \?\) is not known",
+    ) as raised:
+        capstone.import_onnx(model)
+    assert "shapes=" not in str(raised.value)  # fixed input sizes would not help
