@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_bad_input import BAD, names_the_argument
+from test_zoo_mobilenet import batch_norm, conv2d, weights_of
 
 from perfmodel.capstone import import_onnx
 from perfmodel.capstone.builders.efficientnet import efficientnet_b0
@@ -87,6 +88,38 @@ def count_from_the_architecture(
     return macs, flops, bn_channels
 
 
+def reference(model, x, *, stages, stem, head):
+    """EfficientNet by hand in numpy (width and depth 1), reading the model's weights by
+    name."""
+    w = weights_of(model)
+
+    def silu(y):
+        return y / (1 + np.exp(-y))
+
+    def conv_bn(y, name, stride, act):
+        y = batch_norm(conv2d(y, w[f"{name}.weight"], stride), w, f"{name}_bn")
+        return silu(y) if act else y
+
+    def squeeze_excite(y, name):
+        s = y.mean(axis=(2, 3), keepdims=True)
+        s = silu(conv2d(s, w[f"{name}.fc1.weight"], 1, w[f"{name}.fc1.bias"]))
+        s = conv2d(s, w[f"{name}.fc2.weight"], 1, w[f"{name}.fc2.bias"])
+        return y / (1 + np.exp(-s))
+
+    x = conv_bn(x, "features.0", 2, act=True)
+    channels, index = stem, 1
+    for t, _, c, n, s in stages:
+        for layer in range(n):
+            name, stride = f"features.{index}", s if layer == 0 else 1
+            y = conv_bn(x, f"{name}.expand", 1, act=True) if t != 1 else x
+            y = squeeze_excite(conv_bn(y, f"{name}.depthwise", stride, act=True), f"{name}.se")
+            y = conv_bn(y, f"{name}.project", 1, act=False)
+            x = x + y if stride == 1 and channels == c else y
+            channels, index = c, index + 1
+    x = conv_bn(x, f"features.{index}", 1, act=True).mean(axis=(2, 3))
+    return x @ w["classifier.weight"].T + w["classifier.bias"]
+
+
 def test_the_graph_passes_the_onnx_checker_and_strict_shape_inference():
     for model, logits in ((efficientnet_b0(), [1, 1000]), (efficientnet_b0(**SMALL), [2, 10])):
         onnx.checker.check_model(model, full_check=True)
@@ -139,6 +172,19 @@ def test_a_small_variant_runs_on_onnxruntime_and_its_output_depends_on_the_input
     assert np.isfinite(first).all() and np.isfinite(second).all()
     assert not np.allclose(first[0], first[1]), "the two images of a batch give one answer"
     assert not np.allclose(first, second), "the logits ignore the input"
+
+
+def test_onnxruntime_matches_a_numpy_forward_pass_written_from_the_paper():
+    import onnxruntime as ort
+
+    stages = [(1, 3, 8, 1, 1), (6, 5, 16, 2, 2), (4, 3, 16, 2, 1), (6, 7, 24, 1, 2)]
+    arguments = {"stages": stages, "stem": 8, "head": 32}
+    model = efficientnet_b0(batch=2, image=19, classes=5, seed=3, **arguments)
+    feeds = random_inputs(model, seed=2)
+    got = ort.InferenceSession(model.SerializeToString()).run(None, feeds)[0]
+    expected = reference(model, feeds["input"].astype(np.float64), **arguments)
+    assert np.abs(expected).max() > 0.1
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5 * np.abs(expected).max())
 
 
 def test_b0_has_its_published_parameter_count():

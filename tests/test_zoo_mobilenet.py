@@ -77,6 +77,60 @@ def count_from_the_architecture(
     return macs, flops, bn_channels
 
 
+def conv2d(x, w, stride, bias=None):
+    """A convolution in numpy (float64), padded by half the kernel, its groups read off the
+    weight: ``w`` is (out, in / groups, k, k)."""
+    n, c, h, width = x.shape
+    out, per_group, k, _ = w.shape
+    groups = c // per_group
+    x = np.pad(x, ((0, 0), (0, 0), (k // 2, k // 2), (k // 2, k // 2)))
+    rows, cols = (h + 2 * (k // 2) - k) // stride + 1, (width + 2 * (k // 2) - k) // stride + 1
+    x = x.reshape(n, groups, per_group, *x.shape[2:])
+    w = w.reshape(groups, out // groups, per_group, k, k)
+    y = np.zeros((n, groups, out // groups, rows, cols))
+    for i in range(k):
+        for j in range(k):
+            patch = x[..., i : i + stride * rows : stride, j : j + stride * cols : stride]
+            y += np.einsum("ngchw,goc->ngohw", patch, w[..., i, j])
+    y = y.reshape(n, out, rows, cols)
+    return y if bias is None else y + bias[None, :, None, None]
+
+
+def batch_norm(x, w, name, eps=1e-5):
+    """Eval-mode batch norm with the running statistics stored under ``name``."""
+    scale, shift, mean, var = (w[f"{name}.{p}"][None, :, None, None]
+                               for p in ("scale", "bias", "mean", "var"))  # fmt: skip
+    return (x - mean) / np.sqrt(var + eps) * scale + shift
+
+
+def weights_of(model):
+    return {
+        t.name: onnx.numpy_helper.to_array(t).astype(np.float64) for t in model.graph.initializer
+    }
+
+
+def reference(model, x, *, stages, stem, last):
+    """MobileNetV2 by hand in numpy (width multiplier 1), reading the model's weights by name."""
+    w = weights_of(model)
+
+    def conv_bn(y, name, stride, relu6):
+        y = batch_norm(conv2d(y, w[f"{name}.weight"], stride), w, f"{name}_bn")
+        return np.clip(y, 0.0, 6.0) if relu6 else y
+
+    x = conv_bn(x, "features.0", 2, relu6=True)
+    channels, index = stem, 1
+    for t, c, n, s in stages:
+        for block in range(n):
+            name, stride = f"features.{index}", s if block == 0 else 1
+            y = conv_bn(x, f"{name}.expand", 1, relu6=True) if t != 1 else x
+            y = conv_bn(y, f"{name}.depthwise", stride, relu6=True)
+            y = conv_bn(y, f"{name}.project", 1, relu6=False)
+            x = x + y if stride == 1 and channels == c else y
+            channels, index = c, index + 1
+    x = conv_bn(x, f"features.{index}", 1, relu6=True).mean(axis=(2, 3))
+    return x @ w["classifier.weight"].T + w["classifier.bias"]
+
+
 def test_the_graph_passes_the_onnx_checker_and_strict_shape_inference():
     for model, logits in ((mobilenet_v2(), [1, 1000]), (mobilenet_v2(**SMALL), [2, 10])):
         onnx.checker.check_model(model, full_check=True)
@@ -120,6 +174,19 @@ def test_a_small_variant_runs_on_onnxruntime_and_its_output_depends_on_the_input
     assert np.isfinite(first).all() and np.isfinite(second).all()
     assert not np.allclose(first[0], first[1]), "the two images of a batch give one answer"
     assert not np.allclose(first, second), "the logits ignore the input"
+
+
+def test_onnxruntime_matches_a_numpy_forward_pass_written_from_the_paper():
+    import onnxruntime as ort
+
+    stages = [(1, 8, 1, 1), (6, 16, 2, 2), (4, 16, 2, 1), (6, 24, 1, 2)]
+    arguments = {"stages": stages, "stem": 8, "last": 32}
+    model = mobilenet_v2(batch=2, image=19, classes=5, seed=3, **arguments)
+    feeds = random_inputs(model, seed=2)
+    got = ort.InferenceSession(model.SerializeToString()).run(None, feeds)[0]
+    expected = reference(model, feeds["input"].astype(np.float64), **arguments)
+    assert np.abs(expected).max() > 0.1
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5 * np.abs(expected).max())
 
 
 def test_the_paper_network_has_its_published_parameter_count():
