@@ -56,7 +56,13 @@ from perfmodel.capstone.onnx_import import (
     import_onnx,
 )
 from perfmodel.capstone.predict import EngineModel, NodeComparison, calibrate_engine, compare
-from perfmodel.capstone.published import PUBLISHED, Prediction, PublishedRun, predict_published
+from perfmodel.capstone.published import (
+    PUBLISHED,
+    PUBLISHED_INFERENCE,
+    Prediction,
+    PublishedRun,
+    predict_published,
+)
 from perfmodel.capstone.scale import (
     DataParallel,
     DesignStep,
@@ -75,6 +81,7 @@ __all__ = [
     "OPTIMIZATIONS",
     "OP_CLASSES",
     "PUBLISHED",
+    "PUBLISHED_INFERENCE",
     "SUPPORTED",
     "ClassChange",
     "Comparison",

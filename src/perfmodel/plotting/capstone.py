@@ -166,8 +166,8 @@ def published_plot(predictions: Sequence[Any], *, ax: Any = None) -> Any:
     with style():
         ax = new_axes(ax, (11, 6.5))
         y = np.arange(len(predictions))
-        published = [p.run.images_per_s for p in predictions]
-        predicted = [p.predicted_images_per_s for p in predictions]
+        published = [p.run.samples_per_s for p in predictions]
+        predicted = [p.predicted_samples_per_s for p in predictions]
         ax.hlines(y, published, predicted, color="grey", lw=2, zorder=1)
         ax.plot(published, y, "o", color=COLOURS[2], markersize=15, zorder=2,
                 label="published (NVIDIA DeepLearningExamples)")  # fmt: skip
