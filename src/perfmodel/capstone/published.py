@@ -311,7 +311,7 @@ PUBLISHED_INFERENCE = (
         engine="TensorRT",
         why="At batch 1 every node is memory-bound and short: the roofline prices each at "
         "its bytes and nothing else, while every kernel also pays a launch and a wait of "
-        "microseconds that 0.64 ms of work for the whole model cannot hide. Fusion removes "
+        "microseconds that a 0.64 ms inference of the whole model cannot hide. Fusion removes "
         "nodes, but not enough to make up for it.",
     ),
     PublishedRun(
@@ -323,8 +323,8 @@ PUBLISHED_INFERENCE = (
         "excitation, batch norms), so the prediction scales with bandwidth: the A100 has 2.3 "
         "times the V100's, but the published throughput rose 1.7 times. The many small eager "
         "kernels (squeeze-and-excitation works on 1 x 1 maps) are too short to reach full "
-        "bandwidth, the faster memory less so, and their launch times, which no roofline "
-        "holds, do not shrink.",
+        "bandwidth, the shorter the faster the memory, and their launch times, which no "
+        "roofline holds, do not shrink.",
     ),
     PublishedRun(
         "EfficientNet-B0, A100, mixed precision, batch 256", "A100 SXM4 80GB", "fp16", False, 1,
@@ -360,8 +360,7 @@ PUBLISHED_INFERENCE = (
         "ResNet-50", None,
         "TensorRT 9.0.0, CUDA 12.2, MLPerf harness (LWIS), system L4x1_TRT; " + _MLPERF_BATCH,
         engine="TensorRT",
-        why=_FUSED_CONV + " On the L4's 300 GB/s the memory-bound nodes weigh even more, so "
-        "removing them gains more than on the H100.",
+        why=_FUSED_CONV,
     ),
     PublishedRun(
         "BERT-large, H100, MLPerf Offline, INT8", "H100 SXM", "int8", False, 1, 256, 9102.26,
