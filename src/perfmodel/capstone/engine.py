@@ -30,7 +30,15 @@ from typing import Any
 
 from perfmodel._validate import choice, count
 
-__all__ = ["OPTIMIZATIONS", "EngineProfile", "engine_overhead", "profile", "random_inputs"]
+__all__ = [
+    "OPTIMIZATIONS",
+    "EngineProfile",
+    "engine_overhead",
+    "profile",
+    "random_inputs",
+    "session",
+    "wall_times",
+]
 
 #: onnxruntime's graph optimisation levels, by our name.
 OPTIMIZATIONS = ("none", "basic", "all")
@@ -143,6 +151,77 @@ def _session(model: Any, *, threads: int, optimization: str, profile_dir: str | 
         options.profile_file_prefix = str(Path(profile_dir) / "onnxruntime")
     return ort.InferenceSession(
         model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+
+
+def session(model: Any, *, threads: int | None = None, optimization: str = "none") -> Any:
+    """An onnxruntime session on the CPU, profiler off, as the course runs every model.
+
+    Parameters
+    ----------
+    model : onnx.ModelProto
+        A model with its weights.
+    threads : int, optional
+        onnxruntime's intra-op threads (default: every core this process may use); one
+        inter-op thread, so nodes run one after another.
+    optimization : {"none", "basic", "all"}
+        The graph optimisation level (see the module notes).
+
+    Returns
+    -------
+    onnxruntime.InferenceSession
+        Ready to run.
+    """
+    from perfmodel.measure.empirical import usable_cores
+
+    threads = usable_cores() if threads is None else count("threads", threads)
+    optimization = choice("optimization", optimization, OPTIMIZATIONS)
+    return _session(model, threads=threads, optimization=optimization, profile_dir=None)
+
+
+def wall_times(
+    model: Any,
+    *,
+    runs: int = 10,
+    warmup: int = 2,
+    threads: int | None = None,
+    optimization: str = "none",
+    seed: int = 0,
+) -> Any:
+    """Time whole runs of ``model`` end to end, the profiler off: what a user waits.
+
+    Parameters
+    ----------
+    model : onnx.ModelProto
+        A model with its weights.
+    runs, warmup : int
+        Measured runs, and runs before them that are not timed, count.
+    threads : int, optional
+        onnxruntime's intra-op threads (default: every core this process may use).
+    optimization : {"none", "basic", "all"}
+        The graph optimisation level.
+    seed : int
+        Seed of the random inputs.
+
+    Returns
+    -------
+    perfmodel.measure.timing.Measurement
+        One sample per run, s, with the share of the CPUs other programs used meanwhile.
+    """
+    from perfmodel.measure.timing import measure
+
+    runs, warmup = count("runs", runs), count("warmup", warmup, minimum=0)
+    ready = session(model, threads=threads, optimization=optimization)
+    feeds = random_inputs(model, seed=seed)
+    return measure(
+        lambda: ready.run(None, feeds),
+        warmup=warmup,
+        repeats=runs,
+        max_repeats=runs,
+        min_time_s=0,
+        min_sample_s=1e-9,
+        max_inner=1,
+        label=f"{model.graph.name or 'model'} on onnxruntime",
     )
 
 

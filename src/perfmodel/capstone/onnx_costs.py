@@ -29,8 +29,8 @@ from typing import Any, NamedTuple
 
 from perfmodel import ops
 
-__all__ = ["BYTES_ONLY", "OP_CLASSES", "SUPPORTED", "UNPRICEABLE", "NoRule", "Priced", "Tensor",
-           "attributes", "im2col_bytes", "price"]  # fmt: skip
+__all__ = ["BYTES_ONLY", "KERNEL_KINDS", "OP_CLASSES", "SUPPORTED", "UNPRICEABLE", "NoRule",
+           "Priced", "Tensor", "attributes", "im2col_bytes", "kernel_kind", "price"]  # fmt: skip
 
 #: What lecture 12 groups a model's time by.
 OP_CLASSES = (
@@ -240,6 +240,17 @@ SUPPORTED = frozenset(
     | _FREE
     | _SOFTMAX
 )
+
+#: What kind of kernel an engine runs for a node: each kind has its own speed on a CPU
+#: (:mod:`perfmodel.capstone.kernels` measures each). The compute kinds are timed by their
+#: FLOPs, the others by their bytes.
+KERNEL_KINDS = ("gemm", "gemv", "conv", "conv 1x1", "depthwise", "recurrent", "elementwise",
+                "transcendental", "normalization", "reduction", "movement", "view")  # fmt: skip
+_VIEWS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"} | _FREE
+_MATMULS = {"MatMul", "Gemm", "Einsum", "Attention", *_INTEGER_MATMULS}
+_CONVS = {"Conv", "ConvTranspose", "DeformConv", *_INTEGER_CONVS}
+#: A matmul with this many rows or fewer streams its weights: a matrix-vector kernel.
+GEMV_ROWS = 8
 
 #: The supported operators that compute nothing: their bytes are their cost.
 BYTES_ONLY = frozenset(_MOVEMENT | _FREE | {"Cast", "CastLike", "Identity", "Dropout"})
@@ -795,3 +806,64 @@ def price(node: Any, tensors: dict[str, Tensor], weights: set[str]) -> Priced:
         cost, steps = _recurrent(node, inputs, outputs, attributes(node))
         return Priced(cost, "recurrent", "matrix", steps)
     return Priced(*_price(node, tensors, weights))
+
+
+def kernel_kind(node: Any, tensors: dict[str, Tensor]) -> str:
+    """The kind of kernel a CPU engine runs for a node (one of :data:`KERNEL_KINDS`).
+
+    Parameters
+    ----------
+    node : onnx.NodeProto
+        The node.
+    tensors : dict of str to Tensor
+        The shapes of its tensors, by name.
+
+    Returns
+    -------
+    str
+        ``"gemm"`` or ``"gemv"`` (a matmul with at most :data:`GEMV_ROWS` rows), ``"conv"``,
+        ``"conv 1x1"`` or ``"depthwise"``, ``"recurrent"``, ``"elementwise"``,
+        ``"transcendental"``, ``"normalization"``, ``"reduction"``, ``"movement"`` or
+        ``"view"`` (a reshape that copies nothing).
+
+    Examples
+    --------
+    >>> import onnx
+    >>> conv = onnx.helper.make_node("Conv", ["x", "w"], ["y"], group=32)
+    >>> kernel_kind(conv, {"x": Tensor((1, 32, 8, 8), 1), "w": Tensor((32, 1, 3, 3), 1)})
+    'depthwise'
+    """
+    op = node.op_type
+    inputs = [tensors[name] for name in node.input if name and name in tensors]
+    if op in _MATMULS and len(inputs) > 1:
+        a = inputs[0]
+        if op == "Gemm":
+            rows = a.shape[1] if attributes(node).get("transA") else a.shape[0]
+        elif len(inputs[1].shape) <= 2:  # a weight: every leading axis is more rows
+            rows = math.prod(a.shape[:-1])
+        else:
+            rows = a.shape[-2] if len(a.shape) > 1 else 1
+        return "gemv" if rows <= GEMV_ROWS else "gemm"
+    if op in _CONVS and inputs:
+        group = int(attributes(node).get("group", 1))
+        x = inputs[0]
+        weight = tensors.get(node.input[_INTEGER_CONVS.get(op, (0, 1))[1]])
+        if group > 1 and len(x.shape) > 1 and group == x.shape[1]:
+            return "depthwise"
+        strides = attributes(node).get("strides", [1])
+        if weight is not None and math.prod(weight.shape[2:]) == 1 and set(strides) == {1}:
+            return "conv 1x1"
+        return "conv"
+    if op in _RECURRENT:
+        return "recurrent"
+    if op in _VIEWS:
+        return "view"
+    if op in _MOVEMENT or op in ("Cast", "CastLike"):
+        return "movement"
+    if op in _NORMALIZATION and op != "BatchNormalization" or op in _SOFTMAX:
+        return "normalization"
+    if op in _REDUCTIONS | _POOLING | _GLOBAL_POOLING | _SCANS or op in ("TopK", "MaxRoiPool"):
+        return "reduction"
+    if op in _TRANSCENDENTAL or op in ("SwiGLU", "DFT", "STFT"):
+        return "transcendental"
+    return "elementwise"

@@ -35,6 +35,7 @@ from perfmodel.capstone.onnx_costs import (
     SUPPORTED,
     NoRule,
     im2col_bytes,
+    kernel_kind,
     price,
 )
 from perfmodel.capstone.onnx_shapes import tensors_of
@@ -90,6 +91,9 @@ class Node:
     steps : int
         How many steps it runs one after another, count: a recurrent layer's time steps
         (each a small matmul that must wait for the one before), 1 for any other node.
+    kind : str
+        The kind of kernel a CPU engine runs for it, one of
+        :data:`~perfmodel.capstone.onnx_costs.KERNEL_KINDS` (``"depthwise"``, ``"gemv"``...).
     """
 
     name: str
@@ -104,6 +108,7 @@ class Node:
     supported: bool = True
     im2col_bytes: int = 0
     steps: int = 1
+    kind: str = "elementwise"
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,6 +313,7 @@ def import_onnx(model: Any, *, shapes: Mapping[str, Sequence[int]] | None = None
             Node(
                 im2col_bytes=im2col_bytes(onnx_node, tensors) if supported else 0,
                 steps=steps,
+                kind=kernel_kind(onnx_node, tensors),
                 name=name,
                 op_type=onnx_node.op_type,
                 op_class=op_class,

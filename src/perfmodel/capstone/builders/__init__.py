@@ -9,9 +9,11 @@ and :func:`~perfmodel.capstone.import_onnx` can price it.
 (external data that was never written): enough to price a full-size GPT-2 or ResNet-50
 on any device in a fraction of a second, not enough to run it.
 
-One module per family: :mod:`~perfmodel.capstone.builders.mlp`,
-:mod:`~perfmodel.capstone.builders.resnet`, :mod:`~perfmodel.capstone.builders.gpt2`; all
-write with :class:`~perfmodel.capstone.builders.graph.GraphBuilder`.
+One module per family, each close to its paper's shapes: an MLP, ResNet (He et al. 2016),
+MobileNetV2 (Sandler et al. 2018), EfficientNet-B0 (Tan and Le 2019), ConvNeXt-T (Liu et al.
+2022), ViT-B/16 (Dosovitskiy et al. 2021), BERT-base (Devlin et al. 2019), GPT-2 (Radford et
+al. 2019) and an LSTM language model (Zaremba et al. 2014); all write with
+:class:`~perfmodel.capstone.builders.graph.GraphBuilder`.
 
 Examples
 --------
@@ -25,14 +27,46 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from perfmodel.capstone.builders.bert import bert
+from perfmodel.capstone.builders.convnext import convnext_t
+from perfmodel.capstone.builders.efficientnet import efficientnet_b0
 from perfmodel.capstone.builders.gpt2 import gpt2
+from perfmodel.capstone.builders.lstm import lstm_lm
 from perfmodel.capstone.builders.mlp import mlp
+from perfmodel.capstone.builders.mobilenet import mobilenet_v2
 from perfmodel.capstone.builders.resnet import resnet
+from perfmodel.capstone.builders.vit import vit
 
-__all__ = ["BUILDERS", "CPU_MODELS", "cpu_model", "gpt2", "mlp", "resnet"]
+__all__ = [
+    "BUILDERS",
+    "CPU_MODELS",
+    "bert",
+    "convnext_t",
+    "cpu_model",
+    "efficientnet_b0",
+    "gpt2",
+    "lstm_lm",
+    "mlp",
+    "mobilenet_v2",
+    "resnet",
+    "vit",
+]
 
 #: Every builder, by its function's name.
-BUILDERS: dict[str, Callable[..., Any]] = {"mlp": mlp, "resnet": resnet, "gpt2": gpt2}
+BUILDERS: dict[str, Callable[..., Any]] = {
+    builder.__name__: builder
+    for builder in (
+        mlp,
+        resnet,
+        mobilenet_v2,
+        efficientnet_b0,
+        convnext_t,
+        vit,
+        bert,
+        gpt2,
+        lstm_lm,
+    )
+}
 
 #: The models lecture 12 and ``benchmarks/capstone.py`` run on this CPU, each at two sizes:
 #: small enough for a few milliseconds a run, large enough to leave the overhead regime.

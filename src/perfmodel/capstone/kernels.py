@@ -1,0 +1,956 @@
+"""How fast onnxruntime runs each kind of kernel on this CPU, measured kind by kind.
+
+Lecture 06's roofline prices every node on one matmul curve and one bandwidth per memory
+level. An engine does not run one kind of kernel: a depthwise convolution reads a window per
+output and does a few multiply-adds on it, far below the dense matmul rate of the same FLOPs;
+a thin matmul (one row) streams its weights; a transpose reads with a stride. So each kind in
+:data:`~perfmodel.capstone.onnx_costs.KERNEL_KINDS` gets its own probes: small one-operator
+ONNX models at a range of sizes, each a chain of identical nodes (so the engine's own cost
+between nodes is in every probe, as it is in a model), timed end to end with the profiler off.
+
+Measuring is interleaved: every probe runs a few times per round, and the rounds go over all
+probes in turn, so a passing disturbance lands on many probes a little rather than on one
+probe a lot. Each probe keeps the median of its runs, the spread of its rounds, and the
+share of the CPUs other programs used meanwhile (:class:`~perfmodel.measure.timing.Measurement`).
+
+A node's time is then read off its kind's curve at its work (FLOPs for the compute kinds,
+bytes for the others), interpolated between probes on log-log axes and scaled in proportion
+beyond them; a recurrent node is its steps in turn, each read at one step's FLOPs. On top
+of the nodes, each run of the model pays a fixed start (binding inputs and outputs).
+
+Examples
+--------
+>>> rates = measure_kernels(kinds=("elementwise",), rounds=1, runs=1, progress=False)
+>>> curve = rates.curves["elementwise"]
+>>> curve.unit, len(curve.points) > 2, rates.start_s > 0
+('B', True, True)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import platform
+import statistics
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from perfmodel._validate import count, flag
+from perfmodel.capstone.onnx_costs import KERNEL_KINDS
+from perfmodel.capstone.onnx_import import ImportedModel, Node
+
+__all__ = [
+    "COMPUTE_KINDS",
+    "Curve",
+    "KernelRates",
+    "Probe",
+    "cached_kernels",
+    "drift",
+    "fingerprint",
+    "measure_kernels",
+    "probes",
+    "reference_model",
+]
+
+#: The kinds timed by their FLOPs; every other kind is timed by its bytes.
+COMPUTE_KINDS = ("gemm", "gemv", "conv", "conv 1x1", "depthwise", "recurrent")
+#: One-element Adds in the chain that measures the engine's cost per node, count.
+TINY_NODES = 64
+#: Untimed runs of each probe before its timed ones, in each round, count.
+WARMUP = 3
+#: A probe whose runs spread more than this around their median (interquartile range over
+#: median) is noisy; a kind with mostly noisy probes is not trusted. On 2 shared cores a quiet
+#: machine's probes spread 5-40%: onnxruntime's two threads meet the OS scheduler every run.
+NOISY_SPREAD = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """One size of one kind: a chain of identical nodes, and the work of one of them.
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`~perfmodel.capstone.onnx_costs.KERNEL_KINDS`.
+    label : str
+        What it runs, ``"MatMul 256x256"``.
+    model : onnx.ModelProto
+        The chain, with its weights.
+    nodes : int
+        Nodes in the chain, count.
+    work : float
+        One node's work: FLOP for a compute kind, else B.
+    steps : int
+        Steps one node runs in turn (a recurrent probe's time steps), count.
+    """
+
+    kind: str
+    label: str
+    model: Any
+    nodes: int
+    work: float
+    steps: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Curve:
+    """One kind's measured time against work, and how far to trust it.
+
+    Parameters
+    ----------
+    kind : str
+        The kernel kind.
+    unit : str
+        What its work counts: ``"FLOP"`` or ``"B"``.
+    points : tuple of (float, float)
+        (work per node, seconds per node) for each probe, sorted by work: FLOP or B, and s.
+    spreads : tuple of float
+        Each probe's spread: its runs' interquartile range over their median, fraction.
+    others : float
+        Mean share of the CPUs other programs used while the kind was measured, fraction.
+    """
+
+    kind: str
+    unit: str
+    points: tuple[tuple[float, float], ...]
+    spreads: tuple[float, ...] = ()
+    others: float = 0.0
+
+    @property
+    def noisy(self) -> bool:
+        """True when most of the kind's probes spread more than :data:`NOISY_SPREAD`."""
+        return sum(s > NOISY_SPREAD for s in self.spreads) > len(self.spreads) / 2
+
+    def time(self, work: float) -> float:
+        """Seconds one node of this kind takes at ``work``.
+
+        Parameters
+        ----------
+        work : float
+            Its FLOP (compute kinds) or B (the others), at least 0.
+
+        Returns
+        -------
+        float
+            Interpolated between the probes on log-log axes; below the smallest probe its
+            time (a node never costs less than the smallest one measured), above the largest
+            in proportion to the work, s.
+        """
+        works = [w for w, _ in self.points]
+        times = [t for _, t in self.points]
+        if work <= works[0]:
+            return times[0]
+        if work >= works[-1]:
+            return times[-1] * work / works[-1]
+        for (w0, t0), (w1, t1) in zip(self.points, self.points[1:], strict=False):
+            if w0 <= work <= w1:
+                share = math.log(work / w0) / math.log(w1 / w0)
+                return math.exp(math.log(t0) + share * math.log(t1 / t0))
+        return times[-1]  # pragma: no cover - the loop covers every work in range
+
+    def rate(self, work: float) -> float:
+        """The rate the curve gives at ``work``.
+
+        Parameters
+        ----------
+        work : float
+            FLOP or B, positive.
+
+        Returns
+        -------
+        float
+            Work over time: FLOP/s for a compute kind, B/s for the others.
+        """
+        return work / self.time(work)
+
+
+@dataclass(frozen=True, slots=True)
+class KernelRates:
+    """Every kind's curve, the engine's start per run, and where they were measured.
+
+    Parameters
+    ----------
+    curves : dict of str to Curve
+        Each measured kind's curve.
+    start_s : float
+        What one run of a model costs before its first node: a one-node model of one
+        element, end to end, s.
+    overhead_s : float
+        What the engine spends on each node besides its work: one node of a chain of
+        one-element Adds, s. Every probe's time includes it, so each node's prediction does.
+    reference_s : float
+        One run of the reference probe (:func:`reference_model`), measured in every round,
+        s: :func:`drift` times it again later to tell whether the machine still runs at the
+        speed the rates were measured at.
+    threads : int
+        onnxruntime's intra-op threads while measuring, count.
+    machine : str
+        The fingerprint of the machine and software measured on (:func:`fingerprint`).
+    others : float
+        Mean share of the CPUs other programs used during the whole measurement, fraction.
+    """
+
+    curves: dict[str, Curve]
+    start_s: float
+    threads: int
+    machine: str = ""
+    others: float = 0.0
+    overhead_s: float = 0.0
+    reference_s: float = 0.0
+
+    @property
+    def noisy_kinds(self) -> tuple[str, ...]:
+        """The kinds whose probes were too spread to trust."""
+        return tuple(kind for kind, curve in self.curves.items() if curve.noisy)
+
+    @property
+    def busy(self) -> bool:
+        """True when other programs used more than a quarter of the CPUs while measuring."""
+        from perfmodel.measure.timing import BUSY_OTHERS
+
+        return self.others > BUSY_OTHERS
+
+    @property
+    def trusted(self) -> bool:
+        """True unless other programs used more than a quarter of the CPUs while measuring:
+        a busy machine slows every probe alike, which no spread can show."""
+        return not self.busy
+
+    def warning(self) -> str:
+        """What casts doubt on these rates, said plainly; empty when nothing does.
+
+        Returns
+        -------
+        str
+            ``"UNTRUSTED CALIBRATION: ..."`` naming the load when the machine was busy, and a
+            note naming each kind whose probes varied by more than :data:`NOISY_SPREAD` from
+            run to run (predictions leaning on them carry that spread), or ``""``.
+        """
+        said = []
+        if self.busy:
+            said.append(
+                f"UNTRUSTED CALIBRATION: other programs used {self.others:.0%} of the CPUs "
+                f"while it measured, which slows every probe alike; every prediction built on "
+                f"it is unsure. Measure again on a quiet machine."
+            )
+        if self.noisy_kinds:
+            said.append(
+                f"Its {', '.join(self.noisy_kinds)} probes varied by more than "
+                f"{NOISY_SPREAD:.0%} of their median from run to run: predictions that lean on "
+                f"them carry that spread."
+            )
+        return " ".join(said)
+
+    def _work(self, node: Node) -> float:
+        return node.cost.flops if node.kind in COMPUTE_KINDS else node.cost.bytes
+
+    def node_time(self, node: Node) -> float:
+        """Seconds one node takes: its kind's curve at its work (per step, for its steps),
+        and for a compute kind never less than streaming its bytes.
+
+        The compute probes keep their tensors in cache; a model's layers at a large batch do
+        not. So a matmul or convolution also gets the time the elementwise probes took to
+        stream as many bytes (a roofline's memory roof, measured on the engine), and the
+        larger of the two counts.
+
+        Parameters
+        ----------
+        node : perfmodel.capstone.onnx_import.Node
+            A node of an imported model.
+
+        Returns
+        -------
+        float
+            The node's predicted time, s.
+
+        Raises
+        ------
+        ValueError
+            If the node's kind was not measured.
+        """
+        curve = self.curves.get(node.kind)
+        if curve is None:
+            raise ValueError(
+                f"no {node.kind!r} kernels were measured (measured: {', '.join(self.curves)})."
+            )
+        compute = node.steps * curve.time(self._work(node) / node.steps)
+        stream = self.curves.get("elementwise")
+        if node.kind not in COMPUTE_KINDS or stream is None:
+            return compute
+        moved = node.cost.bytes + node.im2col_bytes
+        return max(compute, node.steps * stream.time(moved / node.steps))
+
+    def used(self, node: Node) -> str:
+        """Which rate priced a node, as a reader would say it.
+
+        Parameters
+        ----------
+        node : perfmodel.capstone.onnx_import.Node
+            A node of an imported model.
+
+        Returns
+        -------
+        str
+            ``"depthwise at 3.1 GFLOP/s"`` or ``"movement at 4.2 GB/s"``.
+        """
+        work = self._work(node) / node.steps
+        rate = work / self.curves[node.kind].time(work) if work else 0.0
+        unit = "GFLOP/s" if node.kind in COMPUTE_KINDS else "GB/s"
+        return f"{node.kind} at {rate / 1e9:.3g} {unit}"
+
+    def predict(self, model: ImportedModel) -> float:
+        """A whole run of ``model``: the start, then every node in turn.
+
+        Parameters
+        ----------
+        model : perfmodel.capstone.onnx_import.ImportedModel
+            The model, priced node by node.
+
+        Returns
+        -------
+        float
+            :attr:`start_s` plus every node's :meth:`node_time`, s.
+        """
+        return self.start_s + math.fsum(self.node_time(node) for node in _runs(model))
+
+    def by_kind(self, model: ImportedModel) -> dict[str, float]:
+        """Where a run's predicted time goes: the engine's overhead, then each kind's work.
+
+        Parameters
+        ----------
+        model : perfmodel.capstone.onnx_import.ImportedModel
+            The model, priced node by node.
+
+        Returns
+        -------
+        dict of str to float
+            ``"overhead"`` (the start plus each node's :attr:`overhead_s`, never more than
+            the node's whole time) and each kind present to the rest of its nodes' time, s;
+            they add up to :meth:`predict`.
+        """
+        found = {"overhead": self.start_s}
+        for node in _runs(model):
+            total = self.node_time(node)
+            overhead = min(total, self.overhead_s * node.steps)
+            found["overhead"] += overhead
+            found[node.kind] = found.get(node.kind, 0.0) + total - overhead
+        return found
+
+    def to_json(self) -> str:
+        """The rates as JSON, for :func:`cached_kernels`.
+
+        Returns
+        -------
+        str
+            Every field, curves included.
+        """
+        return json.dumps(asdict(self), indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> KernelRates:
+        """Rates written by :meth:`to_json`.
+
+        Parameters
+        ----------
+        text : str
+            The JSON.
+
+        Returns
+        -------
+        KernelRates
+            The same rates.
+        """
+        raw = json.loads(text)
+        curves = {
+            kind: Curve(
+                kind=c["kind"],
+                unit=c["unit"],
+                points=tuple((float(w), float(t)) for w, t in c["points"]),
+                spreads=tuple(c["spreads"]),
+                others=c["others"],
+            )
+            for kind, c in raw["curves"].items()
+        }
+        return cls(
+            curves,
+            raw["start_s"],
+            raw["threads"],
+            raw["machine"],
+            raw["others"],
+            raw.get("overhead_s", 0.0),
+            raw.get("reference_s", 0.0),
+        )
+
+
+def _runs(model: ImportedModel) -> list[Node]:
+    """The nodes onnxruntime runs: Constant nodes become weights before the first run."""
+    return [node for node in model.nodes if node.op_type != "Constant"]
+
+
+# --- the probes -----------------------------------------------------------------------------------
+
+
+def _chain(
+    name: str,
+    op: str,
+    shape: Sequence[int],
+    nodes: int,
+    *,
+    more: Sequence[str] = (),
+    weights: Sequence[Any] = (),
+    output_shape: Sequence[int] | None = None,
+    inputs: Sequence[tuple[str, int, Sequence[int]]] = (),
+    **attrs: Any,
+) -> Any:
+    """``nodes`` nodes of ``op`` in a chain, each reading the one before (the first reads x),
+    then its own weight ``w{i}`` when ``weights`` are given (as a model's layers each have
+    their own), then ``more``."""
+    from onnx import TensorProto, helper
+
+    chain = []
+    for i in range(nodes):
+        reads = ["x" if i == 0 else f"t{i - 1}", *([f"w{i}"] if weights else []), *more]
+        chain.append(helper.make_node(op, reads, [f"t{i}"], name=f"n{i}", **attrs))
+    graph = helper.make_graph(
+        chain,
+        name,
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape)),
+            *[helper.make_tensor_value_info(n, t, list(s)) for n, t, s in inputs],
+        ],
+        [
+            helper.make_tensor_value_info(
+                f"t{nodes - 1}", TensorProto.FLOAT, list(output_shape or shape)
+            )
+        ],
+        list(weights),
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def _weight(name: str, shape: Sequence[int], seed: int = 0) -> Any:
+    import numpy as np
+    from onnx import numpy_helper
+
+    scale = 1 / math.sqrt(max(1, math.prod(shape[1:])))
+    rng = np.random.default_rng(seed)
+    return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype("float32"), name)
+
+
+def _length(work: float, target: float = 2e-3, rate: float = 1e9) -> int:
+    """Nodes in a probe's chain: about ``target`` seconds at ``rate``, between 2 and 16."""
+    return max(2, min(16, round(target * rate / max(work, 1.0))))
+
+
+def probes(kinds: Iterable[str] = KERNEL_KINDS) -> list[Probe]:
+    """The probes of each kind, smallest first.
+
+    Parameters
+    ----------
+    kinds : iterable of str
+        Kinds from :data:`~perfmodel.capstone.onnx_costs.KERNEL_KINDS`.
+
+    Returns
+    -------
+    list of Probe
+        A few sizes per kind, spanning what the zoo's models hold: matmuls from 16x16 to
+        768x768, convolutions from 8 to 256 channels, tensors from a thousand to a few
+        million elements.
+
+    Raises
+    ------
+    ValueError
+        If a kind is not one of the kernel kinds.
+    """
+    from onnx import TensorProto
+
+    chosen = list(kinds)
+    unknown = [k for k in chosen if k not in KERNEL_KINDS]
+    if unknown:
+        raise ValueError(f"`kinds` must be among {KERNEL_KINDS} (got {unknown}).")
+    found: list[Probe] = []
+    if "gemm" in chosen:
+        for n in (16, 32, 64, 128, 256, 512, 768):
+            k = _length(2 * n**3, rate=3e10)
+            w = [_weight(f"w{i}", (n, n), i) for i in range(k)]
+            model = _chain("gemm", "MatMul", (n, n), k, weights=w)
+            found.append(Probe("gemm", f"MatMul {n}x{n}x{n}", model, k, 2 * n**3))
+    if "gemv" in chosen:
+        for rows, n in ((1, 64), (1, 256), (1, 768), (8, 768), (1, 2048)):
+            k = _length(2 * rows * n * n, rate=5e9)
+            w = [_weight(f"w{i}", (n, n), i) for i in range(k)]
+            model = _chain("gemv", "MatMul", (rows, n), k, weights=w)
+            found.append(Probe("gemv", f"MatMul {rows}x{n}x{n}", model, k, 2 * rows * n * n))
+    convs = {
+        "conv": ((8, 32, 3), (16, 56, 3), (32, 56, 3), (64, 28, 3), (128, 14, 3), (64, 28, 5)),
+        "conv 1x1": (
+            (16, 56, 1),
+            (64, 28, 1),
+            (96, 56, 1),
+            (256, 14, 1),
+            (512, 7, 1),
+            (96, 112, 1),
+        ),
+        "depthwise": (
+            (192, 112, 3),
+            (32, 112, 3),
+            (96, 56, 3),
+            (144, 28, 3),
+            (384, 14, 3),
+            (960, 7, 3),
+            (240, 14, 5),
+            (96, 56, 7),
+        ),
+    }
+    for kind in ("conv", "conv 1x1", "depthwise"):
+        if kind not in chosen:
+            continue
+        for channels, side, window in convs[kind]:
+            group = channels if kind == "depthwise" else 1
+            flops = 2 * channels * (channels // group) * window * window * side * side
+            k = _length(flops, rate=3e10 if group == 1 else 3e9)
+            w = [
+                _weight(f"w{i}", (channels, channels // group, window, window), i) for i in range(k)
+            ]
+            model = _chain(
+                "conv",
+                "Conv",
+                (1, channels, side, side),
+                k,
+                weights=w,
+                kernel_shape=[window, window],
+                pads=[window // 2] * 4,
+                group=group,
+            )
+            label = f"Conv {channels}ch {side}x{side} {window}x{window}"
+            found.append(Probe(kind, label + " depthwise" * (group > 1), model, k, flops))
+    if "recurrent" in chosen:
+        steps = 10
+        for batch, hidden in ((1, 64), (1, 256), (8, 200), (8, 650)):
+            per_step = batch * (2 * 4 * hidden * 2 * hidden + 8 * hidden + 9 * hidden)
+            k = _length(per_step * steps, rate=5e9)
+            w = [_weight(f"w{i}", (1, 4 * hidden, hidden), i) for i in range(k)]
+            r = [_weight(f"r{i}", (1, 4 * hidden, hidden), 100 + i) for i in range(k)]
+            model = _recurrent_chain(batch, hidden, k, w, r, steps)
+            label = f"LSTM batch {batch} hidden {hidden}"
+            found.append(Probe("recurrent", label, model, k, per_step, steps))
+    for kind, op in (("elementwise", "Add"), ("transcendental", "Erf")):
+        if kind not in chosen:
+            continue
+        for n in (1_000, 10_000, 100_000, 1_000_000, 4_000_000):
+            nbytes = 4 * n * (3 if op == "Add" else 2)
+            k = _length(nbytes, rate=2e10)
+            model = _chain(kind, op, (n,), k, more=["x"] if op == "Add" else ())
+            found.append(Probe(kind, f"{op} of {n:,} floats", model, k, nbytes))
+    if "normalization" in chosen:
+        for rows in (1, 16, 128, 512):
+            nbytes = 8 * rows * 768 + 4 * 768
+            k = _length(nbytes, rate=1e10)
+            model = _chain(
+                "norm",
+                "LayerNormalization",
+                (rows, 768),
+                k,
+                more=["g"],
+                weights=[],
+                inputs=[("g", TensorProto.FLOAT, (768,))],
+                axis=-1,
+            )
+            found.append(Probe("normalization", f"LayerNormalization {rows}x768", model, k, nbytes))
+        for rows in (12 * 16, 12 * 128):
+            nbytes = 8 * rows * 128
+            k = _length(nbytes, rate=1e10)
+            model = _chain("softmax", "Softmax", (rows, 128), k, axis=-1)
+            found.append(Probe("normalization", f"Softmax {rows}x128", model, k, nbytes))
+    if "movement" in chosen:
+        for tokens, heads in ((16, 4), (64, 8), (128, 12), (512, 12)):
+            shape = (1, tokens, heads, 64)
+            nbytes = 8 * math.prod(shape)
+            k = _length(nbytes, rate=1e10)
+            last = shape if k % 2 == 0 else (1, heads, tokens, 64)
+            model = _chain("transpose", "Transpose", shape, k, perm=[0, 2, 1, 3], output_shape=last)
+            found.append(Probe("movement", f"Transpose 1x{tokens}x{heads}x64", model, k, nbytes))
+    if "reduction" in chosen:
+        for channels, side in ((64, 7), (256, 14), (96, 56), (32, 112)):
+            shape = (1, channels, side, side)
+            nbytes = 4 * math.prod(shape) + 4 * channels
+            k = _length(nbytes, rate=1e10)
+            model = _fan("ReduceMean", shape, k, (1, channels, 1, 1), axes=[2, 3])
+            found.append(
+                Probe("reduction", f"ReduceMean {channels}ch {side}x{side}", model, k, nbytes)
+            )
+    if "view" in chosen:
+        for n in (1_000, 1_000_000):
+            k = _length(8 * n, rate=1e12)
+            model = _chain(
+                "view",
+                "Reshape",
+                (n,),
+                k,
+                more=["shape"],
+                inputs=[("shape", TensorProto.INT64, (1,))],
+            )
+            found.append(Probe("view", f"Reshape of {n:,} floats", model, k, 8 * n))
+    return found
+
+
+def _recurrent_chain(
+    batch: int, hidden: int, nodes: int, w: list[Any], r: list[Any], steps: int
+) -> Any:
+    """LSTM layers in a chain (time-major input), each squeezing its direction axis."""
+    from onnx import TensorProto, helper
+
+    chain = []
+    source = "x"
+    axes = _int64("axes", [1])
+    for i in range(nodes):
+        chain.append(
+            helper.make_node(
+                "LSTM", [source, f"w{i}", f"r{i}"], [f"y{i}"], name=f"n{i}", hidden_size=hidden
+            )
+        )
+        chain.append(helper.make_node("Squeeze", [f"y{i}", "axes"], [f"t{i}"], name=f"s{i}"))
+        source = f"t{i}"
+    graph = helper.make_graph(
+        chain,
+        "lstm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [steps, batch, hidden])],
+        [helper.make_tensor_value_info(source, TensorProto.FLOAT, [steps, batch, hidden])],
+        [*w, *r, axes],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def _int64(name: str, values: Sequence[int]) -> Any:
+    import numpy as np
+    from onnx import numpy_helper
+
+    return numpy_helper.from_array(np.array(values, dtype=np.int64), name)
+
+
+def _fan(op: str, shape: Sequence[int], nodes: int, out: Sequence[int], **attrs: Any) -> Any:
+    """``nodes`` nodes of ``op`` side by side, each reading x, whose outputs are summed by
+    one Sum node: for operators whose output cannot feed the next."""
+    from onnx import TensorProto, helper
+
+    fan = [helper.make_node(op, ["x"], [f"t{i}"], name=f"n{i}", **attrs) for i in range(nodes)]
+    fan.append(helper.make_node("Sum", [f"t{i}" for i in range(nodes)], ["y"], name="sum"))
+    graph = helper.make_graph(
+        fan,
+        "fan",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(out))],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+# --- measuring ------------------------------------------------------------------------------------
+
+
+def reference_model() -> Any:
+    """The probe every calibration and every later check of it times: four 128x128 matmuls
+    in a chain (about 17 MFLOP, a millisecond or less), compute-bound on both threads.
+
+    Returns
+    -------
+    onnx.ModelProto
+        The chain, with its weights.
+    """
+    return _chain("reference", "MatMul", (128, 128), 4,
+                  weights=[_weight(f"w{i}", (128, 128), i) for i in range(4)])  # fmt: skip
+
+
+def drift(rates: KernelRates, *, runs: int = 10) -> float:
+    """How much slower the machine runs now than when ``rates`` were measured.
+
+    Parameters
+    ----------
+    rates : KernelRates
+        Rates with a :attr:`~KernelRates.reference_s`.
+    runs : int
+        Timed runs of the reference probe now, count.
+
+    Returns
+    -------
+    float
+        The reference probe's time now over its time then, dimensionless: 1.0 is the same
+        speed, 1.5 is a machine half again as slow (another program, a slower clock), when
+        every prediction built on the rates runs that much too fast.
+
+    Raises
+    ------
+    ValueError
+        If ``rates`` hold no reference time.
+    """
+    import numpy as np
+
+    from perfmodel.capstone.engine import session
+    from perfmodel.measure.timing import measure
+
+    if not isinstance(rates, KernelRates):
+        raise TypeError(f"`rates` must be KernelRates (got {type(rates).__name__}).")
+    if rates.reference_s <= 0:
+        raise ValueError("`rates` hold no reference time: measure them with measure_kernels.")
+    ready = session(reference_model(), threads=rates.threads)
+    feed = {"x": np.ones((128, 128), dtype=np.float32)}
+    taken = measure(lambda: ready.run(None, feed), warmup=WARMUP, repeats=count("runs", runs),
+                    max_repeats=runs, min_time_s=0, min_sample_s=1e-9, max_inner=1)  # fmt: skip
+    return taken.median_s / rates.reference_s
+
+
+def _tiny_adds(nodes: int) -> Any:
+    """A chain of one-element Adds: nothing but the engine's cost per node."""
+    return _chain("tiny", "Add", (1,), nodes, more=["x"])
+
+
+def _start_model() -> Any:
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("Identity", ["x"], ["y"], name="only")
+    graph = helper.make_graph(
+        [node],
+        "start",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def measure_kernels(
+    *,
+    kinds: Iterable[str] = KERNEL_KINDS,
+    rounds: int = 3,
+    runs: int = 5,
+    threads: int | None = None,
+    progress: bool = True,
+) -> KernelRates:
+    """Time every probe of ``kinds`` on onnxruntime, in interleaved rounds.
+
+    Parameters
+    ----------
+    kinds : iterable of str
+        The kinds to measure (default: all of them).
+    rounds : int
+        Rounds over all probes, count; each probe's spread is over its rounds.
+    runs : int
+        Runs of each probe per round (after one warm-up run per probe), count.
+    threads : int, optional
+        onnxruntime's intra-op threads (default: every core this process may use).
+    progress : bool
+        Show a progress bar over the rounds.
+
+    Returns
+    -------
+    KernelRates
+        Each kind's curve (probe by probe: the median of all its runs, less the start, per
+        node), the start per run, and the CPUs' load meanwhile.
+    """
+    import numpy as np
+
+    from perfmodel.capstone.engine import random_inputs, session
+    from perfmodel.measure.empirical import usable_cores
+    from perfmodel.measure.timing import measure
+
+    rounds, runs = count("rounds", rounds), count("runs", runs)
+    threads = usable_cores() if threads is None else count("threads", threads)
+    progress = flag("progress", progress)
+    chosen = probes(kinds)
+    feeds = [random_inputs(p.model) for p in chosen]
+    for feed in feeds:  # a Reshape chain needs its target shape, a layer norm its scale
+        if "shape" in feed:
+            feed["shape"] = np.array([-1], dtype=np.int64)
+        if "g" in feed:
+            feed["g"] = np.ones(768, dtype=np.float32)
+    one = {"x": np.zeros(1, dtype=np.float32)}
+
+    def timed(model: Any, feed: dict[str, Any]) -> Any:
+        # A session of its own, as a model runs alone: warmed up (its weights in cache, its
+        # threads awake), timed, then closed, so that its threads do not spin on into the
+        # next probe's cores.
+        ready = [session(model, threads=threads)]
+        taken = measure(lambda: ready[0].run(None, feed), warmup=WARMUP, repeats=runs,
+                        max_repeats=runs, min_time_s=0, min_sample_s=1e-9, max_inner=1)  # fmt: skip
+        ready.clear()  # the session, and its threads, end here
+        return taken
+
+    samples: list[list[float]] = [[] for _ in chosen]
+    others: list[list[float]] = [[] for _ in chosen]
+    starts: list[float] = []
+    tiny: list[float] = []
+    tiny_model = _tiny_adds(TINY_NODES)
+    reference: list[float] = []
+    reference_feed = {"x": np.ones((128, 128), dtype=np.float32)}
+    reference_chain = reference_model()
+    loop: Iterable[int] = range(rounds)
+    if progress:
+        from tqdm.auto import tqdm
+
+        loop = tqdm(loop, desc="kernel probes", unit="round")
+    for _ in loop:
+        starts += timed(_start_model(), one).samples_s
+        tiny += timed(tiny_model, one).samples_s
+        reference += timed(reference_chain, reference_feed).samples_s
+        for i, (probe, feed) in enumerate(zip(chosen, feeds, strict=True)):
+            taken = timed(probe.model, feed)
+            samples[i] += taken.samples_s
+            if taken.others is not None:
+                others[i].append(taken.others)
+    start_s = statistics.median(starts)
+    overhead_s = max(statistics.median(tiny) - start_s, 0.0) / TINY_NODES
+    curves: dict[str, Curve] = {}
+    for kind in dict.fromkeys(p.kind for p in chosen):
+        mine = [i for i, p in enumerate(chosen) if p.kind == kind]
+        points, spreads, loads = [], [], []
+        for i in mine:
+            probe = chosen[i]
+            per_node = max(statistics.median(samples[i]) - start_s, 1e-9) / probe.nodes
+            points.append((probe.work, per_node / probe.steps))
+            middle = statistics.median(samples[i])
+            q = statistics.quantiles(samples[i], n=4) if len(samples[i]) > 1 else [middle] * 3
+            spreads.append((q[2] - q[0]) / middle if middle > 0 else 0.0)
+            loads += others[i]
+        ordered = sorted(zip(points, spreads, strict=True))
+        curves[kind] = Curve(
+            kind=kind,
+            unit="FLOP" if kind in COMPUTE_KINDS else "B",
+            points=_monotone(tuple(p for p, _ in ordered)),
+            spreads=tuple(s for _, s in ordered),
+            others=statistics.fmean(loads) if loads else 0.0,
+        )
+    every = [x for row in others for x in row]
+    return KernelRates(
+        curves=curves,
+        start_s=start_s,
+        threads=threads,
+        machine=fingerprint(threads),
+        others=statistics.fmean(every) if every else 0.0,
+        overhead_s=overhead_s,
+        reference_s=statistics.median(reference),
+    )
+
+
+def _monotone(points: tuple[tuple[float, float], ...]) -> tuple[tuple[float, float], ...]:
+    """Merge probes of the same work (mean time), so the curve's work strictly increases."""
+    merged: dict[float, list[float]] = {}
+    for work, seconds in points:
+        merged.setdefault(work, []).append(seconds)
+    return tuple((work, statistics.fmean(times)) for work, times in sorted(merged.items()))
+
+
+# --- one calibration per machine ------------------------------------------------------------------
+
+
+def fingerprint(threads: int | None = None) -> str:
+    """What the rates depend on, hashed: the CPU, its cores, the threads and the software.
+
+    Parameters
+    ----------
+    threads : int, optional
+        onnxruntime's intra-op threads (default: every core this process may use).
+
+    Returns
+    -------
+    str
+        16 hexadecimal digits; the same on the same machine and software.
+    """
+    import numpy as np
+    import onnxruntime as ort
+
+    from perfmodel.measure.empirical import usable_cores
+
+    threads = usable_cores() if threads is None else count("threads", threads)
+    cpuinfo = Path("/proc/cpuinfo")
+    names = [
+        line.split(":", 1)[1].strip()
+        for line in (cpuinfo.read_text().splitlines() if cpuinfo.exists() else [])
+        if line.startswith("model name")
+    ]
+    parts = [
+        names[0] if names else platform.processor(),
+        str(os.cpu_count()),
+        str(usable_cores()),
+        str(threads),
+        platform.machine(),
+        f"onnxruntime {ort.__version__}",
+        f"numpy {np.__version__}",
+    ]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def _cache_folder() -> Path:
+    explicit = os.environ.get("PERFMODEL_CACHE_DIR")
+    base = (
+        Path(explicit)
+        if explicit
+        else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "perfmodel"
+    )
+    return base / "kernels"
+
+
+def cached_kernels(
+    *, threads: int | None = None, refresh: bool = False, progress: bool = True
+) -> KernelRates:
+    """This machine's kernel rates: measured once, kept, and replaced only by better ones.
+
+    The rates are kept per :func:`fingerprint` in ``$PERFMODEL_CACHE_DIR/kernels`` (else the
+    user cache). A measurement is better than another when it is trusted and the other is
+    not, or, both alike, when other programs used less of the CPUs during it.
+
+    Parameters
+    ----------
+    threads : int, optional
+        onnxruntime's intra-op threads (default: every core this process may use).
+    refresh : bool
+        Measure again even when rates are kept; the kept ones stay unless the new ones are
+        better (a warning says so).
+    progress : bool
+        Show a progress bar while measuring.
+
+    Returns
+    -------
+    KernelRates
+        The kept rates, or fresh ones (kept for next time).
+
+    Warns
+    -----
+    UserWarning
+        When a fresh measurement is worse than the kept one and is set aside.
+    """
+    refresh = flag("refresh", refresh)
+    key = fingerprint(threads)
+    path = _cache_folder() / f"{key}.json"
+    kept = KernelRates.from_json(path.read_text()) if path.exists() else None
+    if kept is not None and not refresh:
+        return kept
+    fresh = measure_kernels(threads=threads, progress=progress)
+    if kept is not None and _rank(kept) <= _rank(fresh):
+        warnings.warn(
+            f"the new kernel measurement ({fresh.warning() or 'trusted'}; others used "
+            f"{fresh.others:.0%} of the CPUs) is no better than the kept one ({kept.others:.0%}):"
+            f" keeping {path}.",
+            stacklevel=2,
+        )
+        return kept
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}")
+    partial.write_text(fresh.to_json())
+    partial.replace(path)
+    return fresh
+
+
+def _rank(rates: KernelRates) -> tuple[bool, float]:
+    """Lower is better: an untrusted measurement after any trusted one, then by load."""
+    return (not rates.trusted, rates.others)

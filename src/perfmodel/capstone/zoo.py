@@ -1,0 +1,224 @@
+"""The zoo: nine model families at sizes a 2-core CPU runs in milliseconds, predicted with
+this machine's kernel rates and then timed on onnxruntime.
+
+Each family keeps its architecture (its kinds of layers, in its proportions) and shrinks only
+what sets the cost: the image or sequence, and for the transformers the width and depth. The
+families span what an engine meets: dense convolutions (ResNet-50), depthwise ones with
+squeeze-and-excitation (MobileNetV2, EfficientNet-B0), 7x7 depthwise with layer norms
+(ConvNeXt), attention (ViT, BERT, GPT-2), recurrence (an LSTM) and plain matmuls (an MLP).
+None of them was used to choose a probe or a rate in :mod:`perfmodel.capstone.kernels`.
+
+Examples
+--------
+>>> from perfmodel.capstone import import_onnx
+>>> sorted(ZOO)[:3]
+['BERT', 'ConvNeXt', 'EfficientNet-B0']
+>>> import_onnx(zoo_model("LSTM", batch=1, weights=False)).batch
+1
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from perfmodel._validate import choice, count, flag
+from perfmodel.capstone import builders
+from perfmodel.capstone.kernels import KernelRates
+from perfmodel.capstone.onnx_import import import_onnx
+
+__all__ = ["ZOO", "ZooRow", "run_zoo", "zoo_model"]
+
+#: Each family: its builder and the arguments that size it for this CPU (batch aside).
+ZOO: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {
+    "MLP": (builders.mlp, {"widths": (784, 1024, 1024, 10)}),
+    "ResNet-50": (builders.resnet, {"image": 96}),
+    "MobileNetV2": (builders.mobilenet_v2, {"image": 160}),
+    "EfficientNet-B0": (builders.efficientnet_b0, {"image": 128}),
+    "ConvNeXt": (
+        builders.convnext_t,
+        {"image": 128, "depths": (2, 2, 6, 2), "widths": (48, 96, 192, 384)},
+    ),
+    "ViT": (
+        builders.vit,
+        {"image": 64, "patch": 8, "width": 192, "layers": 4, "heads": 3, "mlp_width": 768},
+    ),
+    "BERT": (
+        builders.bert,
+        {
+            "seq_len": 64,
+            "width": 256,
+            "layers": 2,
+            "heads": 4,
+            "ffn": 1024,
+            "vocab": 4096,
+            "context": 128,
+        },
+    ),  # fmt: skip
+    "GPT-2": (
+        builders.gpt2,
+        {"seq_len": 64, "width": 256, "layers": 2, "heads": 4, "vocab": 4096, "context": 256},
+    ),
+    "LSTM": (
+        builders.lstm_lm,
+        {"seq_len": 35, "hidden": 200, "layers": 2, "vocab": 2000, "embedding": 200},
+    ),
+}
+
+
+def zoo_model(name: str, batch: int = 1, *, weights: bool = True, seed: int = 0) -> Any:
+    """One family of :data:`ZOO` at its CPU size.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`ZOO`.
+    batch : int
+        Inputs per run, count.
+    weights : bool
+        Write seeded random weights (needed to run it); False writes their shapes only.
+    seed : int
+        Seed of the weights, at least 0.
+
+    Returns
+    -------
+    onnx.ModelProto
+        The model.
+    """
+    name = choice("name", name, tuple(ZOO))
+    builder, arguments = ZOO[name]
+    return builder(batch=count("batch", batch), weights=flag("weights", weights), seed=seed,
+                   **arguments)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class ZooRow:
+    """One model at one batch: predicted, then measured.
+
+    Parameters
+    ----------
+    model : str
+        The family.
+    batch : int
+        Inputs per run, count.
+    predicted_s : float
+        The kernel rates' prediction of one run, s.
+    measured_s : float
+        The median of the repeats' median run, s.
+    spread : float
+        The repeats' runs' interquartile range over their median, fraction.
+    others : float
+        Share of the CPUs other programs used while it ran, fraction.
+    by_kind : dict of str to float
+        The prediction split into overhead and each kind's work, s.
+    worst : float
+        The repeat whose median was furthest from the prediction, as measured over
+        predicted, dimensionless.
+    drift : float
+        The machine's speed just before it ran, against when the rates were measured
+        (:func:`~perfmodel.capstone.kernels.drift`: 1.3 is 30% slower), dimensionless.
+    """
+
+    model: str
+    batch: int
+    predicted_s: float
+    measured_s: float
+    spread: float
+    others: float
+    by_kind: dict[str, float]
+    worst: float
+    drift: float = 1.0
+
+    @property
+    def ratio(self) -> float:
+        """Measured over predicted, dimensionless: 1.2 means it ran 20% slower than said."""
+        return self.measured_s / self.predicted_s
+
+    @property
+    def busy(self) -> bool:
+        """True when other programs used more than a quarter of the CPUs while it ran."""
+        from perfmodel.measure.timing import BUSY_OTHERS
+
+        return self.others > BUSY_OTHERS
+
+    @property
+    def unsure(self) -> bool:
+        """True when the machine was busy or ran more than a quarter slower or faster than
+        when the rates were measured: then the gap says more about the machine than about
+        the model."""
+        return self.busy or not 0.8 <= self.drift <= 1.25
+
+
+def run_zoo(
+    rates: KernelRates,
+    *,
+    batches: Sequence[int] = (1, 8),
+    names: Iterable[str] | None = None,
+    runs: int = 10,
+    repeats: int = 1,
+    progress: bool = True,
+) -> list[ZooRow]:
+    """Predict each zoo model with ``rates``, then time it on onnxruntime.
+
+    Parameters
+    ----------
+    rates : perfmodel.capstone.kernels.KernelRates
+        This machine's kernel rates.
+    batches : sequence of int
+        The batch sizes to run each model at, count.
+    names : iterable of str, optional
+        Which families (default: all of :data:`ZOO`).
+    runs : int
+        Timed runs per repeat, after two untimed ones, count.
+    repeats : int
+        Sessions per model and batch, each timed ``runs`` times, count; the row keeps the
+        median of their medians and the worst one.
+    progress : bool
+        Show a progress bar over the models.
+
+    Returns
+    -------
+    list of ZooRow
+        One row per model and batch, in :data:`ZOO` order.
+    """
+    from perfmodel.capstone.engine import wall_times
+    from perfmodel.capstone.kernels import drift
+
+    if not isinstance(rates, KernelRates):
+        raise TypeError(f"`rates` must be KernelRates (got {type(rates).__name__}).")
+    chosen = list(ZOO) if names is None else [choice("names", n, tuple(ZOO)) for n in names]
+    batches = [count("batches", b) for b in batches]
+    runs, repeats = count("runs", runs), count("repeats", repeats)
+    work = [(name, batch) for name in chosen for batch in batches]
+    loop: Iterable[tuple[str, int]] = work
+    if flag("progress", progress):
+        from tqdm.auto import tqdm
+
+        loop = tqdm(work, desc="zoo", unit="model")
+    rows = []
+    for name, batch in loop:
+        model = zoo_model(name, batch)
+        imported = import_onnx(model)
+        predicted = rates.predict(imported)
+        speed = drift(rates)
+        taken = [wall_times(model, runs=runs, warmup=2) for _ in range(repeats)]
+        medians = [t.median_s for t in taken]
+        samples = sorted(s for t in taken for s in t.samples_s)
+        q = statistics.quantiles(samples, n=4) if len(samples) > 1 else [samples[0]] * 3
+        loads = [t.others for t in taken if t.others is not None]
+        rows.append(
+            ZooRow(
+                model=name,
+                batch=batch,
+                predicted_s=predicted,
+                measured_s=statistics.median(medians),
+                spread=(q[2] - q[0]) / statistics.median(samples),
+                others=statistics.fmean(loads) if loads else 0.0,
+                by_kind=rates.by_kind(imported),
+                worst=max((m / predicted for m in medians), key=lambda r: abs(r - 1)),
+                drift=speed,
+            )
+        )
+    return rows
