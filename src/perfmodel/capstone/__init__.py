@@ -7,6 +7,9 @@ The public face of the package, in the order the lecture uses it:
   :class:`~perfmodel.ops.Cost`, in execution order, labelled with its ONNX node name) and
   :func:`import_onnx` (the same, with op classes, shapes, weights and a pipeline graph);
   :mod:`~perfmodel.capstone.builders` writes real models (an MLP, a ResNet, GPT-2) in ONNX;
+* the engine's own speed, kind by kind: :func:`measure_kernels` (or :func:`cached_kernels`,
+  measured once per machine), :class:`KernelRates`, :func:`drift`; the zoo of nine
+  families, predicted then timed: :data:`ZOO`, :func:`zoo_model`, :func:`run_zoo`;
 * predict, then run on a real engine: :func:`calibrate_engine`, :func:`compare` (every
   node predicted and measured on onnxruntime, :func:`profile`, in the same
   :class:`~perfmodel.measure.calibration.Comparison` as lecture 06's ops);
@@ -46,6 +49,7 @@ from perfmodel.capstone.engine import (
     profile,
     random_inputs,
 )
+from perfmodel.capstone.kernels import KernelRates, cached_kernels, drift, measure_kernels
 from perfmodel.capstone.onnx_import import (
     OP_CLASSES,
     SUPPORTED,
@@ -72,9 +76,18 @@ from perfmodel.capstone.scale import (
     memory_bytes,
     pipeline_parallel,
 )
+from perfmodel.capstone.zoo import ZOO, ZooRow, run_zoo, zoo_model
 from perfmodel.measure.calibration import Comparison
 
 __all__ = [
+    "ZOO",
+    "KernelRates",
+    "ZooRow",
+    "cached_kernels",
+    "drift",
+    "measure_kernels",
+    "run_zoo",
+    "zoo_model",
     "EXPORTED",
     "Coverage",
     "coverage",
