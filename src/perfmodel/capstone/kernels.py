@@ -404,7 +404,7 @@ def _chain(
     more: Sequence[str] = (),
     weights: Sequence[Any] = (),
     output_shape: Sequence[int] | None = None,
-    inputs: Sequence[tuple[str, int, Sequence[int]]] = (),
+    constants: Sequence[Any] = (),
     **attrs: Any,
 ) -> Any:
     """``nodes`` nodes of ``op`` in a chain, each reading the one before (the first reads x),
@@ -419,16 +419,13 @@ def _chain(
     graph = helper.make_graph(
         chain,
         name,
-        [
-            helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape)),
-            *[helper.make_tensor_value_info(n, t, list(s)) for n, t, s in inputs],
-        ],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
         [
             helper.make_tensor_value_info(
                 f"t{nodes - 1}", TensorProto.FLOAT, list(output_shape or shape)
             )
         ],
-        list(weights),
+        [*weights, *constants],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
@@ -469,7 +466,8 @@ def probes(kinds: Iterable[str] = KERNEL_KINDS) -> list[Probe]:
     ValueError
         If a kind is not one of the kernel kinds.
     """
-    from onnx import TensorProto
+    import numpy as np
+    from onnx import numpy_helper
 
     chosen = list(kinds)
     unknown = [k for k in chosen if k not in KERNEL_KINDS]
@@ -499,6 +497,7 @@ def probes(kinds: Iterable[str] = KERNEL_KINDS) -> list[Probe]:
             (96, 112, 1),
         ),
         "depthwise": (
+            (16, 14, 3),
             (192, 112, 3),
             (32, 112, 3),
             (96, 56, 3),
@@ -551,17 +550,11 @@ def probes(kinds: Iterable[str] = KERNEL_KINDS) -> list[Probe]:
             found.append(Probe(kind, f"{op} of {n:,} floats", model, k, nbytes))
     if "normalization" in chosen:
         for rows in (1, 16, 128, 512):
-            nbytes = 8 * rows * 768 + 4 * 768
+            nbytes = 8 * rows * 768 + 8 * 768  # x in, y out, and the scale and shift
             k = _length(nbytes, rate=1e10)
+            scale = numpy_helper.from_array(np.ones(768, dtype=np.float32), "g")
             model = _chain(
-                "norm",
-                "LayerNormalization",
-                (rows, 768),
-                k,
-                more=["g"],
-                weights=[],
-                inputs=[("g", TensorProto.FLOAT, (768,))],
-                axis=-1,
+                "norm", "LayerNormalization", (rows, 768), k, more=["g"], constants=[scale], axis=-1
             )
             found.append(Probe("normalization", f"LayerNormalization {rows}x768", model, k, nbytes))
         for rows in (12 * 16, 12 * 128):
@@ -570,7 +563,7 @@ def probes(kinds: Iterable[str] = KERNEL_KINDS) -> list[Probe]:
             model = _chain("softmax", "Softmax", (rows, 128), k, axis=-1)
             found.append(Probe("normalization", f"Softmax {rows}x128", model, k, nbytes))
     if "movement" in chosen:
-        for tokens, heads in ((16, 4), (64, 8), (128, 12), (512, 12)):
+        for tokens, heads in ((4, 2), (16, 4), (64, 8), (128, 12), (512, 12)):
             shape = (1, tokens, heads, 64)
             nbytes = 8 * math.prod(shape)
             k = _length(nbytes, rate=1e10)
@@ -590,12 +583,7 @@ def probes(kinds: Iterable[str] = KERNEL_KINDS) -> list[Probe]:
         for n in (1_000, 1_000_000):
             k = _length(8 * n, rate=1e12)
             model = _chain(
-                "view",
-                "Reshape",
-                (n,),
-                k,
-                more=["shape"],
-                inputs=[("shape", TensorProto.INT64, (1,))],
+                "view", "Reshape", (n,), k, more=["shape"], constants=[_int64("shape", [-1])]
             )
             found.append(Probe("view", f"Reshape of {n:,} floats", model, k, 8 * n))
     return found
@@ -769,11 +757,6 @@ def measure_kernels(
     progress = flag("progress", progress)
     chosen = probes(kinds)
     feeds = [random_inputs(p.model) for p in chosen]
-    for feed in feeds:  # a Reshape chain needs its target shape, a layer norm its scale
-        if "shape" in feed:
-            feed["shape"] = np.array([-1], dtype=np.int64)
-        if "g" in feed:
-            feed["g"] = np.ones(768, dtype=np.float32)
     one = {"x": np.zeros(1, dtype=np.float32)}
 
     def timed(model: Any, feed: dict[str, Any]) -> Any:

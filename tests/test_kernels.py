@@ -1,0 +1,217 @@
+"""The engine's kernel rates: probes that price as they are named, curves read as documented,
+a calibration that says when to doubt it and is never silently replaced by a worse one."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import onnx
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from perfmodel import capstone
+from perfmodel.capstone import kernels
+from perfmodel.capstone.kernels import COMPUTE_KINDS, Curve, KernelRates
+from perfmodel.capstone.onnx_costs import KERNEL_KINDS
+
+PROBES = kernels.probes()
+
+
+def test_every_kind_has_probes_over_a_range_of_sizes():
+    for kind in KERNEL_KINDS:
+        works = sorted({p.work for p in PROBES if p.kind == kind})
+        assert len(works) >= 2, kind
+        assert works[-1] >= 100 * works[0], kind  # two decades at least
+
+
+@pytest.mark.parametrize("probe", PROBES, ids=lambda p: p.label)
+def test_a_probe_is_priced_as_the_kind_it_measures_at_the_work_it_claims(probe):
+    onnx.checker.check_model(probe.model, full_check=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        imported = capstone.import_onnx(probe.model)
+    measured = [node for node in imported.nodes if node.name.startswith("n")]
+    assert len(measured) == probe.nodes
+    for node in measured:
+        assert node.kind == probe.kind
+        work = node.cost.flops if probe.kind in COMPUTE_KINDS else node.cost.bytes
+        assert work / node.steps == pytest.approx(probe.work, rel=1e-9)
+        assert node.steps == probe.steps
+
+
+def curve(points):
+    return Curve("gemm", "FLOP", tuple(points))
+
+
+@given(
+    st.lists(st.floats(1e-7, 1e-1), min_size=2, max_size=6, unique=True),
+    st.floats(0, 1),
+)
+def test_a_curve_passes_through_its_probes_and_reads_log_log_between(times, share):
+    times = sorted(times)
+    points = [(10.0 ** (3 + i), t) for i, t in enumerate(times)]
+    c = curve(points)
+    for work, seconds in points:
+        assert c.time(work) == pytest.approx(seconds)
+    (w0, t0), (w1, t1) = points[0], points[1]
+    between = w0 * (w1 / w0) ** share
+    assert c.time(between) == pytest.approx(t0 * (t1 / t0) ** share)
+    assert c.time(w0 / 10) == t0  # never cheaper than the smallest probe
+    assert c.time(points[-1][0] * 7) == pytest.approx(points[-1][1] * 7)  # in proportion
+
+
+def rates(**changes):
+    base = {
+        "curves": {
+            "gemm": curve([(1e3, 1e-6), (1e9, 1e-2)]),
+            "gemv": Curve("gemv", "FLOP", ((1e3, 1e-6), (1e9, 1e-1))),
+            "elementwise": Curve("elementwise", "B", ((1e3, 1e-6), (1e9, 1e-1))),
+            "recurrent": Curve("recurrent", "FLOP", ((1e3, 1e-6), (1e9, 1e-2))),
+            "view": Curve("view", "B", ((1e3, 1e-7), (1e9, 1e-7))),
+        },
+        "start_s": 5e-6,
+        "threads": 2,
+        "machine": "test",
+        "others": 0.0,
+        "overhead_s": 3e-7,
+        "reference_s": 1e-3,
+    }
+    return KernelRates(**{**base, **changes})
+
+
+def lstm_model(steps=20, hidden=16):
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.ones((1, 4 * hidden, hidden), np.float32), "w")
+    r = numpy_helper.from_array(np.ones((1, 4 * hidden, hidden), np.float32), "r")
+    node = helper.make_node("LSTM", ["x", "w", "r"], ["y"], name="cell", hidden_size=hidden)
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [steps, 1, hidden])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w, r])  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def test_a_recurrent_node_is_its_steps_in_turn_and_a_matmul_is_never_faster_than_its_bytes():
+    r = rates()
+    (cell,) = capstone.import_onnx(lstm_model()).nodes
+    per_step = r.curves["recurrent"].time(cell.cost.flops / 20)
+    stream = r.curves["elementwise"].time(cell.cost.bytes / 20)
+    assert r.node_time(cell) == pytest.approx(20 * max(per_step, stream))
+    # A big matmul whose bytes take longer to stream than its FLOPs to compute.
+    crawl = Curve("elementwise", "B", ((1.0, 1.0), (2.0, 2.0)))
+    slow_memory = rates(curves={**r.curves, "elementwise": crawl})
+    (mm, _) = capstone.import_onnx(capstone.builders.mlp(batch=1, widths=(64, 64))).nodes
+    assert slow_memory.node_time(mm) == pytest.approx(mm.cost.bytes)  # 1 s per byte
+    assert "gemv at" in r.used(mm) and "GFLOP/s" in r.used(mm)
+
+
+def test_where_the_time_goes_adds_up_to_the_prediction():
+    r = rates()
+    imported = capstone.import_onnx(capstone.builders.mlp(batch=1, widths=(64, 64, 8)))
+    imported = type(imported)(  # only the kinds these rates know
+        imported.name, tuple(n for n in imported.nodes if n.kind in r.curves),
+        imported.parameters, imported.parameter_bytes)  # fmt: skip
+    shares = r.by_kind(imported)
+    assert math.fsum(shares.values()) == pytest.approx(r.predict(imported))
+    assert shares["overhead"] >= r.start_s
+
+
+def test_a_kind_that_was_not_measured_is_named():
+    imported = capstone.import_onnx(capstone.builders.mlp(batch=1, widths=(8, 8)))
+    gemm_only = rates(curves={"gemm": curve([(1.0, 1.0), (2.0, 2.0)])})
+    with pytest.raises(ValueError, match="no 'gemv' kernels were measured"):
+        gemm_only.predict(imported)
+
+
+def test_the_warning_names_a_busy_machine_and_noisy_kinds_and_nothing_else():
+    assert rates().warning() == "" and rates().trusted
+    busy = rates(others=0.6)
+    assert not busy.trusted and busy.warning().startswith("UNTRUSTED CALIBRATION")
+    assert "60%" in busy.warning()
+    noisy = rates(curves={"depthwise": Curve("depthwise", "FLOP", ((1.0, 1.0), (2.0, 2.0)),
+                                              spreads=(0.9, 0.8))})  # fmt: skip
+    assert noisy.trusted and noisy.noisy_kinds == ("depthwise",)
+    assert "depthwise probes varied" in noisy.warning() and "UNTRUSTED" not in noisy.warning()
+
+
+def test_rates_read_back_from_json():
+    r = rates(curves={"gemm": Curve("gemm", "FLOP", ((1.0, 2.0), (3.0, 4.0)), (0.1, 0.2), 0.05)})
+    assert KernelRates.from_json(r.to_json()) == r
+
+
+def test_the_cache_keeps_the_better_measurement(tmp_path, monkeypatch):
+    monkeypatch.setenv("PERFMODEL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(kernels, "fingerprint", lambda threads=None: "this-machine")
+    fresh = []
+    monkeypatch.setattr(kernels, "measure_kernels", lambda **kw: fresh.pop(0))
+    quiet, busy, quieter = rates(others=0.1), rates(others=0.7), rates(others=0.02)
+    fresh.append(quiet)
+    assert kernels.cached_kernels(progress=False) == quiet
+    assert kernels.cached_kernels(progress=False) == quiet  # kept: nothing measured
+    fresh.append(busy)
+    with pytest.warns(UserWarning, match="no better than the kept one"):
+        assert kernels.cached_kernels(refresh=True, progress=False) == quiet
+    fresh.append(quieter)
+    assert kernels.cached_kernels(refresh=True, progress=False) == quieter
+    assert kernels.cached_kernels(progress=False) == quieter
+    assert list((tmp_path / "kernels").iterdir()) == [tmp_path / "kernels" / "this-machine.json"]
+
+
+def test_the_fingerprint_is_stable_and_names_the_threads():
+    assert kernels.fingerprint(1) == kernels.fingerprint(1) != kernels.fingerprint(2)
+
+
+def test_a_real_measurement_orders_its_probes_by_work():
+    r = kernels.measure_kernels(kinds=("elementwise", "view"), rounds=1, runs=2, progress=False)
+    stream = r.curves["elementwise"]
+    assert stream.unit == "B" and len(stream.points) == 5
+    assert stream.time(48e6) > stream.time(12e3)  # 4,000 times the bytes
+    assert r.start_s > 0 and r.reference_s > 0 and 0 <= r.others <= 1
+    assert kernels.drift(r, runs=3) > 0
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: kernels.probes(["nope"]), ValueError, "`kinds` must be among"),
+        (lambda: kernels.measure_kernels(rounds=0, progress=False), ValueError, "`rounds`"),
+        (lambda: kernels.drift("fast"), TypeError, "`rates` must be KernelRates"),
+        (lambda: kernels.drift(rates(reference_s=0.0)), ValueError, "no reference time"),
+        (lambda: capstone.run_zoo("fast"), TypeError, "`rates` must be KernelRates"),
+        (lambda: capstone.zoo_model("AlexNet"), ValueError, "`name`"),
+        (lambda: capstone.zoo_model("MLP", batch=0), ValueError, "`batch`"),
+    ],
+)
+def test_bad_input_is_named(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+# --- the zoo --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", capstone.ZOO)
+def test_every_zoo_model_imports_without_a_warning_and_every_operator_is_priced(name):
+    model = capstone.zoo_model(name, batch=2, weights=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        imported = capstone.import_onnx(model)
+    assert imported.batch == 2 and imported.flops > 0
+    found = capstone.coverage({node.op_type for node in model.graph.node})
+    assert found.unknown == ()
+
+
+def test_the_zoo_runs_a_model_and_reports_its_row():
+    r = kernels.measure_kernels(kinds=("gemv", "elementwise", "view"), rounds=1, runs=2,
+                                progress=False)  # fmt: skip
+    (row,) = capstone.run_zoo(r, batches=(1,), names=["MLP"], runs=2, progress=False)
+    assert row.model == "MLP" and row.batch == 1
+    imported = capstone.import_onnx(capstone.zoo_model("MLP", 1, weights=False))
+    assert row.predicted_s == pytest.approx(r.predict(imported))
+    assert row.ratio == pytest.approx(row.measured_s / row.predicted_s)
+    assert row.drift > 0 and row.unsure == (row.busy or not 0.8 <= row.drift <= 1.25)
