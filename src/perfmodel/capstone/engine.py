@@ -26,9 +26,12 @@ import statistics
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perfmodel._validate import choice, count
+
+if TYPE_CHECKING:
+    import onnx
 
 __all__ = [
     "OPTIMIZATIONS",
@@ -88,7 +91,7 @@ class EngineProfile:
         return sum(self.node_s.values())
 
 
-def random_inputs(model: Any, *, seed: int = 0) -> dict[str, Any]:
+def random_inputs(model: onnx.ModelProto, *, seed: int = 0) -> dict[str, Any]:
     """Inputs for each of ``model``'s graph inputs: standard normal floats, zero indices.
 
     Parameters
@@ -154,7 +157,9 @@ def _session(model: Any, *, threads: int, optimization: str, profile_dir: str | 
     )
 
 
-def session(model: Any, *, threads: int | None = None, optimization: str = "none") -> Any:
+def session(
+    model: onnx.ModelProto, *, threads: int | None = None, optimization: str = "none"
+) -> Any:
     """An onnxruntime session on the CPU, profiler off, as the course runs every model.
 
     Parameters
@@ -180,7 +185,7 @@ def session(model: Any, *, threads: int | None = None, optimization: str = "none
 
 
 def wall_times(
-    model: Any,
+    model: onnx.ModelProto,
     *,
     runs: int = 10,
     warmup: int = 2,
@@ -226,7 +231,7 @@ def wall_times(
 
 
 def profile(
-    model: Any,
+    model: onnx.ModelProto,
     *,
     runs: int = 10,
     warmup: int = 2,

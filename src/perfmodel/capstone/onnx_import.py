@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from perfmodel import ops
 from perfmodel._validate import count
@@ -40,8 +40,15 @@ from perfmodel.capstone.onnx_costs import (
 )
 from perfmodel.capstone.onnx_shapes import tensors_of
 
+if TYPE_CHECKING:
+    import onnx
+
+#: What the import reads: a model in memory, or the path of its ``.onnx`` file.
+ModelLike: TypeAlias = "onnx.ModelProto | str | Path"
+
 __all__ = [
     "OP_CLASSES",
+    "ModelLike",
     "SUPPORTED",
     "ImportedModel",
     "Node",
@@ -249,7 +256,9 @@ def _fix_inputs(model: Any, shapes: Mapping[str, Sequence[int]] | None) -> Any:
     return copy
 
 
-def import_onnx(model: Any, *, shapes: Mapping[str, Sequence[int]] | None = None) -> ImportedModel:
+def import_onnx(
+    model: ModelLike, *, shapes: Mapping[str, Sequence[int]] | None = None
+) -> ImportedModel:
     """Price every node of an ONNX model, in execution order.
 
     Parameters
@@ -347,7 +356,9 @@ def import_onnx(model: Any, *, shapes: Mapping[str, Sequence[int]] | None = None
     )
 
 
-def from_onnx(model: Any, *, shapes: Mapping[str, Sequence[int]] | None = None) -> list[ops.Cost]:
+def from_onnx(
+    model: ModelLike, *, shapes: Mapping[str, Sequence[int]] | None = None
+) -> list[ops.Cost]:
     """Every node's :class:`~perfmodel.ops.Cost`, in execution order.
 
     The costs of :func:`import_onnx`'s nodes, without their op class, unit and edges.

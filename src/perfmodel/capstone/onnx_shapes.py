@@ -23,9 +23,12 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perfmodel.capstone.onnx_costs import Tensor
+
+if TYPE_CHECKING:
+    import onnx
 
 __all__ = ["describe", "tensors_of"]
 
@@ -101,7 +104,7 @@ def _folded(model: Any) -> Any:
         return onnx.load(options.optimized_model_filepath, load_external_data=False)
 
 
-def tensors_of(model: Any) -> tuple[dict[str, Tensor], dict[str, str]]:
+def tensors_of(model: onnx.ModelProto) -> tuple[dict[str, Tensor], dict[str, str]]:
     """The shape and type of every tensor whose size can be known before the model runs.
 
     Parameters

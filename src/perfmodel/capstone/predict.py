@@ -23,13 +23,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perfmodel._validate import flag
 from perfmodel.capstone.engine import EngineProfile, engine_overhead, profile
 from perfmodel.capstone.onnx_import import ImportedModel, Node, import_onnx
 from perfmodel.measure.calibration import Calibration, Comparison, calibrate
 from perfmodel.measure.empirical import MachineProfile, profile_machine, usable_cores
+
+if TYPE_CHECKING:
+    import onnx
 
 __all__ = ["EngineModel", "NodeComparison", "calibrate_engine", "compare"]
 
@@ -273,7 +276,7 @@ def _why(node: Node, engine: EngineModel, measured_s: float, threads: int) -> st
 
 
 def compare(
-    model: Any,
+    model: onnx.ModelProto,
     engine: EngineModel,
     *,
     runs: int = 10,
