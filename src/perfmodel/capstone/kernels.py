@@ -8,14 +8,20 @@ a thin matmul (one row) streams its weights; a transpose reads with a stride. So
 ONNX models at a range of sizes, each a chain of identical nodes (so the engine's own cost
 between nodes is in every probe, as it is in a model), timed end to end with the profiler off.
 
-Measuring is interleaved: every probe runs a few times per round, and the rounds go over all
-probes in turn, so a passing disturbance lands on many probes a little rather than on one
-probe a lot. Each probe keeps the median of its runs, the spread of its rounds, and the
-share of the CPUs other programs used meanwhile (:class:`~perfmodel.measure.timing.Measurement`).
+Measuring is interleaved: the rounds go over all probes in turn, so a passing disturbance
+lands on many probes a little rather than on one probe a lot. In each round a probe gets a
+session of its own, as a model runs alone: a few untimed runs (its weights into cache, its
+threads awake), the timed runs, then the session closes, so that its threads do not spin on
+into the next probe's cores (sessions left open made probes swing 2x). Each probe keeps the
+median of all its runs, their spread, and the share of the CPUs other programs used meanwhile
+(:class:`~perfmodel.measure.timing.Measurement`); a reference probe timed in every round lets
+:func:`drift` tell later whether the machine still runs at the speed it was measured at.
 
 A node's time is then read off its kind's curve at its work (FLOPs for the compute kinds,
 bytes for the others), interpolated between probes on log-log axes and scaled in proportion
-beyond them; a recurrent node is its steps in turn, each read at one step's FLOPs. On top
+beyond them; a recurrent node is its steps in turn, each read at one step's FLOPs. A compute
+node is never faster than streaming its bytes at the elementwise probes' rate for that many
+bytes: the compute probes keep their tensors in cache, a model's large layers do not. On top
 of the nodes, each run of the model pays a fixed start (binding inputs and outputs).
 
 Examples
