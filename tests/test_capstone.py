@@ -327,9 +327,12 @@ def test_data_parallel_pays_the_ring_allreduce_it_cannot_hide():
 
 def test_training_memory_is_sixteen_bytes_a_parameter_plus_activations():
     model = _gpt(1)
+    # every output in bf16 but a Constant's (shapes, positions, the mask), which no cost
+    # tells the width of and keeps the width it was exported in
+    constants = sum(node.output_bytes for node in model.nodes if node.op_type == "Constant")
     assert (
         capstone.memory_bytes(model, training=True)
-        == 16 * model.parameters + model.activation_bytes / 2
+        == 16 * model.parameters + (model.activation_bytes + constants) / 2
     )
 
 
@@ -444,7 +447,9 @@ def test_a_pipeline_stage_splits_into_states_and_one_micro_batch():
                                                vocab=256, context=64, weights=False))  # fmt: skip
     plan = capstone.pipeline_parallel(model, "H100 SXM", stages=2, microbatches=4)
     assert sum(plan.stage_state_bytes) == 16 * sum(node.weights for node in model.nodes)
-    assert sum(plan.stage_activation_bytes) == pytest.approx(model.activation_bytes / 2 / 4)
+    constants = sum(node.output_bytes for node in model.nodes if node.op_type == "Constant")
+    kept = (model.activation_bytes + constants) / 2 / 4  # bf16 but the Constants, 1 of 4
+    assert sum(plan.stage_activation_bytes) == pytest.approx(kept)
     for total, states, kept in zip(plan.stage_memory_bytes, plan.stage_state_bytes,
                                    plan.stage_activation_bytes, strict=True):  # fmt: skip
         assert total == pytest.approx(states + kept) and kept > 0
@@ -480,3 +485,50 @@ def test_only_busy_calibration_kernels_make_the_engine_unsure():
     kernels = [SimpleNamespace(name="add", measurement=noisy),
                SimpleNamespace(name="matmul", measurement=busy)]  # fmt: skip
     assert _busy(kernels) == ("matmul",)
+
+
+# --- scale and devices: docstring review (export width, shared weights, empty models) ----------
+
+
+def as_fp16(model):
+    """A copy of ``model`` exported in fp16: every fp32 weight, value and Constant retyped."""
+    from onnx import numpy_helper
+
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    graph = copy.graph
+
+    def retype(tensor):
+        if tensor.data_type == TensorProto.FLOAT:
+            half = numpy_helper.to_array(tensor).astype(np.float16)
+            tensor.CopyFrom(numpy_helper.from_array(half, tensor.name))
+
+    for tensor in graph.initializer:
+        retype(tensor)
+    for value in [*graph.input, *graph.output, *graph.value_info]:
+        if value.type.tensor_type.elem_type == TensorProto.FLOAT:
+            value.type.tensor_type.elem_type = TensorProto.FLOAT16
+    for node in graph.node:
+        for attribute in node.attribute:
+            if node.op_type == "Constant" and attribute.name == "value":
+                retype(attribute.t)
+    return copy
+
+
+def test_an_fp16_export_holds_as_many_bytes_at_a_dtype_as_an_fp32_one():
+    # bytes at bf16 are the same whichever width the export stored: an fp16 export's
+    # activations are not halved a second time
+    fp32 = capstone.import_onnx(builders.mlp(batch=4, widths=(8, 16, 2)))
+    fp16 = capstone.import_onnx(as_fp16(builders.mlp(batch=4, widths=(8, 16, 2))))
+    assert fp16.activation_bytes * 2 == fp32.activation_bytes  # the export really is fp16
+    assert fp16.parameter_bytes * 2 == fp32.parameter_bytes
+    trained = 16 * fp32.parameters + fp32.activation_bytes / 2
+    for model in (fp32, fp16):
+        assert capstone.memory_bytes(model, dtype="bf16", training=True) == trained
+        # inference: the weights and the two largest outputs (fc0 and fc0_bias, 4 x 16 each)
+        assert capstone.memory_bytes(model, dtype="bf16") == 2 * fp32.parameters + 2 * 4 * 16 * 2
+        assert capstone.memory_bytes(model, dtype="fp32") == 4 * fp32.parameters + 2 * 4 * 16 * 4
+    plans = [capstone.pipeline_parallel(model, "H100 SXM", stages=2, microbatches=2)
+             for model in (fp32, fp16)]  # fmt: skip
+    assert plans[0].stage_memory_bytes == plans[1].stage_memory_bytes
+    assert sum(plans[1].stage_activation_bytes) == fp32.activation_bytes / 2 / 2

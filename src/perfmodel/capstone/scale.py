@@ -49,9 +49,9 @@ def memory_bytes(model: ImportedModel, *, dtype: str = "bf16", training: bool = 
 
     Inference: the weights in ``dtype`` and the two largest activations (one being read,
     one written). Training: 16 bytes per parameter (Adam, mixed precision) and every
-    node's output, kept for the backward pass. The model is taken to be an fp32 export (as
-    :mod:`perfmodel.capstone.builders` makes them): its activations' bytes are scaled by
-    ``dtype``'s width over 4.
+    node's output, kept for the backward pass. Each node's outputs are scaled from the width
+    its export stores them in to ``dtype``'s (an fp32 or an fp16 export holds the same bytes
+    in bf16); integer outputs keep their width.
 
     Parameters
     ----------
@@ -69,11 +69,11 @@ def memory_bytes(model: ImportedModel, *, dtype: str = "bf16", training: bool = 
     """
     if not isinstance(model, ImportedModel):
         raise TypeError(f"`model` must be an ImportedModel (got {type(model).__name__}).")
-    width = hardware.dtype_bytes(dtype) / 4  # the builders export fp32
+    outputs = _output_bytes(model, dtype)
     if flag("training", training):
-        return TRAINING_BYTES_PER_PARAMETER * model.parameters + width * model.activation_bytes
-    largest = sorted((node.output_bytes for node in model.nodes), reverse=True)[:2]
-    return width * (4 * model.parameters + sum(largest))
+        return TRAINING_BYTES_PER_PARAMETER * model.parameters + math.fsum(outputs)
+    largest = sorted(outputs, reverse=True)[:2]
+    return hardware.dtype_bytes(dtype) * model.parameters + math.fsum(largest)
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,11 +306,11 @@ def pipeline_parallel(
     schedule takes ``(m + k - 1)`` slots of the slowest stage.
 
     A stage holds its own weights' model states (16 bytes a parameter in training, the
-    weights alone otherwise) and one micro-batch's outputs of its nodes (one micro-batch in
-    flight per stage, lecture 09's assumption). With ``replicas`` copies of the pipeline
-    (data parallel over pipelines, each copy's stages on other nodes), each stage's gradients
-    are all-reduced between the copies over ``network`` after the pipeline drains; the
-    slowest stage's all-reduce adds to the step.
+    weights alone otherwise) and one micro-batch's outputs of its nodes, in ``dtype`` (one
+    micro-batch in flight per stage, lecture 09's assumption). With ``replicas`` copies of
+    the pipeline (data parallel over pipelines, each copy's stages on other nodes), each
+    stage's gradients are all-reduced between the copies over ``network`` after the
+    pipeline drains; the slowest stage's all-reduce adds to the step.
 
     Parameters
     ----------
@@ -353,7 +353,8 @@ def pipeline_parallel(
     between = as_link(network, argument="network")
     one = predict_on(model, spec, dtype=dtype, ceiling=ceiling, training=training)
     work = [step.time_s for step in one.estimates]
-    comm = [wire.time(retyped_bytes) for retyped_bytes in _output_bytes(model, dtype)]
+    outputs = _output_bytes(model, dtype)  # each node's outputs at dtype's width, B
+    comm = [wire.time(retyped_bytes) for retyped_bytes in outputs]
     graph = Graph(work, comm, model.edges())
     split = split_order(graph, list(range(graph.n)), min(stages, graph.n))
     per_stage_s = tuple(math.fsum(work[i] for i in stage) for stage in split.stages)
@@ -362,7 +363,7 @@ def pipeline_parallel(
     stage_weights = [sum(model.nodes[i].weights for i in stage) for stage in split.stages]
     stage_states = tuple(per_parameter * weights for weights in stage_weights)
     stage_memory = tuple(
-        states + (width / 4) * sum(model.nodes[i].output_bytes for i in stage) / microbatches
+        states + math.fsum(outputs[i] for i in stage) / microbatches
         for states, stage in zip(stage_states, split.stages, strict=True)
     )
     allreduce_s = 0.0
@@ -385,6 +386,7 @@ def pipeline_parallel(
 
 
 def _output_bytes(model: ImportedModel, dtype: str) -> list[float]:
+    """Each node's output bytes scaled from the width its export stores to ``dtype``'s."""
     return [
         node.output_bytes
         * (retyped(node.cost, dtype).bytes / node.cost.bytes if node.cost.bytes else 1)
