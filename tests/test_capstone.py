@@ -446,7 +446,7 @@ def test_a_pipeline_stage_splits_into_states_and_one_micro_batch():
     model = capstone.import_onnx(builders.gpt2(batch=4, seq_len=64, width=64, layers=4, heads=4,
                                                vocab=256, context=64, weights=False))  # fmt: skip
     plan = capstone.pipeline_parallel(model, "H100 SXM", stages=2, microbatches=4)
-    assert sum(plan.stage_state_bytes) == 16 * sum(node.weights for node in model.nodes)
+    assert plan.stage_state_bytes == (16 * model.parameters,)  # one stage: each weight once
     constants = sum(node.output_bytes for node in model.nodes if node.op_type == "Constant")
     kept = (model.activation_bytes + constants) / 2 / 4  # bf16 but the Constants, 1 of 4
     assert sum(plan.stage_activation_bytes) == pytest.approx(kept)
@@ -532,3 +532,24 @@ def test_an_fp16_export_holds_as_many_bytes_at_a_dtype_as_an_fp32_one():
              for model in (fp32, fp16)]  # fmt: skip
     assert plans[0].stage_memory_bytes == plans[1].stage_memory_bytes
     assert sum(plans[1].stage_activation_bytes) == fp32.activation_bytes / 2 / 2
+
+
+def test_a_stage_holds_each_weight_once_however_many_of_its_nodes_read_it():
+    # GPT-2 ties its output layer to the token embedding: wte is read by the embedding's
+    # Gather and by lm_head, and a stage holding both holds (and trains) wte once
+    model = capstone.import_onnx(builders.gpt2(batch=8, seq_len=128, width=128, layers=2, heads=4,
+                                               vocab=256, context=128, weights=False))  # fmt: skip
+    readers = [node.name for node in model.nodes if "wte" in node.inputs]
+    assert readers == ["token_embedding", "lm_head"]
+    whole = capstone.pipeline_parallel(model, "H100 SXM", stages=1)
+    assert whole.stage_state_bytes == (16 * model.parameters,)
+    kept = sum(whole.stage_activation_bytes) * whole.microbatches  # every output, in bf16
+    assert whole.stage_state_bytes[0] + kept == pytest.approx(
+        capstone.memory_bytes(model, training=True)
+    )
+    inference = capstone.pipeline_parallel(model, "H100 SXM", stages=1, training=False)
+    assert inference.stage_state_bytes == (2 * model.parameters,)  # the weights in bf16
+    # split in two, the embedding and lm_head land in different stages: each holds a copy
+    two = capstone.pipeline_parallel(model, "H100 SXM", stages=2)
+    assert two.stages == 2
+    assert sum(two.stage_state_bytes) == 16 * (model.parameters + 256 * 128)

@@ -24,7 +24,7 @@ import math
 import warnings
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -136,6 +136,9 @@ class ImportedModel:
     batch : int
         The first dimension of the first input that is not a weight, count; 1 when the
         model has no such input or it is a scalar.
+    initializer_elements : mapping of str to int
+        Elements of each stored weight, by the name its nodes read it under, count
+        (:func:`import_onnx` gives every initializer; empty when not given).
     """
 
     name: str
@@ -143,6 +146,7 @@ class ImportedModel:
     parameters: int
     parameter_bytes: int
     batch: int = 1
+    initializer_elements: Mapping[str, int] = field(default_factory=dict, compare=False)
 
     @property
     def costs(self) -> list[ops.Cost]:
@@ -353,6 +357,7 @@ def import_onnx(
         nodes=tuple(nodes),
         parameters=sum(t.elements for t in initializers),
         parameter_bytes=sum(t.nbytes for t in initializers),
+        initializer_elements={t.name: tensors[t.name].elements for t in proto.graph.initializer},
     )
 
 

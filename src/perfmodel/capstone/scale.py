@@ -19,6 +19,7 @@ Examples
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from perfmodel import hardware
@@ -305,12 +306,14 @@ def pipeline_parallel(
     ``microbatches``, each taking ``1 / microbatches`` of every stage's time, so a GPipe
     schedule takes ``(m + k - 1)`` slots of the slowest stage.
 
-    A stage holds its own weights' model states (16 bytes a parameter in training, the
-    weights alone otherwise) and one micro-batch's outputs of its nodes, in ``dtype`` (one
-    micro-batch in flight per stage, lecture 09's assumption). With ``replicas`` copies of
-    the pipeline (data parallel over pipelines, each copy's stages on other nodes), each
-    stage's gradients are all-reduced between the copies over ``network`` after the
-    pipeline drains; the slowest stage's all-reduce adds to the step.
+    A stage holds the model states of the weights its nodes read (16 bytes a parameter in
+    training, the weights alone otherwise), each weight once however many of its nodes read
+    it; a weight read in two stages, such as GPT-2's tied embedding, is held by both. It
+    also holds one micro-batch's outputs of its nodes, in ``dtype`` (one micro-batch in
+    flight per stage, lecture 09's assumption). With ``replicas`` copies of the pipeline
+    (data parallel over pipelines, each copy's stages on other nodes), each stage's gradients
+    are all-reduced between the copies over ``network`` after the pipeline drains; the
+    slowest stage's all-reduce adds to the step.
 
     Parameters
     ----------
@@ -360,7 +363,7 @@ def pipeline_parallel(
     per_stage_s = tuple(math.fsum(work[i] for i in stage) for stage in split.stages)
     width = hardware.dtype_bytes(dtype)
     per_parameter = TRAINING_BYTES_PER_PARAMETER if training else width
-    stage_weights = [sum(model.nodes[i].weights for i in stage) for stage in split.stages]
+    stage_weights = [_weights_read(model, stage) for stage in split.stages]
     stage_states = tuple(per_parameter * weights for weights in stage_weights)
     stage_memory = tuple(
         states + math.fsum(outputs[i] for i in stage) / microbatches
@@ -383,6 +386,12 @@ def pipeline_parallel(
         allreduce_s=allreduce_s,
         stage_state_bytes=stage_states,
     )
+
+
+def _weights_read(model: ImportedModel, stage: Sequence[int]) -> int:
+    """Elements of the weights the nodes ``stage`` reads, each once however many read it."""
+    read = {tensor for i in stage for tensor in model.nodes[i].inputs}
+    return sum(n for name, n in model.initializer_elements.items() if name in read)
 
 
 def _output_bytes(model: ImportedModel, dtype: str) -> list[float]:
