@@ -553,3 +553,48 @@ def test_a_stage_holds_each_weight_once_however_many_of_its_nodes_read_it():
     two = capstone.pipeline_parallel(model, "H100 SXM", stages=2)
     assert two.stages == 2
     assert sum(two.stage_state_bytes) == 16 * (model.parameters + 256 * 128)
+
+
+def nothing_to_time():
+    """Two models that take no time: one of no nodes, one whose only node is a Constant."""
+    value = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    empty = helper.make_graph([], "empty", [value], [value])
+    constant = helper.make_node("Constant", [], ["x"], value=helper.make_tensor(
+        "x", TensorProto.FLOAT, [2, 3], [0.0] * 6))  # fmt: skip
+    stored = helper.make_graph([constant], "constant", [], [value])
+    models = [helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+              for graph in (empty, stored)]  # fmt: skip
+    for model in models:
+        model.ir_version = 8
+    return [capstone.import_onnx(model) for model in models]
+
+
+def test_a_prediction_that_takes_no_time_says_so_instead_of_failing_inside():
+    for model in nothing_to_time():
+        prediction = capstone.predict_on(model, "H100 SXM")
+        assert prediction.time_s == 0 and prediction.by_class() == {}
+        with pytest.raises(ValueError, match=r"no op class takes time .* H100 SXM"):
+            _ = prediction.bottleneck
+        with pytest.raises(ValueError, match=r"`throughput` .* takes no time"):
+            prediction.throughput(8)
+        with pytest.raises(TypeError, match="samples"):  # the argument is checked first
+            prediction.throughput(8.5)
+    # a model that takes time keeps its answers
+    timed = capstone.predict_on(
+        capstone.import_onnx(builders.mlp(batch=4, widths=(8, 2))), "H100 SXM"
+    )
+    assert timed.bottleneck == "matmul (memory)"
+    assert timed.throughput(4) == 4 / timed.time_s
+
+
+def test_a_pipeline_plan_built_without_its_states_names_them():
+    plan = capstone.PipelinePlan(stages=2, microbatches=4, stage_s=(1.0, 1.0), bottleneck_s=1.0,
+                                 step_s=1.25, stage_memory_bytes=(10.0, 12.0),
+                                 capacity_bytes=None, method="by hand")  # fmt: skip
+    with pytest.raises(ValueError, match=r"stage_state_bytes.*one per stage \(2\).*got 0"):
+        _ = plan.stage_activation_bytes
+    given = capstone.PipelinePlan(stages=2, microbatches=4, stage_s=(1.0, 1.0), bottleneck_s=1.0,
+                                  step_s=1.25, stage_memory_bytes=(10.0, 12.0),
+                                  capacity_bytes=None, method="by hand",
+                                  stage_state_bytes=(6.0, 9.0))  # fmt: skip
+    assert given.stage_activation_bytes == (4.0, 3.0)

@@ -151,8 +151,21 @@ class DevicePrediction:
         -------
         float
             ``samples`` over :attr:`time_s`: samples per s.
+
+        Raises
+        ------
+        ValueError
+            If the pass takes no time (a model of no nodes, or of nodes that do no FLOP and
+            move no byte, with no per-node overhead): there is no rate to give.
         """
-        return count("samples", samples) / self.time_s
+        samples = count("samples", samples)
+        if not self.time_s:
+            raise ValueError(
+                f"`throughput` needs a pass that takes time, but this one takes no time on "
+                f"{self.device.name} (its {len(self.nodes)} nodes do no FLOP and move no byte, "
+                f"and overhead_s is {self.overhead_s:g})."
+            )
+        return samples / self.time_s
 
     @property
     def compute_share(self) -> float:
@@ -163,8 +176,20 @@ class DevicePrediction:
 
     @property
     def bottleneck(self) -> str:
-        """The op class with the most time, and its roof: ``"conv (compute)"``."""
+        """The op class with the most time, and its roof: ``"conv (compute)"``.
+
+        Raises
+        ------
+        ValueError
+            If no op class takes time (a model of no nodes, or of nodes that do no FLOP and
+            move no byte, with no per-node overhead): nothing limits the pass.
+        """
         times = self.by_class()
+        if not times:
+            raise ValueError(
+                f"no op class takes time on {self.device.name} (the model's {len(self.nodes)} "
+                f"nodes do no FLOP and move no byte): `bottleneck` has nothing to name."
+            )
         worst = max(times, key=times.__getitem__)
         return f"{worst} ({self.bound_by_class()[worst]})"
 

@@ -271,9 +271,21 @@ class PipelinePlan:
 
     @property
     def stage_activation_bytes(self) -> tuple[float, ...]:
-        """What each stage holds beyond its model states: one micro-batch's activations, B."""
-        return tuple(total - states for total, states in
-                     zip(self.stage_memory_bytes, self.stage_state_bytes, strict=True))  # fmt: skip
+        """What each stage holds beyond its model states: one micro-batch's activations, B.
+
+        Raises
+        ------
+        ValueError
+            If the plan was built without ``stage_state_bytes``, one per stage (as
+            :func:`pipeline_parallel` gives them): what is not states cannot be told apart.
+        """
+        memory, states = self.stage_memory_bytes, self.stage_state_bytes
+        if len(states) != len(memory):
+            raise ValueError(
+                f"`stage_activation_bytes` needs `stage_state_bytes`, one per stage "
+                f"({len(memory)}), to take from `stage_memory_bytes` (got {len(states)})."
+            )
+        return tuple(total - held for total, held in zip(memory, states, strict=True))
 
     @property
     def bubble_fraction(self) -> float:
