@@ -324,12 +324,9 @@ def test_the_lecture_leaves_unsure_rows_out_of_its_summary(monkeypatch):
 
 
 def test_the_lecture_calibration_under_a_cpu_hog_says_untrusted_exactly_when_busy():
-    """The lecture's calibration code, on a subset of kinds, while every core spins.
-
-    Under the hog ``rates.busy`` should be true; where this machine's short probe windows
-    read less of the hog than it takes (see the report on issue 26), the branch the lecture
-    takes must still be the one ``rates.others`` calls for.
-    """
+    """The lecture's calibration code, on a subset of kinds, while every core spins: the
+    calibration reads the hog (one reading around the whole measurement) and the lecture
+    says UNTRUSTED; on a quiet machine it does not."""
     cell = source(code("rates = capstone.measure_kernels("))
     calibrate = cell.split("\nfor name, kind in", 1)[0]  # the subset measures no depthwise
     subset = (
@@ -341,11 +338,12 @@ def test_the_lecture_calibration_under_a_cpu_hog_says_untrusted_exactly_when_bus
     with cpu_hog():
         out = run(calibrate, namespace)
     rates = namespace["rates"]
-    assert rates.busy == (rates.others > BUSY_OTHERS)
-    assert (UNTRUSTED in out) == rates.busy
-    assert rates.warning().startswith(UNTRUSTED) == rates.busy
-    if rates.busy:
-        assert f"other programs used {rates.others:.0%} of the CPUs" in out
+    assert rates.busy and rates.others > BUSY_OTHERS
+    assert UNTRUSTED in out and rates.warning().startswith(UNTRUSTED)
+    assert f"other programs used {rates.others:.0%} of the CPUs" in out
+    quiet = {"capstone": capstone}
+    out = run(calibrate, quiet)
+    assert (UNTRUSTED in out) == quiet["rates"].busy  # quiet unless something else is running
 
 
 def test_the_readme_gives_the_coverage_of_the_onnx_it_names():

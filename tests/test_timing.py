@@ -7,6 +7,7 @@ fast anything ran: speed belongs in benchmarks/.
 from __future__ import annotations
 
 import statistics
+import time
 
 import numpy as np
 import pytest
@@ -184,3 +185,15 @@ def test_other_programs_share_forgives_a_tick_or_two():
     assert _others((100, 1000, 50), (120, 1020, 60)) == 8 / 20  # 10 ticks of others, less 2
     assert _others((100, 1000, 50), (120, 1000, 60)) is None  # no time passed
     assert _others(None, (1, 2, 3)) is None
+
+
+def test_a_watch_around_a_block_reads_what_other_programs_used():
+    from conftest import cpu_hog
+    from perfmodel.measure.timing import BUSY_OTHERS, OthersWatch
+
+    with cpu_hog(), OthersWatch() as busy:
+        time.sleep(0.3)  # idle here: every tick the CPUs spend is the hog's
+    assert busy.others is not None and busy.others > BUSY_OTHERS
+    with OthersWatch() as mine:
+        sum(range(2_000_000))  # this process's own work is not "other programs"
+    assert mine.others is not None and mine.others < busy.others

@@ -198,7 +198,8 @@ class KernelRates:
     machine : str
         The fingerprint of the machine and software measured on (:func:`fingerprint`).
     others : float
-        Mean share of the CPUs other programs used during the whole measurement, fraction.
+        Share of the CPUs other programs used during the whole measurement (one reading
+        around it all), fraction.
     """
 
     curves: dict[str, Curve]
@@ -756,7 +757,7 @@ def measure_kernels(
 
     from perfmodel.capstone.engine import random_inputs, session
     from perfmodel.measure.empirical import usable_cores
-    from perfmodel.measure.timing import measure
+    from perfmodel.measure.timing import OthersWatch, measure
 
     rounds, runs = count("rounds", rounds), count("runs", runs)
     threads = usable_cores() if threads is None else count("threads", threads)
@@ -788,15 +789,16 @@ def measure_kernels(
         from tqdm.auto import tqdm
 
         loop = tqdm(loop, desc="kernel probes", unit="round")
-    for _ in loop:
-        starts += timed(_start_model(), one).samples_s
-        tiny += timed(tiny_model, one).samples_s
-        reference += timed(reference_chain, reference_feed).samples_s
-        for i, (probe, feed) in enumerate(zip(chosen, feeds, strict=True)):
-            taken = timed(probe.model, feed)
-            samples[i] += taken.samples_s
-            if taken.others is not None:
-                others[i].append(taken.others)
+    with OthersWatch() as watch:  # one reading over the whole calibration
+        for _ in loop:
+            starts += timed(_start_model(), one).samples_s
+            tiny += timed(tiny_model, one).samples_s
+            reference += timed(reference_chain, reference_feed).samples_s
+            for i, (probe, feed) in enumerate(zip(chosen, feeds, strict=True)):
+                taken = timed(probe.model, feed)
+                samples[i] += taken.samples_s
+                if taken.others is not None:
+                    others[i].append(taken.others)
     start_s = statistics.median(starts)
     overhead_s = max(statistics.median(tiny) - start_s, 0.0) / TINY_NODES
     curves: dict[str, Curve] = {}
@@ -820,12 +822,14 @@ def measure_kernels(
             others=statistics.fmean(loads) if loads else 0.0,
         )
     every = [x for row in others for x in row]
+    overall = watch.others if watch.others is not None else (
+        statistics.fmean(every) if every else 0.0)  # fmt: skip
     return KernelRates(
         curves=curves,
         start_s=start_s,
         threads=threads,
         machine=fingerprint(threads),
-        others=statistics.fmean(every) if every else 0.0,
+        others=overall,
         overhead_s=overhead_s,
         reference_s=statistics.median(reference),
     )

@@ -185,6 +185,7 @@ def run_zoo(
     """
     from perfmodel.capstone.engine import wall_times
     from perfmodel.capstone.kernels import drift
+    from perfmodel.measure.timing import OthersWatch
 
     if not isinstance(rates, KernelRates):
         raise TypeError(f"`rates` must be KernelRates (got {type(rates).__name__}).")
@@ -203,11 +204,13 @@ def run_zoo(
         imported = import_onnx(model)
         predicted = rates.predict(imported)
         speed = drift(rates)
-        taken = [wall_times(model, runs=runs, warmup=2) for _ in range(repeats)]
+        with OthersWatch() as watch:  # one reading around all the repeats
+            taken = [wall_times(model, runs=runs, warmup=2) for _ in range(repeats)]
         medians = [t.median_s for t in taken]
         samples = sorted(s for t in taken for s in t.samples_s)
         q = statistics.quantiles(samples, n=4) if len(samples) > 1 else [samples[0]] * 3
-        loads = [t.others for t in taken if t.others is not None]
+        loads = [watch.others] if watch.others is not None else [
+            t.others for t in taken if t.others is not None]  # fmt: skip
         rows.append(
             ZooRow(
                 model=name,

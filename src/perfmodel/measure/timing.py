@@ -48,6 +48,7 @@ __all__ = [
     "BUSY_SHARE",
     "NOISY_SPREAD",
     "Measurement",
+    "OthersWatch",
     "Sweep",
     "clock",
     "combine",
@@ -354,6 +355,48 @@ def _others(
         return None
     others = (after[0] - before[0]) - (after[2] - before[2]) - _TICK_SLACK
     return min(max(others, 0) / (after[1] - before[1]), 1.0)
+
+
+class OthersWatch:
+    """The share of the CPUs other programs used while a ``with`` block ran.
+
+    One reading around a whole calibration says more than the mean of many short ones: the
+    kernel counts CPU time in 10 ms ticks, so a window of a few milliseconds sees a
+    competitor only now and then.
+
+    Examples
+    --------
+    >>> with OthersWatch() as watch:
+    ...     _ = sum(range(100_000))
+    >>> watch.others is None or 0.0 <= watch.others <= 1.0
+    True
+    """
+
+    def __init__(self) -> None:
+        self.others: float | None = None
+        self._before: tuple[int, int, int] | None = None
+
+    def __enter__(self) -> OthersWatch:
+        """Take the first reading.
+
+        Returns
+        -------
+        OthersWatch
+            This watch, whose :attr:`others` is set when the block ends.
+        """
+        self._before = _cpu_ticks()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Take the second reading: :attr:`others` is the share in between, fraction (None
+        where the system does not say).
+
+        Parameters
+        ----------
+        *exc : object
+            The block's exception, if any (it propagates).
+        """
+        self.others = _others(self._before, _cpu_ticks())
 
 
 def _contention(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
