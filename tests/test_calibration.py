@@ -124,6 +124,7 @@ def comparison() -> cal.Comparison:
     return cal.predict_vs_measure(cal.calibrate(profile), progress=False, repeats=2, min_time_s=0.0)
 
 
+@pytest.mark.slow  # seconds of solver or measurement: make test, not test-fast
 def test_the_sweep_measures_every_op_and_predicts_each():
     result = comparison()
     assert len(result.rows) == len(cal.held_out_ops(quick=True))

@@ -19,6 +19,7 @@ def profile() -> empirical.MachineProfile:
     return empirical.profile_machine(quick=True, progress=False)
 
 
+@pytest.mark.slow  # seconds of solver or measurement: make test, not test-fast
 def test_the_profile_is_a_device_like_the_catalogues():
     device = profile().device
     assert device.kind == "cpu" and set(device.dtypes) == {"fp64", "fp32"}

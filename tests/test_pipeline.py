@@ -176,6 +176,7 @@ def test_window_and_mip_bounds_never_exceed_the_optimum(case):
         assert pl.is_feasible(graph, proof.split.stages) and proof.split.bottleneck < upper
 
 
+@pytest.mark.slow  # seconds of solver or measurement: make test, not test-fast
 def test_mip_bound_closes_most_of_the_gap_on_a_random_dag():
     from perfmodel.pipeline.bounds import mip_lower_bound
     from perfmodel.pipeline.zoo import random_layered_dag

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_pipeline import dags
@@ -59,6 +60,7 @@ def test_the_covering_relaxation_sees_communication_the_work_bound_cannot():
     assert cover_probe(g, 2, 5.0, orders=[g.order]) is Verdict.OPEN
 
 
+@pytest.mark.slow  # seconds of solver or measurement: make test, not test-fast
 def test_the_mip_bound_certifies_a_random_dag_far_beyond_the_work_bound():
     from perfmodel.pipeline.bounds import mip_lower_bound
     from perfmodel.pipeline.zoo import random_layered_dag

@@ -130,6 +130,7 @@ def headline(figure) -> str:
     return text
 
 
+@pytest.mark.slow  # seconds of solver or measurement: make test, not test-fast
 def test_every_control_of_the_capstone_explorer_changes_the_headline_at_its_defaults():
     from perfmodel.widgets.capstone import capstone_view
     from perfmodel.widgets.controls import view_settings
@@ -149,6 +150,7 @@ def test_every_control_of_the_capstone_explorer_changes_the_headline_at_its_defa
             assert moved != start, f"{setting}={option!r} changes nothing"
 
 
+@pytest.mark.slow  # seconds of solver or measurement: make test, not test-fast
 def test_the_capstone_explorer_says_why_the_network_cannot_matter():
     from perfmodel.widgets.capstone import NETWORKS, capstone_view
 
