@@ -61,7 +61,7 @@ test: lint typecheck
 test-fast: $(VENV)/.installed-test
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadscope -m "not slow and not browser" tests src \
 		--ignore=tests/test_notebooks.py --ignore=tests/test_workbooks.py \
-		--ignore=tests/test_grading.py --ignore=tests/test_grading_hostile.py
+		--ignore-glob="tests/test_grading*.py"
 
 # One lecture and its workbook: `make test-lecture LECTURE=04`.
 test-lecture: $(VENV)/.installed-test
