@@ -3,6 +3,8 @@ simulator's prediction replaying the same arrivals. No assertion on wall-clock t
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -95,3 +97,10 @@ def test_a_load_test_stops_at_its_time_limit_even_between_arrivals():
     # seed 0 at 50 requests/s: 9 arrivals are due by 0.2 s, the 10th at 0.28 s.
     run = load_test(small, arrival_rate=50, requests=40, time_limit_s=0.2)
     assert 1 <= len(run.arrivals) <= 9 and sum(run.batch_sizes) == len(run.arrivals)
+
+
+def test_one_request_has_no_arrival_rate_but_everything_else():
+    # seed 0 at 50 requests/s: the first arrival is due at 0.014 s, the second at 0.034 s.
+    run = load_test(MLP(width=8, layers=1), arrival_rate=50, requests=10, time_limit_s=0.025)
+    assert len(run.arrivals) == 1 and math.isnan(run.arrival_rate)
+    assert run.throughput > 0 and run.mean_batch == 1

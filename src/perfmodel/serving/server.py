@@ -20,6 +20,7 @@ network.
 
 from __future__ import annotations
 
+import math
 import queue
 import threading
 import time
@@ -240,7 +241,11 @@ class LoadTest(LatencySummary):
 
     @property
     def arrival_rate(self) -> float:
-        """The rate the generator actually achieved (it can fall behind on a busy machine)."""
+        """The rate the generator actually achieved (it can fall behind on a busy machine),
+        requests per s: the gaps between the first and the last arrival; NaN for a single
+        request, which has no gap."""
+        if len(self.arrivals) < 2:
+            return math.nan
         return (len(self.arrivals) - 1) / float(self.arrivals[-1] - self.arrivals[0])
 
     @property
