@@ -250,7 +250,7 @@ _VIEWS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"} |
 _MATMULS = {"MatMul", "Gemm", "Einsum", "Attention", *_INTEGER_MATMULS}
 _CONVS = {"Conv", "ConvTranspose", "DeformConv", *_INTEGER_CONVS}
 #: A matmul with this many rows or fewer streams its weights: a matrix-vector kernel.
-GEMV_ROWS = 8
+GEMV_ROWS = 4
 
 #: The supported operators that compute nothing: their bytes are their cost.
 BYTES_ONLY = frozenset(_MOVEMENT | _FREE | {"Cast", "CastLike", "Identity", "Dropout"})
