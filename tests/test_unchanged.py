@@ -64,3 +64,22 @@ def test_a_file_run_in_part_or_failing_is_not_recorded(project):
     project.runpytest_inprocess().assert_outcomes(passed=3)
     (project.path / "src" / "pkg.py").write_text("VALUE = 2\n")
     project.runpytest_inprocess().assert_outcomes(passed=1, failed=2)  # not the old record
+
+
+def test_a_test_run_by_its_id_does_not_record_its_file(project):
+    project.runpytest_inprocess("tests/test_grading_demo.py::test_one").assert_outcomes(passed=1)
+    assert not record(project).exists()
+
+
+def test_an_input_edited_while_the_tests_run_is_not_recorded(project):
+    editor = """
+
+def test_edits():
+    import pathlib
+
+    source = pathlib.Path("src/pkg.py")
+    source.write_text(source.read_text() + "# saved while the tests ran")
+"""
+    (project.path / "tests" / "test_grading_demo.py").write_text(GRADING + editor)
+    project.runpytest_inprocess().assert_outcomes(passed=4)
+    assert not record(project).exists()  # the key at the end is not the key the run began with
