@@ -12,7 +12,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from perfmodel import capstone, ops
-from perfmodel.capstone.onnx_costs import Tensor, price
+from perfmodel.capstone.onnx_costs import NoRule, Tensor, price
 
 
 def model_of(nodes, inputs, output, output_shape, initializers=(), elem=TensorProto.FLOAT):
@@ -245,3 +245,46 @@ def test_a_size_that_depends_on_data_names_the_node_and_its_unknown_dimension():
     ) as raised:
         capstone.import_onnx(model)
     assert "shapes=" not in str(raised.value)  # fixed input sizes would not help
+
+
+def test_new_input_sizes_replace_the_shapes_a_saved_model_carries():
+    model = onnx.shape_inference.infer_shapes(capstone.builders.mlp(batch=1, widths=(8, 16, 4)))
+    assert len(model.graph.value_info) > 0  # saved with the batch-1 shapes, as onnxsim does
+    at_32 = capstone.import_onnx(model, shapes={"input": (32, 8)})
+    fresh = capstone.import_onnx(capstone.builders.mlp(batch=32, widths=(8, 16, 4)))
+    assert at_32.flops == fresh.flops and at_32.activation_bytes == fresh.activation_bytes
+
+
+def test_a_declared_size_below_one_is_named_at_the_input():
+    model = model_of([helper.make_node("Relu", ["x"], ["y"])], [("x", (0, 4))], "y", [0, 4])
+    with pytest.raises(ValueError, match=r"input 'x' declares a size below 1 \(\[0, 4\]\)"):
+        capstone.import_onnx(model)
+
+
+def test_packed_and_complex_types_count_their_real_bytes():
+    assert Tensor((1000,), TensorProto.FLOAT8E4M3FN).nbytes == 1000
+    assert Tensor((1000,), TensorProto.INT4).nbytes == 500
+    assert Tensor((1000,), TensorProto.COMPLEX64).nbytes == 8000
+    with pytest.raises(NoRule, match="element type 8"):  # a string has no width to price
+        _ = Tensor((3,), TensorProto.STRING).nbytes
+
+
+def test_a_mask_made_from_a_shape_writes_it_and_a_select_adds_nothing():
+    mask = helper.make_node("ConstantOfShape", ["s"], ["m"])
+    shapes = {"s": Tensor((2,), TensorProto.INT64), "m": Tensor((64, 64), TensorProto.FLOAT)}
+    assert price(mask, shapes, set()).cost.bytes_written == 64 * 64 * 4
+    where = helper.make_node("Where", ["c", "a", "b"], ["y"])
+    x = Tensor((10, 10), TensorProto.FLOAT)
+    shapes = {"c": Tensor((10, 10), TensorProto.BOOL), "a": x, "b": x, "y": x}
+    assert price(where, shapes, set()).cost.flops == 100
+
+
+def test_topk_reads_k_on_its_axis_and_a_recurrent_layer_without_b_adds_no_bias():
+    topk = helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=0)
+    shapes = {"x": Tensor((100, 4), 1), "k": Tensor((1,), 7), "v": Tensor((7, 4), 1),
+              "i": Tensor((7, 4), 7)}  # fmt: skip
+    assert price(topk, shapes, set()).cost.flops == 400 * 3
+    rnn = helper.make_node("RNN", ["x", "w", "r"], ["y"], hidden_size=4)
+    shapes = {"x": Tensor((3, 1, 2), 1), "w": Tensor((1, 4, 2), 1), "r": Tensor((1, 4, 4), 1),
+              "y": Tensor((3, 1, 1, 4), 1)}  # fmt: skip
+    assert price(rnn, shapes, {"w", "r"}).cost.flops == 3 * (2 * 4 * (2 + 4) + 4)

@@ -544,7 +544,7 @@ def probes(kinds: Iterable[str] = KERNEL_KINDS) -> list[Probe]:
     if "recurrent" in chosen:
         steps = 10
         for batch, hidden in ((1, 64), (1, 256), (4, 96), (16, 512)):
-            per_step = batch * (2 * 4 * hidden * 2 * hidden + 8 * hidden + 9 * hidden)
+            per_step = batch * (2 * 4 * hidden * 2 * hidden + 9 * hidden)  # no bias input
             k = _length(per_step * steps, rate=5e9)
             w = [_weight(f"w{i}", (1, 4 * hidden, hidden), i) for i in range(k)]
             r = [_weight(f"r{i}", (1, 4 * hidden, hidden), 100 + i) for i in range(k)]

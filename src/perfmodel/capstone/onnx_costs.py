@@ -16,8 +16,8 @@ Examples
 >>> shapes = {"x": Tensor((5, 2, 4), 1), "w": Tensor((1, 32, 4), 1),
 ...           "r": Tensor((1, 32, 8), 1), "y": Tensor((5, 1, 2, 8), 1)}
 >>> priced = price(node, shapes, weights={"w", "r"})
->>> priced.op_class, priced.steps, priced.cost.flops  # 5 steps x 2 rows x (2·32·12 + 64 + 72)
-('recurrent', 5, 9040)
+>>> priced.op_class, priced.steps, priced.cost.flops  # 5 steps x 2 rows x (2·32·12 + 72), no B
+('recurrent', 5, 8400)
 """
 
 from __future__ import annotations
@@ -191,6 +191,7 @@ _MOVEMENT = {
     "SplitToSequence",
     "Unique",
     "NonMaxSuppression",
+    "NonZero",  # reads its input, writes the indices of the non-zeros
 }
 #: Made from nothing but their attributes or an input's shape: they write, read nothing.
 _GENERATED = {
@@ -205,8 +206,11 @@ _GENERATED = {
     "HammingWindow",
     "HannWindow",
     "MelWeightMatrix",
+    "ConstantOfShape",  # a causal mask, a buffer of zeros: written in full
+    "Range",
 }
-_FREE = {"Shape", "Size", "Constant", "ConstantOfShape", "Range", "NonZero"}
+#: Cost nothing at run time: a shape read, a constant already in memory.
+_FREE = {"Shape", "Size", "Constant"}
 _SOFTMAX = {"Softmax", "LogSoftmax", "Hardmax"}
 #: Gates per step (the ONNX spec's W holds gates x hidden rows), and elementwise FLOPs per
 #: hidden unit per step besides the two biases: LSTM 3 sigmoids, 2 tanh, 3 multiplies and an
@@ -256,7 +260,10 @@ GEMV_ROWS = 4
 BYTES_ONLY = frozenset(_MOVEMENT | _FREE | {"Cast", "CastLike", "Identity", "Dropout"})
 
 _DTYPES = {1: "fp32", 10: "fp16", 16: "bf16", 11: "fp64", 3: "int8"}  # ONNX elem type: ours
-_WIDTHS = {1: 4, 10: 2, 16: 2, 11: 8, 2: 1, 3: 1, 4: 2, 5: 2, 6: 4, 7: 8, 9: 1, 12: 4, 13: 8}
+#: Bits per element of each ONNX element type (complex types hold two floats; the float8 and
+#: 4-bit types of opsets 19-23 are packed).
+_BITS = {1: 32, 2: 8, 3: 8, 4: 16, 5: 16, 6: 32, 7: 64, 9: 8, 10: 16, 11: 64, 12: 32, 13: 64,
+         14: 64, 15: 128, 16: 16, 17: 8, 18: 8, 19: 8, 20: 8, 21: 4, 22: 4, 23: 4}  # fmt: skip
 
 
 class NoRule(Exception):
@@ -286,13 +293,20 @@ class Tensor:
 
     @property
     def width(self) -> int:
-        """Bytes per element, B (4 for a type of unknown width)."""
-        return _WIDTHS.get(self.elem_type, 4)
+        """Bytes per element, B, at least 1 (a 4-bit type rounds up; see :attr:`nbytes`)."""
+        return max(1, self._bits // 8)
+
+    @property
+    def _bits(self) -> int:
+        bits = _BITS.get(self.elem_type)
+        if bits is None:  # strings, or a type newer than the table: no width to price
+            raise NoRule(f"a tensor of ONNX element type {self.elem_type}")
+        return bits
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the whole tensor, B."""
-        return self.elements * self.width
+        """Bytes of the whole tensor as stored, packed types included, B."""
+        return math.ceil(self.elements * self._bits / 8)
 
     @property
     def dtype(self) -> str | int:
@@ -499,8 +513,9 @@ def _price(node: Any, tensors: dict[str, Tensor], weights: set[str]) -> tuple[op
         return cost, "elementwise", "exp" if op in _TRANSCENDENTAL else "vector"
     if op in _BINARY:
         broadcast = any(t.elements < out.elements for t in inputs)
+        combined = 1 if op == "Where" else max(1, len(inputs) - 1)  # Where picks, adds nothing
         cost = ops.Cost(
-            flops=out.elements * max(1, len(inputs) - 1),
+            flops=out.elements * combined,
             bytes_read=sum(t.nbytes for t in inputs),
             bytes_written=out.nbytes,
             dtype=_named(outputs),
@@ -604,7 +619,9 @@ def _recurrent(
     layout = int(attrs.get("layout", 0))
     steps, batch = (x.shape[1], x.shape[0]) if layout else (x.shape[0], x.shape[1])
     width_in = x.shape[2]
-    per_row = 2 * gates * hidden * (width_in + hidden) + 2 * gates * hidden + elementwise * hidden
+    biased = len(node.input) > 3 and bool(node.input[3])  # B is optional
+    per_row = 2 * gates * hidden * (width_in + hidden) + 2 * gates * hidden * biased
+    per_row += elementwise * hidden
     if node.op_type == "LSTM" and len(node.input) > 7 and node.input[7]:
         per_row += 6 * hidden  # peepholes: a multiply and an add on three gates
     flops = per_row * batch * steps * directions
@@ -678,7 +695,8 @@ def _price_more(
             "vector",
         )
     if op == "TopK":  # a heap of k kept while each element passes: log2(k) comparisons
-        k = max(1, out.shape[-1] if out.shape else 1)
+        axis = int(attrs.get("axis", -1))
+        k = max(1, out.shape[axis] if out.shape else 1)
         x = inputs[0]
         flops = x.elements * max(1, math.ceil(math.log2(k + 1)))
         return (

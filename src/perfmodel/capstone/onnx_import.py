@@ -257,6 +257,16 @@ def _fix_inputs(model: Any, shapes: Mapping[str, Sequence[int]] | None) -> Any:
                 f"shapes={{{value.name!r}: (...)}} with the sizes to price, as an export "
                 f"with dynamic axes leaves them open."
             )
+        elif any(d.dim_value <= 0 for d in dims):
+            raise ValueError(
+                f"input {value.name!r} declares a size below 1 "
+                f"({[d.dim_value for d in dims]}); pass shapes={{{value.name!r}: (...)}} with "
+                f"the sizes to price."
+            )
+    if given:  # shapes saved with the model were inferred from the old input sizes
+        del copy.graph.value_info[:]
+        for value in copy.graph.output:
+            value.type.tensor_type.ClearField("shape")
     return copy
 
 
