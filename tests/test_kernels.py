@@ -149,7 +149,8 @@ def test_the_cache_keeps_the_better_measurement(tmp_path, monkeypatch):
     monkeypatch.setattr(kernels, "fingerprint", lambda threads=None: "this-machine")
     fresh = []
     monkeypatch.setattr(kernels, "measure_kernels", lambda **kw: fresh.pop(0))
-    quiet, busy, quieter = rates(others=0.1), rates(others=0.7), rates(others=0.02)
+    every = {kind: Curve(kind, "B", ((1.0, 1.0), (2.0, 2.0))) for kind in KERNEL_KINDS}
+    quiet, busy, quieter = (rates(curves=every, others=x) for x in (0.1, 0.7, 0.02))
     fresh.append(quiet)
     assert kernels.cached_kernels(progress=False) == quiet
     assert kernels.cached_kernels(progress=False) == quiet  # kept: nothing measured
@@ -160,6 +161,35 @@ def test_the_cache_keeps_the_better_measurement(tmp_path, monkeypatch):
     assert kernels.cached_kernels(refresh=True, progress=False) == quieter
     assert kernels.cached_kernels(progress=False) == quieter
     assert list((tmp_path / "kernels").iterdir()) == [tmp_path / "kernels" / "this-machine.json"]
+
+
+def test_a_kept_file_this_version_cannot_read_is_measured_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("PERFMODEL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(kernels, "fingerprint", lambda threads=None: "this-machine")
+    every = {kind: Curve(kind, "B", ((1.0, 1.0), (2.0, 2.0))) for kind in KERNEL_KINDS}
+    fresh = rates(curves=every)
+    monkeypatch.setattr(kernels, "measure_kernels", lambda **kw: fresh)
+    kept = tmp_path / "kernels" / "this-machine.json"
+    kept.parent.mkdir()
+    for junk in ("{not json", '{"curves": {}}', rates().to_json()):  # the last lacks kinds
+        kept.write_text(junk)
+        with pytest.warns(UserWarning, match="measuring again"):
+            assert kernels.cached_kernels(progress=False) == fresh
+
+
+def test_a_curve_and_rates_refuse_what_no_measurement_gives():
+    with pytest.raises(ValueError, match="must hold a probe"):
+        Curve("gemm", "FLOP", ())
+    with pytest.raises(ValueError, match="strictly increasing work"):
+        Curve("gemm", "FLOP", ((2.0, 1.0), (1.0, 2.0)))
+    with pytest.raises(ValueError, match="time"):
+        Curve("gemm", "FLOP", ((1.0, 0.0),))
+    with pytest.raises(ValueError, match="`work`"):
+        curve([(1.0, 1.0)]).time(float("nan"))
+    with pytest.raises(TypeError, match="`work`"):
+        curve([(1.0, 1.0)]).time("5")
+    with pytest.raises(ValueError, match="`others`"):
+        rates(others=float("nan"))
 
 
 def test_the_fingerprint_is_stable_and_names_the_threads():

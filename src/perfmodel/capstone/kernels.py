@@ -46,7 +46,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from perfmodel._validate import count, flag
+from perfmodel._validate import count, flag, fraction, non_negative, positive
 from perfmodel.capstone.onnx_costs import KERNEL_KINDS
 from perfmodel.capstone.onnx_import import ImportedModel, Node
 
@@ -63,6 +63,8 @@ __all__ = [
     "reference_model",
 ]
 
+#: The version of the kept rates' file: a new one measures again.
+FORMAT = 1
 #: The kinds timed by their FLOPs; every other kind is timed by its bytes.
 COMPUTE_KINDS = ("gemm", "gemv", "conv", "conv 1x1", "depthwise", "recurrent")
 #: One-element Adds in the chain that measures the engine's cost per node, count.
@@ -127,6 +129,19 @@ class Curve:
     spreads: tuple[float, ...] = ()
     others: float = 0.0
 
+    def __post_init__(self) -> None:
+        if not self.points:
+            raise ValueError(f"`points` of the {self.kind!r} curve must hold a probe (got none).")
+        works = [positive("points' work", w) for w, _ in self.points]
+        for _, seconds in self.points:
+            positive("points' time", seconds)
+        if any(b <= a for a, b in zip(works, works[1:], strict=False)):
+            raise ValueError(
+                f"`points` of the {self.kind!r} curve must have strictly increasing work "
+                f"(got {works})."
+            )
+        fraction("others", self.others, allow_zero=True)
+
     @property
     def noisy(self) -> bool:
         """True when most of the kind's probes spread more than :data:`NOISY_SPREAD`."""
@@ -147,6 +162,7 @@ class Curve:
             time (a node never costs less than the smallest one measured), above the largest
             in proportion to the work, s.
         """
+        work = non_negative("work", work)
         works = [w for w, _ in self.points]
         times = [t for _, t in self.points]
         if work <= works[0]:
@@ -209,6 +225,13 @@ class KernelRates:
     others: float = 0.0
     overhead_s: float = 0.0
     reference_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        positive("start_s", self.start_s)
+        non_negative("overhead_s", self.overhead_s)
+        non_negative("reference_s", self.reference_s)
+        fraction("others", self.others, allow_zero=True)  # NaN is no share: refused
+        count("threads", self.threads)
 
     @property
     def noisy_kinds(self) -> tuple[str, ...]:
@@ -883,6 +906,8 @@ def fingerprint(threads: int | None = None) -> str:
         platform.machine(),
         f"onnxruntime {ort.__version__}",
         f"numpy {np.__version__}",
+        f"rates format {FORMAT}",
+        *(f"{p.kind} {p.label} {p.nodes}" for p in probes()),  # new probes: measure again
     ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
@@ -929,7 +954,7 @@ def cached_kernels(
     refresh = flag("refresh", refresh)
     key = fingerprint(threads)
     path = _cache_folder() / f"{key}.json"
-    kept = KernelRates.from_json(path.read_text()) if path.exists() else None
+    kept = _read_kept(path)
     if kept is not None and not refresh:
         return kept
     fresh = measure_kernels(threads=threads, progress=progress)
@@ -941,13 +966,35 @@ def cached_kernels(
             stacklevel=2,
         )
         return kept
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(f".{os.getpid()}")
-    partial.write_text(fresh.to_json())
-    partial.replace(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}")
+        partial.write_text(fresh.to_json())
+        partial.replace(path)
+    except OSError as error:
+        warnings.warn(f"could not keep the kernel rates in {path} ({error}).", stacklevel=2)
     return fresh
 
 
-def _rank(rates: KernelRates) -> tuple[bool, float]:
-    """Lower is better: an untrusted measurement after any trusted one, then by load."""
-    return (not rates.trusted, rates.others)
+def _read_kept(path: Path) -> KernelRates | None:
+    """The rates kept at ``path``, or None (and a warning) when the file is not rates this
+    version wrote or measures: they are measured again."""
+    if not path.exists():
+        return None
+    try:
+        kept = KernelRates.from_json(path.read_text())
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        warnings.warn(f"{path} holds no kernel rates this version reads ({error!r}): "
+                      f"measuring again.", stacklevel=3)  # fmt: skip
+        return None
+    missing = set(KERNEL_KINDS) - set(kept.curves)
+    if missing:
+        warnings.warn(f"{path} lacks the {sorted(missing)} kernels: measuring again.", stacklevel=3)
+        return None
+    return kept
+
+
+def _rank(rates: KernelRates) -> tuple[bool, int, float]:
+    """Lower is better: an untrusted measurement after any trusted one, then the one with
+    fewer noisy kinds, then the one taken with less load."""
+    return (not rates.trusted, len(rates.noisy_kinds), rates.others)

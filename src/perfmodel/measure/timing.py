@@ -321,8 +321,9 @@ def _scheduler_ns() -> tuple[int, int] | None:
 
 def _cpu_ticks() -> tuple[int, int, int] | None:
     """Clock ticks so far: the busy and total CPU time of the cores this process may run on
-    (their ``cpuN`` lines in ``/proc/stat``; steal counts as busy) and this process's own
-    (``/proc/self/stat``); None where the system does not say."""
+    (their ``cpuN`` lines in ``/proc/stat``; steal counts as busy) and this process's own,
+    with its children's once reaped (``/proc/self/stat``); None where the system does not
+    say."""
     try:
         mine_cpus = {f"cpu{n}" for n in os.sched_getaffinity(0)}
         busy = total = 0
@@ -338,7 +339,8 @@ def _cpu_ticks() -> tuple[int, int, int] | None:
             mine = own.read().rsplit(")", 1)[1].split()
     except (OSError, ValueError, IndexError, AttributeError):
         return None
-    return (busy, total, int(mine[11]) + int(mine[12])) if total else None  # utime + stime
+    own = sum(int(mine[i]) for i in (11, 12, 13, 14))  # utime, stime, and reaped children's
+    return (busy, total, own) if total else None
 
 
 #: Ticks of other programs' time forgiven in every window: the kernel counts CPU time in
