@@ -215,6 +215,9 @@ def test_a_real_measurement_orders_its_probes_by_work():
         (lambda: capstone.run_zoo("fast"), TypeError, "`rates` must be KernelRates"),
         (lambda: capstone.zoo_model("AlexNet"), ValueError, "`name`"),
         (lambda: capstone.zoo_model("MLP", batch=0), ValueError, "`batch`"),
+        (lambda: capstone.run_zoo(rates(), batches=8), TypeError, "`batches` must be a sequence"),
+        (lambda: capstone.run_zoo(rates(), names="MLP"), TypeError, "`names` must be a sequence"),
+        (lambda: capstone.run_zoo(rates(), names=[]), ValueError, "one value at least"),
     ],
 )
 def test_bad_input_is_named(call, error, message):

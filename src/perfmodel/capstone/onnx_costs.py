@@ -631,7 +631,7 @@ def _recurrent(
         bytes_written=sum(t.nbytes for t in outputs),
         dtype=_named(inputs),
     )
-    return cost, steps
+    return cost, max(1, steps)  # a sequence of no steps still runs the node once
 
 
 def _conv_transpose(x: Tensor, w: Tensor, out: Tensor, attrs: dict[str, Any]) -> ops.Cost:

@@ -189,8 +189,17 @@ def run_zoo(
 
     if not isinstance(rates, KernelRates):
         raise TypeError(f"`rates` must be KernelRates (got {type(rates).__name__}).")
+    for argument, given in (("names", names), ("batches", batches)):
+        if isinstance(given, (str, int)) or (given is not None and not hasattr(given, "__iter__")):
+            raise TypeError(
+                f"`{argument}` must be a sequence (got {type(given).__name__} {given!r}): "
+                f"wrap one value in a list."
+            )
     chosen = list(ZOO) if names is None else [choice("names", n, tuple(ZOO)) for n in names]
     batches = [count("batches", b) for b in batches]
+    if not chosen or not batches:
+        raise ValueError(f"`names` and `batches` must each hold one value at least "
+                         f"(got {chosen} and {batches}).")  # fmt: skip
     runs, repeats = count("runs", runs), count("repeats", repeats)
     work = [(name, batch) for name in chosen for batch in batches]
     loop: Iterable[tuple[str, int]] = work

@@ -339,8 +339,8 @@ def _cpu_ticks() -> tuple[int, int, int] | None:
             mine = own.read().rsplit(")", 1)[1].split()
     except (OSError, ValueError, IndexError, AttributeError):
         return None
-    own = sum(int(mine[i]) for i in (11, 12, 13, 14))  # utime, stime, and reaped children's
-    return (busy, total, own) if total else None
+    ticks = sum(int(mine[i]) for i in (11, 12, 13, 14))  # utime, stime, and reaped children's
+    return (busy, total, ticks) if total else None
 
 
 #: Ticks of other programs' time forgiven in every window: the kernel counts CPU time in
