@@ -57,6 +57,8 @@ def test_the_inference_table_spans_models_and_gpus():
     # every language model row says its sequence length; no image model row has one
     for run in runs:
         assert (run.sequence is not None) == run.model.startswith("BERT"), run.name
+        # and says it in its name: BERT-base ran at 128 tokens in FP16, at 384 in INT8
+        assert run.sequence is None or f", {run.sequence} tokens, " in run.name, run.name
 
 
 def test_the_roofline_is_a_ceiling_for_eager_pytorch_and_fusion_beats_it():
@@ -81,8 +83,8 @@ def test_a_small_batch_is_slower_than_its_roofline():
     """At batch 1 every kernel's launch weighs: the same TensorRT engine that beats the
     roofline at batch 128 falls short of it at batch 1."""
     rows = {row.run.name: row for row in capstone.predict_published(PUBLISHED_INFERENCE)}
-    assert rows["BERT-base, A100, TensorRT FP16, batch 1"].ratio > 1 + MISS
-    assert rows["BERT-base, A100, TensorRT FP16, batch 128"].ratio < 1 - MISS
+    assert rows["BERT-base, 128 tokens, A100 40GB, TensorRT FP16, batch 1"].ratio > 1 + MISS
+    assert rows["BERT-base, 128 tokens, A100 40GB, TensorRT FP16, batch 128"].ratio < 1 - MISS
 
 
 def test_each_run_is_priced_as_it_ran():
@@ -95,7 +97,10 @@ def test_each_run_is_priced_as_it_ran():
     assert large.flops > 3 * base.flops
     assert published._model("BERT-base", 1, 128).flops < 0.4 * base.flops
     rows = {row.run.name: row for row in capstone.predict_published(PUBLISHED_INFERENCE[2:4])}
-    fp16, int8 = (rows[f"BERT-large, A100, TensorRT {p}, batch 128"] for p in ("FP16", "INT8"))
+    fp16, int8 = (
+        rows[f"BERT-large, 384 tokens, A100 40GB, TensorRT {p}, batch 128"]
+        for p in ("FP16", "INT8")
+    )
     # (the integer token ids are not retyped, hence not exactly 2)
     assert int8.predicted_samples_per_s == pytest.approx(2 * fp16.predicted_samples_per_s, rel=1e-4)
 

@@ -253,7 +253,7 @@ PUBLISHED = (
 #: (NVIDIA's README for each benchmark: "we run the computations in INT8 precision").
 PUBLISHED_INFERENCE = (
     PublishedRun(
-        "BERT-large, V100, FP32, batch 4", "V100 SXM2", "fp32", False, 1, 4, 37.64,
+        "BERT-large, 384 tokens, V100, FP32, batch 4", "V100 SXM2", "fp32", False, 1, 4, 37.64,
         DLE_BERT, "BERT-large", 384,
         "PyTorch, pytorch:19.07-py3 NGC container; SQuAD v1.1 fine-tuned model, run_squad.sh; "
         "DGX-1 with V100 16GB (same peaks and bandwidth as the catalogue's 32 GB card)",
@@ -262,7 +262,8 @@ PUBLISHED_INFERENCE = (
         "softmax and layer norms run as separate eager kernels below full bandwidth.",
     ),
     PublishedRun(
-        "BERT-large, V100, mixed precision, batch 4", "V100 SXM2", "fp16", False, 1, 4, 119.76,
+        "BERT-large, 384 tokens, V100, mixed precision, batch 4",
+        "V100 SXM2", "fp16", False, 1, 4, 119.76,
         DLE_BERT, "BERT-large", 384,
         "PyTorch with APEX AMP, pytorch:19.07-py3 NGC container; SQuAD v1.1 fine-tuned model, "
         "run_squad.sh; DGX-1 with V100 16GB",
@@ -273,7 +274,8 @@ PUBLISHED_INFERENCE = (
         "Tensor Cores' peak.",
     ),
     PublishedRun(
-        "BERT-large, A100, TensorRT FP16, batch 128", "A100 SXM4 40GB", "fp16", False, 1, 128,
+        "BERT-large, 384 tokens, A100 40GB, TensorRT FP16, batch 128",
+        "A100 SXM4 40GB", "fp16", False, 1, 128,
         128 / 0.16267, TRT_BERT, "BERT-large", 384,
         "TensorRT 8.5.1, CUDA 11.6, scripts/inference_benchmark.sh; 128 sequences over the "
         "average latency 162.67 ms; NVIDIA A100 (40G), form factor not stated",
@@ -281,7 +283,8 @@ PUBLISHED_INFERENCE = (
         why=_FUSED,
     ),
     PublishedRun(
-        "BERT-large, A100, TensorRT INT8, batch 128", "A100 SXM4 40GB", "int8", False, 1, 128,
+        "BERT-large, 384 tokens, A100 40GB, TensorRT INT8, batch 128",
+        "A100 SXM4 40GB", "int8", False, 1, 128,
         128 / 0.08904, TRT_BERT, "BERT-large", 384,
         "TensorRT 8.5.1 INT8 with FP16 where INT8 is not supported; 128 sequences over the "
         "average latency 89.04 ms; NVIDIA A100 (40G)",
@@ -289,7 +292,8 @@ PUBLISHED_INFERENCE = (
         why=_FUSED,
     ),
     PublishedRun(
-        "BERT-base, A100, TensorRT FP16, batch 128", "A100 SXM4 40GB", "fp16", False, 1, 128,
+        "BERT-base, 128 tokens, A100 40GB, TensorRT FP16, batch 128",
+        "A100 SXM4 40GB", "fp16", False, 1, 128,
         128 / 0.01591, TRT_BERT, "BERT-base", 128,
         "TensorRT 8.5.1, FP16; 128 sequences over the average latency 15.91 ms; NVIDIA A100 "
         "(40G)",
@@ -297,7 +301,8 @@ PUBLISHED_INFERENCE = (
         why=_FUSED,
     ),
     PublishedRun(
-        "BERT-base, A100, TensorRT INT8, batch 128", "A100 SXM4 40GB", "int8", False, 1, 128,
+        "BERT-base, 384 tokens, A100 40GB, TensorRT INT8, batch 128",
+        "A100 SXM4 40GB", "int8", False, 1, 128,
         128 / 0.02953, TRT_BERT, "BERT-base", 384,
         "TensorRT 8.5.1, INT8 with FP16 where INT8 is not supported; 128 sequences over the "
         "average latency 29.53 ms; NVIDIA A100 (40G)",
@@ -305,7 +310,8 @@ PUBLISHED_INFERENCE = (
         why=_FUSED,
     ),
     PublishedRun(
-        "BERT-base, A100, TensorRT FP16, batch 1", "A100 SXM4 40GB", "fp16", False, 1, 1,
+        "BERT-base, 128 tokens, A100 40GB, TensorRT FP16, batch 1",
+        "A100 SXM4 40GB", "fp16", False, 1, 1,
         1 / 0.00064, TRT_BERT, "BERT-base", 128,
         "TensorRT 8.5.1, FP16; one sequence over the average latency 0.64 ms; NVIDIA A100 (40G)",
         engine="TensorRT",
@@ -363,7 +369,8 @@ PUBLISHED_INFERENCE = (
         why=_FUSED_CONV,
     ),
     PublishedRun(
-        "BERT-large, H100, MLPerf Offline, INT8", "H100 SXM", "int8", False, 1, 256, 9102.26,
+        "BERT-large, 384 tokens, H100, MLPerf Offline, INT8",
+        "H100 SXM", "int8", False, 1, 256, 9102.26,
         MLPERF_31, "BERT-large", 384,
         "TensorRT, MLPerf harness, benchmark bert-99 (SQuAD v1.1, at most 384 tokens), system "
         "DGX-H100_H100-SXM-80GBx1_TRT; " + _MLPERF_BATCH,
@@ -371,7 +378,8 @@ PUBLISHED_INFERENCE = (
         why=_FUSED + _PADDING,
     ),
     PublishedRun(
-        "BERT-large, L4, MLPerf Offline, INT8", "L4", "int8", False, 1, 256, 1028.95, MLPERF_31,
+        "BERT-large, 384 tokens, L4, MLPerf Offline, INT8",
+        "L4", "int8", False, 1, 256, 1028.95, MLPERF_31,
         "BERT-large", 384,
         "TensorRT 9.0.0, CUDA 12.2, MLPerf harness, benchmark bert-99 (SQuAD v1.1, at most "
         "384 tokens), system L4x1_TRT; " + _MLPERF_BATCH,
