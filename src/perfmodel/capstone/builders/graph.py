@@ -119,6 +119,42 @@ class GraphBuilder:
         self.initializers.append(numpy_helper.from_array(values, name))
         return name
 
+    def conv_bn(self, x: str, name: str, c_in: int, c_out: int, k: int, *, stride: int = 1,
+                groups: int = 1) -> str:  # fmt: skip
+        """A square convolution without bias, then batch norm as its own node (an eval-mode
+        export), padded to keep the size at stride 1.
+
+        Parameters
+        ----------
+        x : str
+            The input tensor.
+        name : str
+            The convolution's name; the batch norm is ``name_bn``.
+        c_in, c_out : int
+            Input and output channels, count.
+        k : int
+            The window's side, count of pixels.
+        stride : int
+            The stride, count of pixels.
+        groups : int
+            Channel groups (``c_in`` for a depthwise convolution), count.
+
+        Returns
+        -------
+        str
+            The batch norm's output.
+        """
+        import numpy as np
+
+        w = self.weight(f"{name}.weight", (c_out, c_in // groups, k, k))
+        y = self.add("Conv", [x, w], name, dilations=[1, 1], group=groups, kernel_shape=[k, k],
+                     pads=[k // 2] * 4, strides=[stride, stride])  # fmt: skip
+        scale = self.weight(f"{name}_bn.scale", (c_out,), scale=1.0)
+        shift, mean = (self.weight(f"{name}_bn.{p}", (c_out,), scale=0.1) for p in ("bias", "mean"))
+        var = self.statistic(f"{name}_bn.var", np.ones(c_out, dtype=np.float32))
+        return self.add("BatchNormalization", [y, scale, shift, mean, var], f"{name}_bn",
+                        epsilon=1e-5, momentum=0.9)  # fmt: skip
+
     def add(self, op: str, inputs: Sequence[str], name: str, **attrs: Any) -> str:
         """A node named ``name`` whose one output is also called ``name``.
 

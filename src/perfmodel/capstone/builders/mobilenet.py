@@ -143,27 +143,7 @@ def mobilenet_v2(
     def conv_bn(
         x: str, name: str, c_in: int, c_out: int, k: int, stride: int, groups: int, relu6: bool
     ) -> str:
-        w = g.weight(f"{name}.weight", (c_out, c_in // groups, k, k))
-        y = g.add(
-            "Conv",
-            [x, w],
-            name,
-            dilations=[1, 1],
-            group=groups,
-            kernel_shape=[k, k],
-            pads=[k // 2] * 4,
-            strides=[stride, stride],
-        )
-        scale = g.weight(f"{name}_bn.scale", (c_out,), scale=1.0)
-        shift, mean = (g.weight(f"{name}_bn.{p}", (c_out,), scale=0.1) for p in ("bias", "mean"))
-        var = g.statistic(f"{name}_bn.var", np.ones(c_out, dtype=np.float32))
-        y = g.add(
-            "BatchNormalization",
-            [y, scale, shift, mean, var],
-            f"{name}_bn",
-            epsilon=1e-5,
-            momentum=0.9,
-        )
+        y = g.conv_bn(x, name, c_in, c_out, k, stride=stride, groups=groups)
         return g.add("Clip", [y, low, high], f"{name}_relu6") if relu6 else y
 
     channels = _divisible(stem * multiplier)
