@@ -582,6 +582,27 @@ def probes(kinds: Iterable[str] = KERNEL_KINDS) -> list[Probe]:
             k = _length(nbytes, rate=2e10)
             model = _chain(kind, op, (n,), k, more=["x"] if op == "Add" else ())
             found.append(Probe(kind, f"{op} of {n:,} floats", model, k, nbytes))
+    if "broadcast" in chosen:
+        # Batch norm (a scale and shift per channel) and a per-channel multiply: a second
+        # operand read once per channel, not once per element.
+        for channels, side in ((16, 14), (32, 56), (96, 56), (144, 28), (384, 14), (192, 112)):
+            shape = (1, channels, side, side)
+            elements = math.prod(shape)
+            stats = [
+                numpy_helper.from_array(np.full(channels, v, dtype=np.float32), name)
+                for name, v in (("g", 1.0), ("b", 0.0), ("m", 0.0), ("v", 1.0))
+            ]
+            nbytes = 8 * elements + 16 * channels
+            k = _length(nbytes, rate=2e10)
+            model = _chain("bn", "BatchNormalization", shape, k, more=["g", "b", "m", "v"],
+                           constants=stats)  # fmt: skip
+            found.append(Probe("broadcast", f"BatchNormalization {channels}ch {side}x{side}",
+                               model, k, nbytes))  # fmt: skip
+            per_channel = numpy_helper.from_array(np.ones((1, channels, 1, 1), np.float32), "s")
+            nbytes = 8 * elements + 4 * channels
+            model = _chain("scale", "Mul", shape, k, more=["s"], constants=[per_channel])
+            found.append(Probe("broadcast", f"Mul by a channel scale {channels}ch {side}x{side}",
+                               model, k, nbytes))  # fmt: skip
     if "normalization" in chosen:
         for rows in (1, 16, 128, 512):
             nbytes = 8 * rows * 768 + 8 * 768  # x in, y out, and the scale and shift

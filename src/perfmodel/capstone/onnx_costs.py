@@ -249,7 +249,8 @@ SUPPORTED = frozenset(
 #: (:mod:`perfmodel.capstone.kernels` measures each). The compute kinds are timed by their
 #: FLOPs, the others by their bytes.
 KERNEL_KINDS = ("gemm", "gemv", "conv", "conv 1x1", "depthwise", "recurrent", "elementwise",
-                "transcendental", "normalization", "reduction", "movement", "view")  # fmt: skip
+                "broadcast", "transcendental", "normalization", "reduction", "movement",
+                "view")  # fmt: skip
 _VIEWS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"} | _FREE
 _MATMULS = {"MatMul", "Gemm", "Einsum", "Attention", *_INTEGER_MATMULS}
 _CONVS = {"Conv", "ConvTranspose", "DeformConv", *_INTEGER_CONVS}
@@ -840,7 +841,8 @@ def kernel_kind(node: Any, tensors: dict[str, Tensor]) -> str:
     -------
     str
         ``"gemm"`` or ``"gemv"`` (a matmul with at most :data:`GEMV_ROWS` rows), ``"conv"``,
-        ``"conv 1x1"`` or ``"depthwise"``, ``"recurrent"``, ``"elementwise"``,
+        ``"conv 1x1"`` or ``"depthwise"``, ``"recurrent"``, ``"elementwise"``, ``"broadcast"``
+        (batch norm, or an elementwise op with a smaller operand stretched over the other),
         ``"transcendental"``, ``"normalization"``, ``"reduction"``, ``"movement"`` or
         ``"view"`` (a reshape that copies nothing).
 
@@ -884,4 +886,8 @@ def kernel_kind(node: Any, tensors: dict[str, Tensor]) -> str:
         return "reduction"
     if op in _TRANSCENDENTAL or op in ("SwiGLU", "DFT", "STFT"):
         return "transcendental"
+    outputs = [tensors[name] for name in node.output if name and name in tensors]
+    spread = outputs and any(0 < t.elements < outputs[0].elements for t in inputs)
+    if op == "BatchNormalization" or (op in _BINARY and spread):
+        return "broadcast"  # one operand indexed per channel or per row: another loop
     return "elementwise"
