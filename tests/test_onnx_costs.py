@@ -105,6 +105,10 @@ def test_a_recurrent_layer_is_predicted_as_steps_in_turn_not_one_big_matmul():
         ("ij->ji", [(3, 4)], (4, 3), 0),  # a transpose computes nothing
         ("ij->i", [(3, 4)], (3,), 12),  # a row sum: one add per element
         ("i,i->", [(6,), (6,)], (), 12),  # a dot product
+        # Three operands, two at a time: (ij,jk)->ik, then (ik,kl)->il, not one 4-index product.
+        ("ij,jk,kl->il", [(8, 8), (8, 8), (8, 8)], (8, 8), 2 * ops.matmul(8, 8, 8).flops),
+        ("...a,...b", [(2, 3), (2, 4)], (2, 3, 4), 24),  # implicit: the ellipsis axes are kept
+        ("...ij->...ij", [(2, 3, 4)], (2, 3, 4), 0),  # nothing summed, nothing computed
     ],
 )
 def test_einsum_counts_a_multiply_add_per_term(equation, shapes, out, flops):

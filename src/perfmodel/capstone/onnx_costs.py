@@ -573,14 +573,16 @@ def _price(node: Any, tensors: dict[str, Tensor], weights: set[str]) -> tuple[op
 
 
 def _einsum(equation: str, inputs: Sequence[Tensor], out: Tensor) -> ops.Cost:
-    """An Einsum: every index's size from the operands; a product of n operands over all
-    the indices costs n - 1 multiplies per term, and summing the indices the output lacks
-    one add per term. An ellipsis stands for the same broadcast axes in every operand."""
+    """An Einsum, contracted two operands at a time, left to right, as engines do: each step
+    multiplies one term per combination of the two operands' indices and adds the terms of
+    the indices no later operand or the output needs. A single operand only sums. An
+    ellipsis stands for the same broadcast axes in every operand (and the output keeps them)."""
     lhs, arrow, rhs = equation.replace(" ", "").partition("->")
     terms = lhs.split(",")
     if len(terms) != len(inputs):
         raise NoRule("Einsum whose equation does not name every operand")
     sizes: dict[str, int] = {}
+    indices: list[set[str]] = []
     for term, tensor in zip(terms, inputs, strict=True):
         letters = list(term.replace("...", ""))
         if "..." in term:  # the axes it covers, named by their place from the right
@@ -591,12 +593,22 @@ def _einsum(equation: str, inputs: Sequence[Tensor], out: Tensor) -> ops.Cost:
             raise NoRule("Einsum whose indices do not match its operands")
         for letter, size in zip(letters, tensor.shape, strict=True):
             sizes[letter] = max(size, sizes.get(letter, 1))
-    if not arrow:  # implicit output: the indices used once, in order, after any ellipsis
-        rhs = "".join(sorted(x for x in set(lhs) - {".", ","} if lhs.count(x) == 1))
-    kept = set(rhs) | {letter for letter in sizes if letter.isdigit() and "..." in rhs}
-    products = math.prod(sizes.values())
-    summed = bool(set(sizes) - kept)
-    flops = products * (max(1, len(inputs) - 1) if len(inputs) > 1 else 0) + products * summed
+        indices.append(set(letters))
+    ellipsis = {letter for letter in sizes if letter.isdigit()}
+    if not arrow:  # implicit output: the indices used once, and any ellipsis axes
+        kept = {x for x in set(lhs) - {".", ","} if lhs.count(x) == 1} | ellipsis
+    else:
+        kept = set(rhs) - {"."} | (ellipsis if "..." in rhs else set())
+    if len(indices) == 1:
+        flops = math.prod(sizes[x] for x in indices[0]) if indices[0] - kept else 0
+    else:
+        flops, current = 0, indices[0]
+        for step, other in enumerate(indices[1:], start=1):
+            both = current | other
+            later = set().union(*indices[step + 1 :], kept)
+            terms_here = math.prod(sizes[x] for x in both)
+            flops += terms_here * (2 if both - later else 1)
+            current = both & later
     return ops.Cost(
         flops=flops,
         bytes_read=sum(t.nbytes for t in inputs),
