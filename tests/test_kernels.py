@@ -247,4 +247,5 @@ def test_the_zoo_runs_a_model_and_reports_its_row():
     imported = capstone.import_onnx(capstone.zoo_model("MLP", 1, weights=False))
     assert row.predicted_s == pytest.approx(r.predict(imported))
     assert row.ratio == pytest.approx(row.measured_s / row.predicted_s)
-    assert row.drift > 0 and row.unsure == (row.busy or not 0.8 <= row.drift <= 1.25)
+    assert row.drift > 0
+    assert row.unsure == (row.busy or not 0.8 <= row.drift <= 1.25 or row.spread > 0.5)

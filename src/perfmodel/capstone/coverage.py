@@ -10,6 +10,11 @@ the deprecated ones) falls in one of three kinds:
   Loop, sequences, optionals, strings) or because the operator is newer than the rules. Such
   a node is priced as bytes only, flagged, and named in a warning.
 
+An operator is sorted by its type alone: a few forms of a priced one have no rule yet (a 3-D
+convolution, 1-D pooling, Attention on 3-D inputs) and are priced as bytes only and warned
+about like an unknown one. Only ONNX's default domain is read: a ``com.microsoft`` operator
+of the same name is priced as its ONNX namesake.
+
 Examples
 --------
 >>> found = coverage()

@@ -145,10 +145,12 @@ class ZooRow:
 
     @property
     def unsure(self) -> bool:
-        """True when the machine was busy or ran more than a quarter slower or faster than
-        when the rates were measured: then the gap says more about the machine than about
-        the model."""
-        return self.busy or not 0.8 <= self.drift <= 1.25
+        """True when the machine was busy, ran more than a quarter slower or faster than
+        when the rates were measured, or the runs spread more than half their median: then
+        the gap says more about the machine than about the model."""
+        from perfmodel.capstone.kernels import NOISY_SPREAD
+
+        return self.busy or not 0.8 <= self.drift <= 1.25 or self.spread > NOISY_SPREAD
 
 
 def run_zoo(
