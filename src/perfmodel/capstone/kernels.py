@@ -41,7 +41,7 @@ import os
 import platform
 import statistics
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -66,7 +66,8 @@ __all__ = [
 #: The version of the kept rates' file: a new one measures again.
 FORMAT = 1
 #: The kinds timed by their FLOPs; every other kind is timed by its bytes.
-COMPUTE_KINDS = ("gemm", "gemv", "conv", "conv 1x1", "depthwise", "recurrent")
+COMPUTE_KINDS = ("gemm", "gemv", "conv", "conv 1x1", "depthwise", "depthwise strided",
+                 "recurrent")  # fmt: skip
 #: One-element Adds in the chain that measures the engine's cost per node, count.
 TINY_NODES = 64
 #: Untimed runs of each probe before its timed ones, in each round, count.
@@ -564,6 +565,21 @@ def probes(kinds: Iterable[str] = KERNEL_KINDS) -> list[Probe]:
             )
             label = f"Conv {channels}ch {side}x{side} {window}x{window}"
             found.append(Probe(kind, label + " depthwise" * (group > 1), model, k, flops))
+    if "depthwise strided" in chosen:
+        # Stride 2 halves each side: a quarter of the work, but the input is read whole. The
+        # output cannot feed the next node, so the nodes fan out from x and one Sum joins them.
+        for channels, side, window in ((8, 14, 3), (16, 28, 3), (96, 112, 3), (144, 56, 3),
+                                       (240, 28, 5), (672, 14, 5)):  # fmt: skip
+            flops = 2 * channels * window * window * (side // 2) ** 2
+            k = _length(flops, rate=3e9)
+            w = [_weight(f"w{i}", (channels, 1, window, window), i) for i in range(k)]
+            model = _fan(
+                "Conv", (1, channels, side, side), k, (1, channels, side // 2, side // 2),
+                reads=lambda i: [f"w{i}"], initializers=w, group=channels,
+                kernel_shape=[window, window], pads=[window // 2] * 4, strides=[2, 2],
+            )  # fmt: skip
+            label = f"Conv {channels}ch {side}x{side} {window}x{window} depthwise stride 2"
+            found.append(Probe("depthwise strided", label, model, k, flops))
     if "recurrent" in chosen:
         steps = 10
         for batch, hidden in ((1, 64), (1, 256), (4, 96), (16, 512)):
@@ -680,18 +696,31 @@ def _int64(name: str, values: Sequence[int]) -> Any:
     return numpy_helper.from_array(np.array(values, dtype=np.int64), name)
 
 
-def _fan(op: str, shape: Sequence[int], nodes: int, out: Sequence[int], **attrs: Any) -> Any:
-    """``nodes`` nodes of ``op`` side by side, each reading x, whose outputs are summed by
-    one Sum node: for operators whose output cannot feed the next."""
+def _fan(
+    op: str,
+    shape: Sequence[int],
+    nodes: int,
+    out: Sequence[int],
+    *,
+    reads: Callable[[int], list[str]] | None = None,
+    initializers: Sequence[Any] = (),
+    **attrs: Any,
+) -> Any:
+    """``nodes`` nodes of ``op`` side by side, each reading x (then ``reads(i)``), whose
+    outputs are summed by one Sum node: for operators whose output cannot feed the next."""
     from onnx import TensorProto, helper
 
-    fan = [helper.make_node(op, ["x"], [f"t{i}"], name=f"n{i}", **attrs) for i in range(nodes)]
+    fan = [
+        helper.make_node(op, ["x", *(reads(i) if reads else [])], [f"t{i}"], name=f"n{i}", **attrs)
+        for i in range(nodes)
+    ]
     fan.append(helper.make_node("Sum", [f"t{i}" for i in range(nodes)], ["y"], name="sum"))
     graph = helper.make_graph(
         fan,
         "fan",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(out))],
+        list(initializers),
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8

@@ -248,7 +248,8 @@ SUPPORTED = frozenset(
 #: What kind of kernel an engine runs for a node: each kind has its own speed on a CPU
 #: (:mod:`perfmodel.capstone.kernels` measures each). The compute kinds are timed by their
 #: FLOPs, the others by their bytes.
-KERNEL_KINDS = ("gemm", "gemv", "conv", "conv 1x1", "depthwise", "recurrent", "elementwise",
+KERNEL_KINDS = ("gemm", "gemv", "conv", "conv 1x1", "depthwise", "depthwise strided",
+                "recurrent", "elementwise",
                 "broadcast", "transcendental", "normalization", "reduction", "movement",
                 "view")  # fmt: skip
 _VIEWS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"} | _FREE
@@ -853,10 +854,11 @@ def kernel_kind(node: Any, tensors: dict[str, Tensor]) -> str:
     -------
     str
         ``"gemm"`` or ``"gemv"`` (a matmul with at most :data:`GEMV_ROWS` rows), ``"conv"``,
-        ``"conv 1x1"`` or ``"depthwise"``, ``"recurrent"``, ``"elementwise"``, ``"broadcast"``
-        (batch norm, or an elementwise op with a smaller operand stretched over the other),
-        ``"transcendental"``, ``"normalization"``, ``"reduction"``, ``"movement"`` or
-        ``"view"`` (a reshape that copies nothing).
+        ``"conv 1x1"``, ``"depthwise"`` or ``"depthwise strided"`` (a quarter of the work at
+        stride 2, but not a quarter of the time), ``"recurrent"``, ``"elementwise"``,
+        ``"broadcast"`` (batch norm, or an elementwise op with a smaller operand stretched
+        over the other), ``"transcendental"``, ``"normalization"``, ``"reduction"``,
+        ``"movement"`` or ``"view"`` (a reshape that copies nothing).
 
     Examples
     --------
@@ -881,7 +883,8 @@ def kernel_kind(node: Any, tensors: dict[str, Tensor]) -> str:
         x = inputs[0]
         weight = tensors.get(node.input[_INTEGER_CONVS.get(op, (0, 1))[1]])
         if group > 1 and len(x.shape) > 1 and group == x.shape[1]:
-            return "depthwise"
+            strided = any(int(v) > 1 for v in attributes(node).get("strides", [1]))
+            return "depthwise strided" if strided else "depthwise"
         strides = attributes(node).get("strides", [1])
         if weight is not None and math.prod(weight.shape[2:]) == 1 and set(strides) == {1}:
             return "conv 1x1"
