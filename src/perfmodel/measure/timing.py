@@ -321,9 +321,8 @@ def _scheduler_ns() -> tuple[int, int] | None:
 
 def _cpu_ticks() -> tuple[int, int, int] | None:
     """Clock ticks so far: the busy and total CPU time of the cores this process may run on
-    (their ``cpuN`` lines in ``/proc/stat``; steal counts as busy) and this process's own,
-    with its children's once reaped (``/proc/self/stat``); None where the system does not
-    say."""
+    (their ``cpuN`` lines in ``/proc/stat``; steal counts as busy) and this process's own
+    (``/proc/self/stat``); None where the system does not say."""
     try:
         mine_cpus = {f"cpu{n}" for n in os.sched_getaffinity(0)}
         busy = total = 0
@@ -339,8 +338,10 @@ def _cpu_ticks() -> tuple[int, int, int] | None:
             mine = own.read().rsplit(")", 1)[1].split()
     except (OSError, ValueError, IndexError, AttributeError):
         return None
-    ticks = sum(int(mine[i]) for i in (11, 12, 13, 14))  # utime, stime, and reaped children's
-    return (busy, total, ticks) if total else None
+    # utime + stime. A child's time is left out: the kernel adds its whole life's time to its
+    # parent's only when it is reaped, which would wipe out a window's reading at once; so a
+    # child working during a window counts as another program.
+    return (busy, total, int(mine[11]) + int(mine[12])) if total else None
 
 
 #: Ticks of other programs' time forgiven in every window: the kernel counts CPU time in
