@@ -106,15 +106,7 @@ def bert(
     scale = const("attention_scale", np.array(math.sqrt(head_dim), np.float32))
 
     def layer_norm(x: str, name: str, output: str | None = None) -> str:
-        gamma, beta = (
-            g.weight(f"{name}.weight", (width,), scale=0.1),
-            g.weight(f"{name}.bias", (width,), scale=0.1),
-        )
-        return g.add("LayerNormalization", [x, gamma, beta], output or name, axis=-1, epsilon=1e-12)
-
-    def linear(x: str, name: str, fan_in: int, fan_out: int) -> str:
-        y = g.add("MatMul", [x, g.weight(f"{name}.weight", (fan_in, fan_out))], name)
-        return g.add("Add", [y, g.weight(f"{name}.bias", (fan_out,), scale=0.01)], f"{name}_bias")
+        return g.layer_norm(x, name, width, epsilon=1e-12, output=output)
 
     def table(name: str, rows: int, ids: str) -> str:
         return g.add("Gather", [g.weight(f"{name}.weight", (rows, width), scale=0.02), ids], name)
@@ -139,7 +131,7 @@ def bert(
         q, k, v = (
             g.add(
                 "Reshape",
-                [linear(x, f"{h}.attention.self.{n}", width, width), heads_shape],
+                [g.linear(x, f"{h}.attention.self.{n}", width, width), heads_shape],
                 f"{h}.attention.self.{n}_heads",
             )
             for n in ("query", "key", "value")
@@ -154,10 +146,10 @@ def bert(
         a = g.add("MatMul", [s, v], f"{h}.attention.self.context")
         a = g.add("Transpose", [a], f"{h}.attention.self.merge_t", perm=[0, 2, 1, 3])
         a = g.add("Reshape", [a, model_shape], f"{h}.attention.self.merge")
-        a = linear(a, f"{h}.attention.output.dense", width, width)
+        a = g.linear(a, f"{h}.attention.output.dense", width, width)
         x = g.add("Add", [a, x], f"{h}.attention.output.residual")
         x = layer_norm(x, f"{h}.attention.output.LayerNorm")
-        y = linear(x, f"{h}.intermediate.dense", width, ffn)
+        y = g.linear(x, f"{h}.intermediate.dense", width, ffn)
         erf = g.add("Erf", [g.add("Div", [y, root2], f"{h}.gelu_div")], f"{h}.gelu_erf")
         y = g.add(
             "Mul",
@@ -167,7 +159,7 @@ def bert(
             ],
             f"{h}.gelu",
         )
-        y = linear(y, f"{h}.output.dense", ffn, width)
+        y = g.linear(y, f"{h}.output.dense", ffn, width)
         x = g.add("Add", [y, x], f"{h}.output.residual")
         last = i == layers - 1  # the model's first output, named as an export names it
         x = layer_norm(x, f"{h}.output.LayerNorm", "last_hidden_state" if last else None)

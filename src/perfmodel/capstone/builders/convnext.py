@@ -127,9 +127,7 @@ def convnext_t(
     )
 
     def layer_norm(x: str, name: str, channels: int) -> str:
-        gamma = g.weight(f"{name}.weight", (channels,), scale=0.1)
-        beta = g.weight(f"{name}.bias", (channels,), scale=0.1)
-        return g.add("LayerNormalization", [x, gamma, beta], name, axis=-1, epsilon=1e-6)
+        return g.layer_norm(x, name, channels, epsilon=1e-6)
 
     def layer_norm_2d(x: str, name: str, channels: int) -> str:
         x = g.add("Transpose", [x], f"{name}.to_last", perm=_CHANNELS_LAST)
@@ -140,10 +138,6 @@ def convnext_t(
         w = g.weight(f"{name}.weight", (c_out, c_in, k, k))
         b = g.weight(f"{name}.bias", (c_out,), scale=0.01)
         return g.add("Conv", [x, w, b], name, kernel_shape=[k, k], strides=[stride] * 2)
-
-    def linear(x: str, name: str, fan_in: int, fan_out: int) -> str:
-        y = g.add("MatMul", [x, g.weight(f"{name}.weight", (fan_in, fan_out))], name)
-        return g.add("Add", [y, g.weight(f"{name}.bias", (fan_out,), scale=0.01)], f"{name}_bias")
 
     def gelu(x: str, name: str) -> str:
         erf = g.add("Erf", [g.add("Div", [x, root2], f"{name}_div")], f"{name}_erf")
@@ -166,8 +160,8 @@ def convnext_t(
         )
         y = g.add("Transpose", [y], f"{name}.to_last", perm=_CHANNELS_LAST)
         y = layer_norm(y, f"{name}.norm", dim)
-        y = gelu(linear(y, f"{name}.pwconv1", dim, 4 * dim), f"{name}.act")
-        y = linear(y, f"{name}.pwconv2", 4 * dim, dim)
+        y = gelu(g.linear(y, f"{name}.pwconv1", dim, 4 * dim), f"{name}.act")
+        y = g.linear(y, f"{name}.pwconv2", 4 * dim, dim)
         y = g.add("Mul", [y, g.weight(f"{name}.gamma", (dim,), scale=0.1)], f"{name}.layer_scale")
         y = g.add("Transpose", [y], f"{name}.to_first", perm=_CHANNELS_FIRST)
         return g.add("Add", [x, y], f"{name}.residual")

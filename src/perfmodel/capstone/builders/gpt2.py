@@ -86,15 +86,7 @@ def gpt2(
     scale = shape("attention_scale", np.array(1 / math.sqrt(head_dim), np.float32))
 
     def layer_norm(x: str, name: str) -> str:
-        gamma, beta = (
-            g.weight(f"{name}.weight", (width,), scale=0.1),
-            g.weight(f"{name}.bias", (width,), scale=0.1),
-        )
-        return g.add("LayerNormalization", [x, gamma, beta], name, axis=-1, epsilon=1e-5)
-
-    def linear(x: str, name: str, fan_in: int, fan_out: int) -> str:
-        y = g.add("MatMul", [x, g.weight(f"{name}.weight", (fan_in, fan_out))], name)
-        return g.add("Add", [y, g.weight(f"{name}.bias", (fan_out,), scale=0.01)], f"{name}_bias")
+        return g.layer_norm(x, name, width, epsilon=1e-5)
 
     wte = g.weight("wte", (vocab, width), scale=0.02)
     x = g.add("Gather", [wte, "input_ids"], "token_embedding")
@@ -105,7 +97,7 @@ def gpt2(
     for i in range(layers):
         h = f"h{i}"
         y = layer_norm(x, f"{h}.ln_1")
-        qkv = linear(y, f"{h}.attn.c_attn", width, 3 * width)
+        qkv = g.linear(y, f"{h}.attn.c_attn", width, 3 * width)
         q, k, v = g.add_many("Split", [qkv], f"{h}.attn.split", 3, axis=-1)
         q, k, v = (
             g.add("Reshape", [t, heads_shape], f"{h}.attn.{n}_heads")
@@ -121,9 +113,9 @@ def gpt2(
         a = g.add("MatMul", [s, v], f"{h}.attn.context")
         a = g.add("Transpose", [a], f"{h}.attn.merge_t", perm=[0, 2, 1, 3])
         a = g.add("Reshape", [a, model_shape], f"{h}.attn.merge")
-        x = g.add("Add", [x, linear(a, f"{h}.attn.c_proj", width, width)], f"{h}.residual_1")
+        x = g.add("Add", [x, g.linear(a, f"{h}.attn.c_proj", width, width)], f"{h}.residual_1")
         y = layer_norm(x, f"{h}.ln_2")
-        y = linear(y, f"{h}.mlp.c_fc", width, 4 * width)
+        y = g.linear(y, f"{h}.mlp.c_fc", width, 4 * width)
         erf = g.add("Erf", [g.add("Div", [y, root2], f"{h}.mlp.gelu_div")], f"{h}.mlp.gelu_erf")
         y = g.add(
             "Mul",
@@ -133,7 +125,7 @@ def gpt2(
             ],
             f"{h}.mlp.gelu",
         )
-        y = linear(y, f"{h}.mlp.c_proj", 4 * width, width)
+        y = g.linear(y, f"{h}.mlp.c_proj", 4 * width, width)
         x = g.add("Add", [x, y], f"{h}.residual_2")
     x = layer_norm(x, "ln_f")
     x = g.add("Reshape", [x, rows_shape], "ln_f_rows")

@@ -155,6 +155,55 @@ class GraphBuilder:
         return self.add("BatchNormalization", [y, scale, shift, mean, var], f"{name}_bn",
                         epsilon=1e-5, momentum=0.9)  # fmt: skip
 
+    def linear(self, x: str, name: str, fan_in: int, fan_out: int) -> str:
+        """A linear layer as an export writes it: MatMul by ``name.weight``, then Add of
+        ``name.bias`` (node ``name_bias``).
+
+        Parameters
+        ----------
+        x : str
+            The input tensor, ``fan_in`` wide on its last axis.
+        name : str
+            The MatMul's name, and its weights' prefix.
+        fan_in, fan_out : int
+            The weight's rows and columns, count.
+
+        Returns
+        -------
+        str
+            The Add's output.
+        """
+        y = self.add("MatMul", [x, self.weight(f"{name}.weight", (fan_in, fan_out))], name)
+        bias = self.weight(f"{name}.bias", (fan_out,), scale=0.01)
+        return self.add("Add", [y, bias], f"{name}_bias")
+
+    def layer_norm(self, x: str, name: str, width: int, *, epsilon: float,
+                   output: str | None = None) -> str:  # fmt: skip
+        """LayerNormalization over the last axis with ``name.weight`` and ``name.bias``.
+
+        Parameters
+        ----------
+        x : str
+            The input tensor.
+        name : str
+            The weights' prefix, and the node's name.
+        width : int
+            The last axis's size, count.
+        epsilon : float
+            Added to the variance, dimensionless (1e-5 in GPT-2, 1e-6 in ViT, 1e-12 in BERT).
+        output : str, optional
+            The output's name (default ``name``).
+
+        Returns
+        -------
+        str
+            The output.
+        """
+        gamma = self.weight(f"{name}.weight", (width,), scale=0.1)
+        beta = self.weight(f"{name}.bias", (width,), scale=0.1)
+        return self.add("LayerNormalization", [x, gamma, beta], output or name, axis=-1,
+                        epsilon=epsilon)  # fmt: skip
+
     def add(self, op: str, inputs: Sequence[str], name: str, **attrs: Any) -> str:
         """A node named ``name`` whose one output is also called ``name``.
 

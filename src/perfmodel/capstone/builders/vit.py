@@ -121,13 +121,7 @@ def vit(
     scale = shape("attention_scale", np.array(1 / math.sqrt(head_dim), np.float32))
 
     def layer_norm(x: str, name: str) -> str:
-        gamma = g.weight(f"{name}.weight", (width,), scale=0.1)
-        beta = g.weight(f"{name}.bias", (width,), scale=0.1)
-        return g.add("LayerNormalization", [x, gamma, beta], name, axis=-1, epsilon=1e-6)
-
-    def linear(x: str, name: str, fan_in: int, fan_out: int) -> str:
-        y = g.add("MatMul", [x, g.weight(f"{name}.weight", (fan_in, fan_out))], name)
-        return g.add("Add", [y, g.weight(f"{name}.bias", (fan_out,), scale=0.01)], f"{name}_bias")
+        return g.layer_norm(x, name, width, epsilon=1e-6)
 
     def gelu(x: str, name: str) -> str:
         erf = g.add("Erf", [g.add("Div", [x, root2], f"{name}_div")], f"{name}_erf")
@@ -138,7 +132,7 @@ def vit(
         )
 
     def attention(x: str, name: str) -> str:
-        qkv = linear(x, f"{name}.in_proj", width, 3 * width)
+        qkv = g.linear(x, f"{name}.in_proj", width, 3 * width)
         q, k, v = g.add_many("Split", [qkv], f"{name}.split", 3, axis=-1)
         q, k, v = (
             g.add("Reshape", [t, heads_shape], f"{name}.{n}_heads")
@@ -152,7 +146,7 @@ def vit(
         a = g.add("MatMul", [s, v], f"{name}.context")
         a = g.add("Transpose", [a], f"{name}.merge_t", perm=[0, 2, 1, 3])
         a = g.add("Reshape", [a, model_shape], f"{name}.merge")
-        return linear(a, f"{name}.out_proj", width, width)
+        return g.linear(a, f"{name}.out_proj", width, width)
 
     w = g.weight("conv_proj.weight", (width, 3, patch, patch))
     b = g.weight("conv_proj.bias", (width,), scale=0.01)
@@ -173,9 +167,9 @@ def vit(
         name = f"encoder.layers.encoder_layer_{i}"
         y = attention(layer_norm(x, f"{name}.ln_1"), f"{name}.self_attention")
         x = g.add("Add", [x, y], f"{name}.residual_1")
-        y = linear(layer_norm(x, f"{name}.ln_2"), f"{name}.mlp.0", width, mlp_width)
+        y = g.linear(layer_norm(x, f"{name}.ln_2"), f"{name}.mlp.0", width, mlp_width)
         y = gelu(y, f"{name}.mlp.1")
-        x = g.add("Add", [x, linear(y, f"{name}.mlp.3", mlp_width, width)], f"{name}.residual_2")
+        x = g.add("Add", [x, g.linear(y, f"{name}.mlp.3", mlp_width, width)], f"{name}.residual_2")
     x = layer_norm(x, "encoder.ln")
     x = g.add("Gather", [x, zero], "class_row", axis=1)
     head_w = g.weight("heads.head.weight", (classes, width))
