@@ -41,6 +41,7 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 __all__ = [
+    "BUS_ALGORITHMS",
     "DTYPES",
     "DTYPE_BYTES",
     "KINDS",
@@ -71,6 +72,9 @@ DTYPES = tuple(DTYPE_BYTES)
 KINDS = ("gpu", "tpu", "cpu", "other")
 #: ``ici``: a TPU's inter-chip interconnect; ``dcn``: the data-centre network between pods.
 LINK_KINDS = ("pcie", "nvlink", "infiniband", "ethernet", "ici", "dcn", "other")
+#: Collective algorithms a link's measured bus bandwidth may be given for (NCCL's names:
+#: ``NCCL_ALGO=Ring``, ``Tree``, ``NVLS``, ``NVLSTree``).
+BUS_ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree")
 
 
 def dtype_bytes(dtype: str | int) -> int:
@@ -423,6 +427,13 @@ class Link:
         Where the figures come from (a datasheet URL).
     notes : str, optional
         Anything a reader needs to interpret the figures.
+    measured_busbw : mapping of str to float, optional
+        The bus bandwidth (nccl-tests' *busbw*) published runs reached per collective
+        algorithm (:data:`BUS_ALGORITHMS`) at large messages, B/s: what "achievable" means
+        for a link, beside the nameplate, as ``measured_flops`` is for a device. Needs
+        ``measured_source``; a ring's is at most the line rate.
+    measured_source : str, optional
+        Where the measured figures come from: title, author, date and address of each.
     """
 
     name: str
@@ -431,6 +442,8 @@ class Link:
     latency: float
     source: str
     notes: str = ""
+    measured_busbw: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    measured_source: str = ""
 
     def __post_init__(self) -> None:
         set_ = functools.partial(object.__setattr__, self)
@@ -440,6 +453,24 @@ class Link:
         set_("bandwidth", _positive(owner, "bandwidth", self.bandwidth))
         set_("latency", _field(owner, non_negative, "latency", self.latency))
         set_("source", _source(owner, self.source))
+        if not isinstance(self.measured_busbw, Mapping):
+            raise TypeError(
+                f"{owner}: `measured_busbw` must be a table of algorithm -> B/s "
+                f"(got {type(self.measured_busbw).__name__})."
+            )
+        measured = {}
+        for algorithm, rate in self.measured_busbw.items():
+            _field(owner, choice, "measured_busbw", algorithm, BUS_ALGORITHMS)
+            measured[algorithm] = _positive(owner, f"measured_busbw[{algorithm!r}]", rate)
+        if measured.get("ring", 0.0) > self.bandwidth:
+            raise ValueError(
+                f"{owner}: `measured_busbw['ring']` must be at most the line rate "
+                f"{self.bandwidth:g} B/s (got {measured['ring']:g}): a ring's busbw is the "
+                f"speed each link ran at."
+            )
+        set_("measured_busbw", MappingProxyType(measured))
+        if measured and not str(self.measured_source).strip():
+            raise ValueError(f"{owner}: measured bus bandwidths need a `measured_source`.")
 
 
 @runtime_checkable
@@ -503,7 +534,7 @@ _DEVICE_KEYS = {
     "memory_capacity", "power_w", "year", "source", "notes", "memory_levels",
 }  # fmt: skip
 _DEVICE_REQUIRED = ("name", "kind", "memory_bandwidth", "source")
-_LINK_KEYS = {"name", "kind", "bandwidth", "latency", "source", "notes"}
+_LINK_KEYS = {"name", "kind", "bandwidth", "latency", "source", "notes", "measured"}
 _LINK_REQUIRED = ("name", "kind", "bandwidth", "latency", "source")
 
 
@@ -564,7 +595,16 @@ def _device_from_toml(raw: object) -> Device:
 
 
 def _link_from_toml(raw: object) -> Link:
-    return Link(**_entry(raw, "link", _LINK_KEYS, _LINK_REQUIRED))
+    entry = _entry(raw, "link", _LINK_KEYS, _LINK_REQUIRED)
+    measured = entry.pop("measured", None)
+    if measured is not None:
+        if not isinstance(measured, dict) or not set(measured) <= {"busbw", "source"}:
+            raise ValueError(
+                f"link {entry['name']!r}: `measured` must be a table of busbw and source."
+            )
+        entry["measured_busbw"] = measured.get("busbw", {})
+        entry["measured_source"] = measured.get("source", "")
+    return Link(**entry)
 
 
 @dataclass(frozen=True, slots=True)

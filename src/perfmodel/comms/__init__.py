@@ -2,16 +2,20 @@
 
 This package's top level is its public face, what lecture 09 and a learner need:
 
-* the alpha-beta model of a link: :func:`as_link` takes a catalogue name, a
-  :class:`perfmodel.hardware.Link`, or anything with ``bandwidth`` and ``latency``;
+* the alpha-beta model of a link, at its nameplate or at the bus bandwidth published runs
+  reached (``ceiling="measured"``, the default where the catalogue has one):
+  :func:`as_link` takes a catalogue name, a :class:`perfmodel.hardware.Link`, or anything
+  with ``bandwidth`` and ``latency``;
 * collectives priced on it: :func:`allreduce_time` (ring or tree),
-  :func:`reduce_scatter_time`, :func:`allgather_time`, :func:`broadcast_time`,
+  NVLS, :func:`reduce_scatter_time`, :func:`allgather_time`, :func:`broadcast_time`,
   :func:`alltoall_time`, :func:`parameter_server_time`,
-  :func:`hierarchical_allreduce_time` (NVLink inside a node, a network between nodes),
+  :func:`hierarchical_allreduce_time` (NVLink inside a node, a network between nodes,
+  pipelined as NCCL runs it or end to end),
   and :func:`terms`, the latency count and byte factor behind each;
 * nccl-tests' conventions: :func:`algorithm_bandwidth`, :func:`bus_bandwidth`,
   :func:`bus_factor`;
-* :class:`Axis`: a ring or line of a torus, collectives counted hop by hop;
+* :class:`Axis`: a ring or line of a torus, or a switch, collectives counted hop by hop,
+  and :func:`over_axes`, one collective over several axes at once;
 * :func:`fit_alpha_beta`: a link's latency and bandwidth from measured times.
 
 :mod:`perfmodel.comms.bench` measures MPI collectives on this machine or a cluster
@@ -19,13 +23,14 @@ This package's top level is its public face, what lecture 09 and a learner need:
 
 >>> from perfmodel import comms
 >>> round(comms.allreduce_time(2e9, 8, "NVLink 4") * 1e3, 2)   # 2 GB of gradients, ms
-7.79
+9.47
 """
 
 from __future__ import annotations
 
 from perfmodel.comms.collectives import (
     ALGORITHMS,
+    CEILINGS,
     COLLECTIVES,
     LinkModel,
     Terms,
@@ -45,10 +50,11 @@ from perfmodel.comms.collectives import (
     terms,
 )
 from perfmodel.comms.fit import AlphaBetaFit, fit_alpha_beta
-from perfmodel.comms.topology import Axis
+from perfmodel.comms.topology import Axis, over_axes
 
 __all__ = [
     "ALGORITHMS",
+    "CEILINGS",
     "COLLECTIVES",
     "AlphaBetaFit",
     "Axis",
@@ -65,6 +71,7 @@ __all__ = [
     "collective_time",
     "fit_alpha_beta",
     "hierarchical_allreduce_time",
+    "over_axes",
     "parameter_server_time",
     "point_to_point_time",
     "reduce_scatter_time",

@@ -11,12 +11,27 @@ collective (algorithm)         latencies             bytes / B
 =============================  ====================  ====================
 all-reduce (ring)              2(p-1)                2(p-1)/p · n
 all-reduce (tree)              2⌈log2 p⌉             2⌈log2 p⌉ · n
+all-reduce (NVLS)              2                     (p+1)/p · n
 reduce-scatter (ring)          p-1                   (p-1)/p · n
 all-gather (ring)              p-1                   (p-1)/p · n
 broadcast (tree)               ⌈log2 p⌉              ⌈log2 p⌉ · n
 broadcast (scatter+allgather)  ⌈log2 p⌉ + p-1        2(p-1)/p · n
 all-to-all (pairwise)          p-1                   (p-1)/p · n
 =============================  ====================  ====================
+
+NVLS is NVLink SHARP: the NVSwitch adds the buffers itself. Each GPU sends its whole
+buffer into the switch (every rank's slice is pulled through it once) and its reduced slice
+back out to be multicast, and receives the same, ``(p+1)/p · n`` each way; Sylvain Jeaugey
+gives this relation in NVIDIA/nccl-tests pull request 239 (2024): "algobw = busbw · n/(n+1)".
+
+**Nameplate or measured.** A link's nameplate is its line rate; what NCCL reaches is less
+(protocol overhead), and for NVLS it is set by the switch's reduction rate, not the wire. A
+catalogue link can carry the *busbw* published runs reached per algorithm
+(:attr:`perfmodel.hardware.Link.measured_busbw`, with its sources); every function here
+takes ``ceiling="measured"`` (the default: that busbw where the link has one for the
+algorithm, the nameplate otherwise) or ``ceiling="nameplate"``. A measured busbw prices the
+bytes as nccl-tests defines it, ``bus_factor · n / busbw``, whatever the algorithm moves on
+the wire; one measured on eight GPUs is assumed to hold for other rank counts.
 
 A link is a :data:`perfmodel.hardware.LinkLike`: a catalogue name, a
 :class:`perfmodel.hardware.Link`, or any object with ``bandwidth`` (B/s, one direction) and
@@ -29,6 +44,10 @@ Examples
 >>> link = Link(name="toy", kind="other", bandwidth=1e9, latency=1e-6, source="a toy")
 >>> allreduce_time(1e9, 4, link)     # 2·3/4 · 1 s + 6 µs
 1.500006
+>>> nameplate = allreduce_time(2**30, 8, "NVLink 4", ceiling="nameplate")
+>>> measured = allreduce_time(2**30, 8, "NVLink 4")    # the busbw NCCL's ring reaches
+>>> [round(bus_bandwidth(2**30 / t, 8) / 1e9) for t in (nameplate, measured)]
+[448, 369]
 >>> bus_bandwidth(1e9 / 1.5, 4)      # nccl-tests' busbw: the link's own 1 GB/s
 1000000000.0
 """
@@ -36,16 +55,19 @@ Examples
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from perfmodel._validate import choice, count, describe, non_negative, positive
+from perfmodel._validate import choice, count, describe, flag, non_negative, positive
 
 if TYPE_CHECKING:
     from perfmodel.hardware import LinkLike
 
 __all__ = [
     "ALGORITHMS",
+    "CEILINGS",
     "COLLECTIVES",
     "LinkModel",
     "Terms",
@@ -67,13 +89,17 @@ __all__ = [
 
 #: The collectives, with the algorithms each may use (the first is the default).
 ALGORITHMS: dict[str, tuple[str, ...]] = {
-    "allreduce": ("ring", "tree"),
+    "allreduce": ("ring", "tree", "nvls"),
     "reduce_scatter": ("ring",),
     "allgather": ("ring",),
     "broadcast": ("tree", "scatter_allgather"),
     "alltoall": ("pairwise",),
 }
 COLLECTIVES = tuple(ALGORITHMS)
+#: What a link's bandwidth is taken to be: what published runs reached, or the line rate.
+CEILINGS = ("measured", "nameplate")
+#: NCCL's chunk of a pipelined collective: its default ``NCCL_BUFFSIZE``, 4 MiB.
+NCCL_CHUNK_BYTES = 4 * 2**20
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,11 +114,36 @@ class LinkModel:
         Seconds per message, s.
     name : str
         What the numbers came from (a catalogue link's name, say).
+    kind : str
+        The link's kind (:data:`perfmodel.hardware.LINK_KINDS`); ``"other"`` when unknown.
+    measured_busbw : mapping of str to float
+        The busbw published runs reached per algorithm, B/s (empty when none).
     """
 
     bandwidth: float
     latency: float
     name: str = "link"
+    kind: str = "other"
+    measured_busbw: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+
+    def ceiling(self, algorithm: str, ceiling: str = "measured") -> float | None:
+        """The measured busbw to price ``algorithm`` at, or None to use the nameplate.
+
+        Parameters
+        ----------
+        algorithm : str
+            The collective's algorithm (``"ring"``, ``"nvls"``, ...).
+        ceiling : {"measured", "nameplate"}
+            Which ceiling was asked for.
+
+        Returns
+        -------
+        float or None
+            The busbw, B/s, when ``ceiling`` is ``"measured"`` and the link has one for
+            ``algorithm``; None otherwise.
+        """
+        ceiling = choice("ceiling", ceiling, CEILINGS)
+        return self.measured_busbw.get(algorithm) if ceiling == "measured" else None
 
     def time(self, nbytes: float) -> float:
         """One message's time: ``latency + nbytes / bandwidth``.
@@ -157,10 +208,15 @@ def as_link(link: LinkLike, *, argument: str = "link") -> LinkModel:
             f"`{argument}` must be a catalogue link name or an object with `bandwidth` and "
             f"`latency` (got {type(given).__name__} {describe(given)})."
         )
+    measured = getattr(given, "measured_busbw", None)
     return LinkModel(
         bandwidth=positive(f"{argument}.bandwidth", given.bandwidth),
         latency=non_negative(f"{argument}.latency", given.latency),
         name=str(getattr(given, "name", argument)),
+        kind=str(getattr(given, "kind", "other")),
+        measured_busbw=MappingProxyType(dict(measured))
+        if isinstance(measured, Mapping)
+        else MappingProxyType({}),
     )
 
 
@@ -224,6 +280,8 @@ def terms(collective: str, p: int, algorithm: str | None = None) -> Terms:
     Terms(latencies=14, byte_factor=1.75)
     >>> terms("allreduce", 8, "tree")
     Terms(latencies=6, byte_factor=6)
+    >>> terms("allreduce", 8, "nvls")
+    Terms(latencies=2, byte_factor=1.125)
     """
     collective = choice("collective", collective, COLLECTIVES)
     p = count("p", p)
@@ -234,6 +292,8 @@ def terms(collective: str, p: int, algorithm: str | None = None) -> Terms:
     steps, share = p - 1, (p - 1) / p
     depth = _log2_ceil(p)
     if collective == "allreduce":
+        if algorithm == "nvls":
+            return Terms(2, (p + 1) / p)
         return Terms(2 * steps, 2 * share) if algorithm == "ring" else Terms(2 * depth, 2 * depth)
     if collective == "broadcast":
         if algorithm == "tree":
@@ -243,7 +303,13 @@ def terms(collective: str, p: int, algorithm: str | None = None) -> Terms:
 
 
 def collective_time(
-    collective: str, nbytes: float, p: int, link: LinkLike, *, algorithm: str | None = None
+    collective: str,
+    nbytes: float,
+    p: int,
+    link: LinkLike,
+    *,
+    algorithm: str | None = None,
+    ceiling: str = "measured",
 ) -> float:
     """The time of ``collective`` over ``p`` ranks, each holding ``nbytes``, on ``link``.
 
@@ -259,14 +325,30 @@ def collective_time(
         The link between ranks (see :func:`as_link`).
     algorithm : str, optional
         One of :data:`ALGORITHMS` for that collective; its first by default.
+    ceiling : {"measured", "nameplate"}
+        Price the bytes at the busbw published runs reached with this algorithm, where the
+        link has one (``bus_factor · n / busbw``), or at the line rate.
 
     Returns
     -------
     float
         Seconds, s.
+
+    Examples
+    --------
+    >>> ring = collective_time("allreduce", 2**30, 8, "NVLink 4")
+    >>> nvls = collective_time("allreduce", 2**30, 8, "NVLink 4", algorithm="nvls")
+    >>> round(ring / nvls, 2)   # NVLink SHARP, as published: 480 GB/s busbw against 370
+    1.3
     """
     nbytes = non_negative("nbytes", nbytes)
-    return terms(collective, p, algorithm).time(nbytes, as_link(link))
+    cost = terms(collective, p, algorithm)
+    model = as_link(link)
+    chosen = ALGORITHMS[collective][0] if algorithm is None else algorithm
+    busbw = model.ceiling(chosen, ceiling)
+    if busbw is None:
+        return cost.time(nbytes, model)
+    return cost.latencies * model.latency + bus_factor(collective, p) * nbytes / busbw
 
 
 def point_to_point_time(nbytes: float, link: LinkLike) -> float:
@@ -292,7 +374,9 @@ def point_to_point_time(nbytes: float, link: LinkLike) -> float:
     return as_link(link).time(nbytes)
 
 
-def allreduce_time(nbytes: float, p: int, link: LinkLike, *, algorithm: str = "ring") -> float:
+def allreduce_time(
+    nbytes: float, p: int, link: LinkLike, *, algorithm: str = "ring", ceiling: str = "measured"
+) -> float:
     """The time to all-reduce a buffer of ``nbytes`` over ``p`` ranks.
 
     Ring: ``2(p-1)/p · n/B + 2(p-1)·α`` (a reduce-scatter then an all-gather; bandwidth-
@@ -307,8 +391,11 @@ def allreduce_time(nbytes: float, p: int, link: LinkLike, *, algorithm: str = "r
         Ranks taking part, count.
     link : str, hardware.Link or hardware.LinkSpec
         The link between ranks (see :func:`as_link`).
-    algorithm : {"ring", "tree"}
-        Which algorithm.
+    algorithm : {"ring", "tree", "nvls"}
+        Which algorithm; NVLS (NVLink SHARP) reduces inside an NVSwitch.
+    ceiling : {"measured", "nameplate"}
+        The link's published busbw for the algorithm where it has one, or its line rate
+        (see :func:`collective_time`).
 
     Returns
     -------
@@ -317,13 +404,17 @@ def allreduce_time(nbytes: float, p: int, link: LinkLike, *, algorithm: str = "r
 
     Examples
     --------
-    >>> round(allreduce_time(1e9, 8, "NVLink 4") * 1e3, 3)   # 1 GB over 8 H100s, ms
+    >>> round(allreduce_time(1e9, 8, "NVLink 4", ceiling="nameplate") * 1e3, 3)   # 1 GB, ms
     3.903
+    >>> round(allreduce_time(1e9, 8, "NVLink 4") * 1e3, 3)   # at the busbw NCCL reaches
+    4.744
     """
-    return collective_time("allreduce", nbytes, p, link, algorithm=algorithm)
+    return collective_time("allreduce", nbytes, p, link, algorithm=algorithm, ceiling=ceiling)
 
 
-def reduce_scatter_time(nbytes: float, p: int, link: LinkLike) -> float:
+def reduce_scatter_time(
+    nbytes: float, p: int, link: LinkLike, *, ceiling: str = "measured"
+) -> float:
     """The time to reduce-scatter ``nbytes``: ring, ``(p-1)/p · n/B + (p-1)·α``.
 
     Parameters
@@ -335,15 +426,19 @@ def reduce_scatter_time(nbytes: float, p: int, link: LinkLike) -> float:
     link : str, hardware.Link or hardware.LinkSpec
         The link between ranks (see :func:`as_link`).
 
+    ceiling : {"measured", "nameplate"}
+        The link's published busbw for the algorithm where it has one, or its line rate
+        (see :func:`collective_time`).
+
     Returns
     -------
     float
         Seconds, s.
     """
-    return collective_time("reduce_scatter", nbytes, p, link)
+    return collective_time("reduce_scatter", nbytes, p, link, ceiling=ceiling)
 
 
-def allgather_time(nbytes: float, p: int, link: LinkLike) -> float:
+def allgather_time(nbytes: float, p: int, link: LinkLike, *, ceiling: str = "measured") -> float:
     """The time to all-gather an output of ``nbytes``: ring, ``(p-1)/p · n/B + (p-1)·α``.
 
     Parameters
@@ -355,15 +450,21 @@ def allgather_time(nbytes: float, p: int, link: LinkLike) -> float:
     link : str, hardware.Link or hardware.LinkSpec
         The link between ranks (see :func:`as_link`).
 
+    ceiling : {"measured", "nameplate"}
+        The link's published busbw for the algorithm where it has one, or its line rate
+        (see :func:`collective_time`).
+
     Returns
     -------
     float
         Seconds, s.
     """
-    return collective_time("allgather", nbytes, p, link)
+    return collective_time("allgather", nbytes, p, link, ceiling=ceiling)
 
 
-def broadcast_time(nbytes: float, p: int, link: LinkLike, *, algorithm: str = "tree") -> float:
+def broadcast_time(
+    nbytes: float, p: int, link: LinkLike, *, algorithm: str = "tree", ceiling: str = "measured"
+) -> float:
     """The time to broadcast ``nbytes`` from one rank to the others.
 
     A binomial tree takes ``⌈log2 p⌉(α + n/B)``; for long messages a scatter then an
@@ -380,15 +481,19 @@ def broadcast_time(nbytes: float, p: int, link: LinkLike, *, algorithm: str = "t
     algorithm : {"tree", "scatter_allgather"}
         Which algorithm.
 
+    ceiling : {"measured", "nameplate"}
+        The link's published busbw for the algorithm where it has one, or its line rate
+        (see :func:`collective_time`).
+
     Returns
     -------
     float
         Seconds, s.
     """
-    return collective_time("broadcast", nbytes, p, link, algorithm=algorithm)
+    return collective_time("broadcast", nbytes, p, link, algorithm=algorithm, ceiling=ceiling)
 
 
-def alltoall_time(nbytes: float, p: int, link: LinkLike) -> float:
+def alltoall_time(nbytes: float, p: int, link: LinkLike, *, ceiling: str = "measured") -> float:
     """The time of an all-to-all: pairwise exchange, ``(p-1)/p · n/B + (p-1)·α``.
 
     Parameters
@@ -400,12 +505,16 @@ def alltoall_time(nbytes: float, p: int, link: LinkLike) -> float:
     link : str, hardware.Link or hardware.LinkSpec
         The link between ranks (see :func:`as_link`).
 
+    ceiling : {"measured", "nameplate"}
+        The link's published busbw for the algorithm where it has one, or its line rate
+        (see :func:`collective_time`).
+
     Returns
     -------
     float
         Seconds, s.
     """
-    return collective_time("alltoall", nbytes, p, link)
+    return collective_time("alltoall", nbytes, p, link, ceiling=ceiling)
 
 
 def parameter_server_time(
@@ -451,7 +560,15 @@ def parameter_server_time(
 
 
 def hierarchical_allreduce_time(
-    nbytes: float, gpus_per_node: int, nodes: int, intra: LinkLike, inter: LinkLike
+    nbytes: float,
+    gpus_per_node: int,
+    nodes: int,
+    intra: LinkLike,
+    inter: LinkLike,
+    *,
+    pipelined: bool = True,
+    chunk_bytes: float = NCCL_CHUNK_BYTES,
+    ceiling: str = "measured",
 ) -> float:
     """The time to all-reduce ``nbytes`` over ``nodes`` nodes of ``gpus_per_node`` GPUs each.
 
@@ -460,6 +577,13 @@ def hierarchical_allreduce_time(
     own network port (``inter``: one NIC per GPU, as in NVIDIA's DGX and HGX nodes), then a
     ring all-gather inside the node. Each network port carries ``1/gpus_per_node`` of the
     buffer, where a flat ring that treated every hop as a network hop would push all of it.
+
+    Run one after another, the phases add up. NCCL does not wait: it cuts the buffer into
+    chunks and pipelines them, so the node's links (both NVLink phases) and its network
+    ports work at once, and the busier of the two sets the pace; the other adds its share
+    of one chunk, filling the pipeline at the start and draining it at the end:
+    ``max(A, C) + min(A, C) / k`` for ``k`` chunks, with ``A`` the NVLink phases and ``C``
+    the network's. One chunk is the phases end to end.
 
     Parameters
     ----------
@@ -473,6 +597,13 @@ def hierarchical_allreduce_time(
         The link between GPUs inside a node (see :func:`as_link`).
     inter : str, hardware.Link or hardware.LinkSpec
         Each GPU's own port to the network between nodes.
+    pipelined : bool
+        Overlap the phases chunk by chunk (True, as NCCL does) or run them end to end.
+    chunk_bytes : float
+        Each pipelined chunk, B (NCCL's default buffer, 4 MiB).
+    ceiling : {"measured", "nameplate"}
+        Each link's published ring busbw where it has one, or its line rate (see
+        :func:`collective_time`).
 
     Returns
     -------
@@ -481,17 +612,28 @@ def hierarchical_allreduce_time(
 
     Examples
     --------
-    >>> flat = allreduce_time(1e9, 64, "InfiniBand NDR")
-    >>> tiered = hierarchical_allreduce_time(1e9, 8, 8, "NVLink 4", "InfiniBand NDR")
+    >>> flat = allreduce_time(1e9, 64, "InfiniBand NDR", ceiling="nameplate")
+    >>> tiered = hierarchical_allreduce_time(1e9, 8, 8, "NVLink 4", "InfiniBand NDR",
+    ...                                      pipelined=False, ceiling="nameplate")
     >>> round(flat / tiered, 1)
     4.8
+    >>> piped = hierarchical_allreduce_time(2**30, 8, 16, "NVLink 4", "InfiniBand NDR")
+    >>> round(bus_bandwidth(2**30 / piped, 128) / 1e9)   # published runs: about 380 GB/s
+    395
     """
     nbytes = non_negative("nbytes", nbytes)
     gpus, nodes = count("gpus_per_node", gpus_per_node), count("nodes", nodes)
+    pipelined = flag("pipelined", pipelined)
+    chunk = positive("chunk_bytes", chunk_bytes)
     local, network = as_link(intra, argument="intra"), as_link(inter, argument="inter")
-    inside = terms("reduce_scatter", gpus).time(nbytes, local)
-    across = terms("allreduce", nodes).time(nbytes / gpus, network)
-    return inside + across + terms("allgather", gpus).time(nbytes, local)
+    inside = collective_time(
+        "reduce_scatter", nbytes, gpus, local, ceiling=ceiling
+    ) + collective_time("allgather", nbytes, gpus, local, ceiling=ceiling)
+    across = collective_time("allreduce", nbytes / gpus, nodes, network, ceiling=ceiling)
+    if not pipelined:
+        return inside + across
+    chunks = max(1, math.ceil(nbytes / chunk))
+    return max(inside, across) + min(inside, across) / chunks
 
 
 def algorithm_bandwidth(nbytes: float, seconds: float) -> float:
