@@ -77,20 +77,32 @@ class Axis:
         True when each device has one port into a switch (NVSwitch, a network fabric)
         rather than its own link to each neighbour: a ring then runs one way round,
         ``p-1`` hops, as NCCL's does.
+    ceiling : {"measured", "nameplate"}
+        Each hop at the ring busbw published runs reached on the link, where it has one
+        (:attr:`perfmodel.hardware.Link.measured_busbw`), or at its line rate.
     """
 
     size: int
     link: LinkModel
     wraparound: bool
     switched: bool
+    bandwidth: float
 
     def __init__(
-        self, size: int, link: LinkLike, *, wraparound: bool = True, switched: bool = False
+        self,
+        size: int,
+        link: LinkLike,
+        *,
+        wraparound: bool = True,
+        switched: bool = False,
+        ceiling: str = "measured",
     ) -> None:
+        model = as_link(link)
         object.__setattr__(self, "size", count("size", size))
-        object.__setattr__(self, "link", as_link(link))
+        object.__setattr__(self, "link", model)
         object.__setattr__(self, "wraparound", flag("wraparound", wraparound))
         object.__setattr__(self, "switched", flag("switched", switched))
+        object.__setattr__(self, "bandwidth", model.ceiling("ring", ceiling) or model.bandwidth)
 
     @property
     def directions(self) -> int:
@@ -116,7 +128,7 @@ class Axis:
         return 2 * one_way if collective == "allreduce" else one_way
 
     def transfer_time(self, collective: str, nbytes: float) -> float:
-        """The bandwidth part of :meth:`time`: ``hops · (n/p) / B``.
+        """The bandwidth part of :meth:`time`: ``hops · (n/p) / B``, ``B`` :attr:`bandwidth`.
 
         Parameters
         ----------
@@ -131,7 +143,7 @@ class Axis:
             Seconds, s.
         """
         nbytes = non_negative("nbytes", nbytes)
-        return self.hops(collective) * nbytes / self.size / self.link.bandwidth
+        return self.hops(collective) * nbytes / self.size / self.bandwidth
 
     def time(self, collective: str, nbytes: float, *, combine: str = "sum") -> float:
         """The time of ``collective`` along the axis: ``hops · (α + (n/p)/B)``.

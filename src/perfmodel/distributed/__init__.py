@@ -12,7 +12,9 @@ This package's top level is its public face, what lecture 09 and a learner need:
 * :func:`sharded_bytes`, :func:`tensor_parallel_bytes`, :func:`pipeline_bytes`: what
   each strategy sends; :func:`critical_tokens` and :func:`critical_width`: where it hides;
   :func:`sync_or_async`: cost against staleness;
-* :class:`Mesh` and :func:`sharded_matmul`: shardings in the JAX scaling book's notation;
+* :class:`Mesh`, :meth:`Mesh.shard` and :func:`sharded_matmul`: shardings in the JAX
+  scaling book's notation, every collective priced on the mesh's own axes (torus rings,
+  lines or switches), one axis or several at once; :func:`fsdp_tensor_critical_tokens`;
 * the multi-node roofline: :func:`network_ridge`, :func:`attainable_flops`,
   :func:`split_minibatch` (Coates' two-node table), :func:`data_parallel_network_intensity`.
 
@@ -37,6 +39,7 @@ from perfmodel.distributed.memory import (
 from perfmodel.distributed.mesh import (
     Collective,
     Mesh,
+    ShardedArray,
     ShardedMatmul,
     parse_sharding,
     sharded_matmul,
@@ -52,6 +55,7 @@ from perfmodel.distributed.strategies import (
     SyncOrAsync,
     critical_tokens,
     critical_width,
+    fsdp_tensor_critical_tokens,
     pipeline_bytes,
     sharded_bytes,
     sync_or_async,
@@ -74,6 +78,7 @@ __all__ = [
     "DataParallelStep",
     "Mesh",
     "PublishedRun",
+    "ShardedArray",
     "ShardedMatmul",
     "SyncOrAsync",
     "TrainingMemory",
@@ -84,6 +89,7 @@ __all__ = [
     "critical_width",
     "data_parallel_network_intensity",
     "data_parallel_step",
+    "fsdp_tensor_critical_tokens",
     "mfu",
     "network_ridge",
     "parse_sharding",

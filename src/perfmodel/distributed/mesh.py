@@ -32,13 +32,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from perfmodel._validate import count, text
+from perfmodel._validate import choice, count, flag, text
 
 if TYPE_CHECKING:
-    from perfmodel.comms import LinkModel
+    from perfmodel.comms import Axis, LinkModel
     from perfmodel.hardware import LinkLike
 
-__all__ = ["Collective", "Mesh", "ShardedMatmul", "parse_sharding", "sharded_matmul"]
+__all__ = [
+    "Collective",
+    "Mesh",
+    "ShardedArray",
+    "ShardedMatmul",
+    "parse_sharding",
+    "sharded_matmul",
+]
 
 _DIM = re.compile(r"^([A-Za-z][A-Za-z0-9]*?)(?:_([A-Z]+))?$")
 
@@ -46,6 +53,12 @@ _DIM = re.compile(r"^([A-Za-z][A-Za-z0-9]*?)(?:_([A-Z]+))?$")
 @dataclass(frozen=True, slots=True, init=False)
 class Mesh:
     """Named mesh axes (single capital letters) with their sizes, and the link along each.
+
+    Each axis with a link is a :class:`perfmodel.comms.Axis`, and every collective over
+    the mesh is priced on those axes, hop by hop. A link of kind ``"ici"`` joins each
+    device to its neighbours (a TPU torus axis: a ring with ``wraparound``, a line
+    without); any other kind (NVLink, InfiniBand, Ethernet) plugs each device into a
+    switch, where a ring runs one way round, as NCCL's does.
 
     Parameters
     ----------
@@ -56,15 +69,27 @@ class Mesh:
         :class:`~perfmodel.hardware.Link` or any :class:`~perfmodel.hardware.LinkSpec`),
         resolved once by :func:`perfmodel.comms.as_link`; collectives over an axis without
         one are left unpriced.
+    wraparound : bool
+        Whether the torus axes wrap around (True: a full slice, such as a 4x4x4 cube).
+    ceiling : {"measured", "nameplate"}
+        Price each link at the ring busbw published runs reached, where the catalogue has
+        one, or at its line rate (see :class:`perfmodel.comms.Axis`).
     """
 
     axes: Mapping[str, int]
     links: Mapping[str, LinkModel]
+    wraparound: bool
+    ceiling: str
 
     def __init__(
-        self, axes: Mapping[str, int], *, links: Mapping[str, LinkLike] | None = None
+        self,
+        axes: Mapping[str, int],
+        *,
+        links: Mapping[str, LinkLike] | None = None,
+        wraparound: bool = True,
+        ceiling: str = "measured",
     ) -> None:
-        from perfmodel.comms import as_link
+        from perfmodel.comms import CEILINGS, as_link
 
         if not isinstance(axes, Mapping) or not axes:
             raise TypeError(f"`axes` must be a mapping of axis names to sizes (got {axes!r}).")
@@ -73,6 +98,8 @@ class Mesh:
             if not (isinstance(name, str) and re.fullmatch(r"[A-Z]", name)):
                 raise ValueError(f"`axes` names must be single capital letters (got {name!r}).")
             checked[name] = count(f"axes[{name!r}]", size)
+        if links is not None and not isinstance(links, Mapping):
+            raise TypeError(f"`links` must be a mapping of axis names to links (got {links!r}).")
         links = dict(links or {})
         unknown = sorted(set(links) - set(checked))
         if unknown:
@@ -80,6 +107,8 @@ class Mesh:
         object.__setattr__(self, "axes", checked)
         object.__setattr__(self, "links", {a: as_link(v, argument=f"links[{a!r}]")
                                            for a, v in links.items()})  # fmt: skip
+        object.__setattr__(self, "wraparound", flag("wraparound", wraparound))
+        object.__setattr__(self, "ceiling", choice("ceiling", ceiling, CEILINGS))
 
     @property
     def devices(self) -> int:
@@ -92,14 +121,210 @@ class Mesh:
         Parameters
         ----------
         axes : str
-            Axis names run together (``"XY"``); ``""`` for none.
+            Axis names run together (``"XY"``) or with commas (``"X, Y"``); ``""`` for none.
 
         Returns
         -------
         int
             Devices, count.
         """
-        return math.prod(self.axes[a] for a in axes)
+        return math.prod(self.axes[a] for a in self.names(axes))
+
+    def names(self, axes: str) -> str:
+        """A group of axes as their names run together, checked against the mesh.
+
+        Parameters
+        ----------
+        axes : str
+            Axis names run together (``"XY"``) or with commas (``"X, Y"``).
+
+        Returns
+        -------
+        str
+            The names, ``"XY"``.
+        """
+        if not isinstance(axes, str):
+            raise TypeError(f"`axes` must be a string of axis names such as 'X, Y' (got {axes!r}).")
+        names = axes.replace(",", "").replace(" ", "")
+        bad = sorted(set(names) - set(self.axes))
+        if bad or len(set(names)) != len(names):
+            raise ValueError(
+                f"`axes` must name each of the mesh's axes ({', '.join(self.axes)}) at most "
+                f"once (got {axes!r})."
+            )
+        return names
+
+    def axis(self, name: str) -> Axis | None:
+        """One axis as a :class:`perfmodel.comms.Axis`, or None if it has no link.
+
+        Parameters
+        ----------
+        name : str
+            The axis's name.
+
+        Returns
+        -------
+        perfmodel.comms.Axis or None
+            Its size and link, a torus ring or line for an ICI link, a switch otherwise.
+        """
+        from perfmodel.comms import Axis
+
+        names = self.names(name)
+        if len(names) != 1:
+            raise ValueError(f"`name` must be one axis of the mesh (got {name!r}).")
+        if name not in self.links:
+            return None
+        name, link = names, self.links[names]
+        return Axis(self.axes[name], link, wraparound=self.wraparound,
+                    switched=link.kind != "ici", ceiling=self.ceiling)  # fmt: skip
+
+    def bandwidth(self, axes: str | None = None) -> float:
+        """What one device can receive at once over ``axes``: each axis's link directions
+        times its bandwidth, summed (the scaling book's ``M · W_ici``).
+
+        Parameters
+        ----------
+        axes : str, optional
+            The axes, ``"X, Y"``; every axis by default.
+
+        Returns
+        -------
+        float
+            B/s; a torus ring counts both directions, a line or a switch one.
+
+        Raises
+        ------
+        ValueError
+            If one of the axes has no link.
+        """
+        names = self.names(",".join(self.axes) if axes is None else axes)
+        total = 0.0
+        for name in names:
+            axis = self.axis(name)
+            if axis is None:
+                raise ValueError(f"mesh axis {name!r} has no link: give it one in `links`.")
+            total += axis.directions * axis.bandwidth if axis.size > 1 else 0.0
+        return total
+
+    def collective_time(
+        self, collective: str, axes: str, nbytes: float, *, combine: str = "sum"
+    ) -> float | None:
+        """A collective over one or several axes at once, priced hop by hop.
+
+        Parameters
+        ----------
+        collective : {"allgather", "reduce_scatter", "allreduce"}
+            Which collective.
+        axes : str
+            The axes it spans, ``"X"`` or ``"X, Y"`` (``"XY"`` too).
+        nbytes : float
+            The whole array on each device after an all-gather (before a reduce-scatter;
+            each device's buffer for an all-reduce), B.
+        combine : {"sum", "max"}
+            Add latency and transfer, or take the larger (the scaling book's convention).
+
+        Returns
+        -------
+        float or None
+            Seconds, s (:func:`perfmodel.comms.over_axes`); None if an axis has no link.
+
+        Examples
+        --------
+        >>> from perfmodel.hardware import Link
+        >>> ici = Link(name="v4p ICI", kind="ici", bandwidth=4.5e10, latency=1e-6, source="book")
+        >>> cube = Mesh({"X": 4, "Y": 4, "Z": 4}, links={"X": ici, "Y": ici, "Z": ici})
+        >>> round(cube.collective_time("allgather", "X", 2 * 1024 * 4096 / 4, combine="max") * 1e6)
+        23
+        """
+        from perfmodel.comms import over_axes
+
+        found = [self.axis(a) for a in self.names(axes)]
+        if any(axis is None for axis in found):
+            return None
+        return over_axes(collective, nbytes, found, combine=combine)  # type: ignore[arg-type]
+
+    def shard(self, spec: str, sizes: Mapping[str, int], *, dtype_bytes: int = 2) -> ShardedArray:
+        """One array sharded by ``spec`` on this mesh: each device's block and the totals.
+
+        Parameters
+        ----------
+        spec : str
+            The sharding, ``"B_X, D_Y"`` (see :func:`parse_sharding`).
+        sizes : mapping of str to int
+            Every dimension's full length, elements.
+        dtype_bytes : int
+            Bytes per element, B.
+
+        Returns
+        -------
+        ShardedArray
+            The block each device holds, its bytes, and how many devices hold each block.
+
+        Examples
+        --------
+        >>> mesh = Mesh({"X": 4, "Y": 8, "Z": 2})
+        >>> a = mesh.shard("I_X, J", {"I": 128, "J": 2048}, dtype_bytes=1)
+        >>> a.local_shape, a.replication, a.stored_bytes / a.total_bytes
+        ((32, 2048), 16, 16.0)
+        """
+        dims = parse_sharding(spec, self)
+        full = _sizes(sizes, dims, self)
+        byte = count("dtype_bytes", dtype_bytes)
+        local = tuple(full[d] // self.size(a) for d, a in dims)
+        used = "".join(a for _, a in dims)
+        per_device = float(math.prod(local) * byte)
+        return ShardedArray(
+            spec=_format(list(dims)),
+            local_shape=local,
+            bytes_per_device=per_device,
+            replication=self.devices // self.size(used),
+            total_bytes=float(math.prod(full[d] for d, _ in dims) * byte),
+            stored_bytes=per_device * self.devices,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ShardedArray:
+    """An array laid out on a mesh (:meth:`Mesh.shard`).
+
+    Parameters
+    ----------
+    spec : str
+        Its sharding.
+    local_shape : tuple of int
+        The block each device holds, elements.
+    bytes_per_device : float
+        That block's bytes, B.
+    replication : int
+        Devices holding each block, count: the product of the axes the spec leaves unused.
+    total_bytes : float
+        One copy of the whole array, B.
+    stored_bytes : float
+        What all the devices hold together, B: ``total_bytes · replication``.
+    """
+
+    spec: str
+    local_shape: tuple[int, ...]
+    bytes_per_device: float
+    replication: int
+    total_bytes: float
+    stored_bytes: float
+
+
+def _sizes(
+    sizes: Mapping[str, int], dims: tuple[tuple[str, str], ...] | list[tuple[str, str]], mesh: Mesh
+) -> dict[str, int]:
+    """Every dimension's length, checked: given, positive, dividing evenly over its axes."""
+    if not isinstance(sizes, Mapping):
+        raise TypeError(f"`sizes` must be a mapping of dimension names to lengths (got {sizes!r}).")
+    full = {d: count(f"sizes[{d!r}]", sizes.get(d, 0)) for d, _ in dims}
+    for d, axes in dims:
+        if axes and full[d] % mesh.size(axes):
+            raise ValueError(
+                f"`sizes[{d!r}]` = {full[d]} must divide evenly over mesh axes {axes} "
+                f"({mesh.size(axes)} devices)."
+            )
+    return full
 
 
 def parse_sharding(spec: str, mesh: Mesh | None = None) -> tuple[tuple[str, str], ...]:
@@ -208,7 +433,13 @@ def _format(dims: list[tuple[str, str]]) -> str:
 
 
 def sharded_matmul(
-    mesh: Mesh, lhs: str, rhs: str, sizes: Mapping[str, int], *, dtype_bytes: int = 2
+    mesh: Mesh,
+    lhs: str,
+    rhs: str,
+    sizes: Mapping[str, int],
+    *,
+    dtype_bytes: int = 2,
+    combine: str = "sum",
 ) -> ShardedMatmul:
     """Multiply ``lhs`` by ``rhs``, two sharded arrays sharing one dimension, on ``mesh``.
 
@@ -224,6 +455,8 @@ def sharded_matmul(
         Every dimension's full length, elements.
     dtype_bytes : int
         Bytes per element, B.
+    combine : {"sum", "max"}
+        How each collective's latency and transfer combine (see :meth:`Mesh.collective_time`).
 
     Returns
     -------
@@ -231,8 +464,6 @@ def sharded_matmul(
         The output's sharding, each device's shapes, FLOPs and bytes touched, the output's
         replication and the collectives the sharding needs.
     """
-    from perfmodel.comms import collective_time
-
     if not isinstance(mesh, Mesh):
         raise TypeError(f"`mesh` must be a Mesh (got {type(mesh).__name__}).")
     left, right = list(parse_sharding(lhs, mesh)), list(parse_sharding(rhs, mesh))
@@ -241,15 +472,7 @@ def sharded_matmul(
         raise ValueError(
             f"`lhs` and `rhs` must share exactly one (contracting) dimension (got {shared})."
         )
-    if not isinstance(sizes, Mapping):
-        raise TypeError(f"`sizes` must be a mapping of dimension names to lengths (got {sizes!r}).")
-    full = {d: count(f"sizes[{d!r}]", sizes.get(d, 0)) for d, _ in left + right}
-    for d, axes in left + right:
-        if axes and full[d] % mesh.size(axes):
-            raise ValueError(
-                f"`sizes[{d!r}]` = {full[d]} must divide evenly over mesh axes {axes} "
-                f"({mesh.size(axes)} devices)."
-            )
+    full = _sizes(sizes, left + right, mesh)
     (c,) = shared
     byte = count("dtype_bytes", dtype_bytes)
     collectives: list[Collective] = []
@@ -264,10 +487,7 @@ def sharded_matmul(
         return gathered
 
     def _time(axes: str, nbytes: float, kind: str = "allgather") -> float | None:
-        if any(a not in mesh.links for a in axes):
-            return None
-        slowest = min((mesh.links[a] for a in axes), key=lambda link: link.bandwidth)
-        return collective_time(kind, nbytes, mesh.size(axes), slowest)
+        return mesh.collective_time(kind, axes, nbytes, combine=combine)
 
     left_c, right_c = dict(left)[c], dict(right)[c]
     if left_c and left_c != right_c:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from perfmodel._validate import choice, count, non_negative, positive
+from perfmodel.distributed.mesh import Mesh
 from perfmodel.transformer import Transformer
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ __all__ = [
     "SyncOrAsync",
     "critical_tokens",
     "critical_width",
+    "fsdp_tensor_critical_tokens",
     "pipeline_bytes",
     "sharded_bytes",
     "sync_or_async",
@@ -131,15 +133,21 @@ def pipeline_bytes(model: Transformer, tokens_per_micro_batch: int, micro_batche
     return 2 * count("micro_batches", micro_batches) * t * model.width * BYTES
 
 
-def _ratio(device: DeviceLike, link: LinkLike, dtype: str) -> float:
-    from perfmodel import comms
+def _peak(device: DeviceLike, dtype: str) -> float:
     from perfmodel.hardware import get
 
-    return get(device, argument="device").peak_flops(dtype) / comms.as_link(link).bandwidth
+    return get(device, argument="device").peak_flops(dtype)
+
+
+def _ratio(device: DeviceLike, link: LinkLike | Mesh, dtype: str) -> float:
+    from perfmodel import comms
+
+    bandwidth = link.bandwidth() if isinstance(link, Mesh) else comms.as_link(link).bandwidth
+    return _peak(device, dtype) / bandwidth
 
 
 def critical_tokens(
-    strategy: str, p: int, device: DeviceLike, link: LinkLike, *, dtype: str = "bf16"
+    strategy: str, p: int, device: DeviceLike, link: LinkLike | Mesh, *, dtype: str = "bf16"
 ) -> float:
     """Tokens per device at which a sharded strategy's traffic takes as long as its compute.
 
@@ -156,8 +164,10 @@ def critical_tokens(
         Devices in the group, count.
     device : str or hardware.Device
         Each device; its peak FLOP/s is ``F``.
-    link : str, hardware.Link or hardware.LinkSpec
-        The network between devices; only its bandwidth (B/s) counts.
+    link : str, hardware.Link, hardware.LinkSpec or Mesh
+        The network between devices; only its bandwidth (B/s) counts. A :class:`Mesh`
+        counts every link a device receives on at once (:meth:`Mesh.bandwidth`): both
+        directions of each torus axis, as the scaling book's ``M · W_ici``.
     dtype : str
         Which peak FLOP/s.
 
@@ -165,10 +175,75 @@ def critical_tokens(
     -------
     float
         The critical batch, tokens per device (count).
+
+    Examples
+    --------
+    >>> from perfmodel.hardware import Link
+    >>> ici = Link(name="v5p ICI", kind="ici", bandwidth=9e10, latency=1e-6, source="book")
+    >>> pod = Mesh({"X": 16, "Y": 16, "Z": 16}, links=dict.fromkeys("XYZ", ici))
+    >>> round(critical_tokens("fsdp", 4096, "TPU v5p", pod))   # the book's 850 per chip
+    850
     """
     strategy = choice("strategy", strategy, STRATEGIES)
     hidden_under = 6 if strategy in ("zero3", "fsdp") else 4
     return sharded_bytes(1.0, p, strategy) * _ratio(device, link, dtype) / hidden_under
+
+
+def fsdp_tensor_critical_tokens(
+    mesh: Mesh,
+    fsdp: str,
+    tensor: str,
+    device: DeviceLike,
+    mlp_width: int,
+    *,
+    dtype: str = "bf16",
+) -> float:
+    """Tokens per device above which FSDP over some axes and tensor parallelism over others
+    both hide under the matmuls.
+
+    Austin et al. (*How to Scale Your Model*, "How to Parallelize a Transformer for
+    Training") balance the two: FSDP's weight traffic shrinks as the batch grows, tensor
+    parallelism's activation traffic grows with it, and the pair stays under the compute
+    only while ``B/N > C² / (W_F · W_T · F)``, with ``C`` the peak FLOP/s, ``F`` the MLP
+    width and ``W_F``, ``W_T`` what a device receives at once over the FSDP and the tensor
+    axes (:meth:`Mesh.bandwidth`). With one link rate per axis that is the book's
+    ``α² / (M_X · M_Y · F)``, ``α = C / W_ici``.
+
+    Parameters
+    ----------
+    mesh : Mesh
+        The mesh, with a link on every axis named.
+    fsdp : str
+        The axes the batch and weights are sharded over, ``"X, Y"``.
+    tensor : str
+        The axes each matmul is split over.
+    device : str or hardware.Device
+        Each device; its peak FLOP/s is ``C``.
+    mlp_width : int
+        The MLP's hidden width ``F``, count.
+    dtype : str
+        Which peak FLOP/s.
+
+    Returns
+    -------
+    float
+        The critical batch, tokens per device (count).
+
+    Examples
+    --------
+    >>> from perfmodel.hardware import Link
+    >>> ici = Link(name="v5p ICI", kind="ici", bandwidth=9e10, latency=1e-6, source="book")
+    >>> pod = Mesh({"X": 16, "Y": 16, "Z": 16}, links=dict.fromkeys("XYZ", ici))
+    >>> round(fsdp_tensor_critical_tokens(pod, "X, Y", "Z", "TPU v5p", 32768))   # book: 99
+    99
+    """
+    if not isinstance(mesh, Mesh):
+        raise TypeError(f"`mesh` must be a Mesh (got {type(mesh).__name__}).")
+    width = count("mlp_width", mlp_width)
+    if set(mesh.names(fsdp)) & set(mesh.names(tensor)):
+        raise ValueError(f"`fsdp` {fsdp!r} and `tensor` {tensor!r} must not share an axis.")
+    peak = _peak(device, dtype)
+    return peak**2 / (mesh.bandwidth(fsdp) * mesh.bandwidth(tensor) * width)
 
 
 def critical_width(
