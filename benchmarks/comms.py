@@ -1,11 +1,19 @@
-"""This machine's link between two MPI ranks: α and B fitted, and a held-out size predicted.
+"""Collectives predicted against published nccl-tests runs, then this machine's own link.
+
+First two tables, no MPI needed: every published H100 and A100 bus bandwidth of
+:data:`perfmodel.comms.published.PUBLISHED_BUSBW` (one node, then several) beside what the
+models predict at the measured and the nameplate ceiling, across nodes pipelined and end to
+end, and the pipelined hierarchy's busbw at 2, 4, 8 and 16 H100 nodes. The goal (issue 27):
+within 10% in a node (ring and NVLS), within 15% across 2-16 InfiniBand nodes.
+
+Then this machine's link between two MPI ranks: α and B fitted, and a held-out size predicted.
 
 Runs ``mpiexec -n 2 python -m perfmodel.comms.bench`` (the full sizes, 8 B to 128 MiB, with
 256 MiB held out) ``--runs`` times and prints, per run and collective, the fit over every
 size and the fit above the last-level cache, each with its typical miss and its error on the
 held-out size. The spread between runs is the machine's own noise.
 
-    .venv/bin/python benchmarks/comms.py --runs 3
+    .venv/bin/python benchmarks/comms.py --runs 3      # --runs 0: the published tables only
 """
 
 from __future__ import annotations
@@ -13,14 +21,45 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from perfmodel.comms import bench
+from perfmodel.comms import bench, bus_bandwidth, hierarchical_allreduce_time
+from perfmodel.comms.published import PUBLISHED_BUSBW, predicted_busbw
 from perfmodel.measure import empirical
+
+
+def published_tables() -> None:
+    """Print the published runs beside the predictions, in a node and across nodes."""
+    for title, rows in (
+        ("In one node", [r for r in PUBLISHED_BUSBW if r.nodes == 1]),
+        ("Across nodes", [r for r in PUBLISHED_BUSBW if r.nodes > 1]),
+    ):
+        print(f"{title}: busbw in GB/s, published vs predicted (measured ceiling; nameplate"
+              + (", end to end" if title != "In one node" else "") + ")")  # fmt: skip
+        for row in rows:
+            measured = predicted_busbw(row)
+            nameplate = predicted_busbw(row, ceiling="nameplate")
+            extra = ""
+            if row.nodes > 1:
+                extra = f" {predicted_busbw(row, pipelined=False) / 1e9:5.0f}"
+            print(
+                f"  {row.system[:42]:42s} {row.nodes:>2d} node(s) {row.collective:>14s} "
+                f"{row.algorithm:>4s} {row.busbw / 1e9:5.0f} | {measured / 1e9:5.0f} "
+                f"({measured / row.busbw - 1:+4.0%}) {nameplate / 1e9:5.0f}{extra}  {row.note}"
+            )
+    print("8x H100 + 8x NDR per node, all-reduce of 1 GiB, busbw GB/s (measured ceiling):")
+    for nodes in (2, 4, 8, 16):
+        piped, summed = (
+            bus_bandwidth(2**30 / hierarchical_allreduce_time(
+                2**30, 8, nodes, "NVLink 4", "InfiniBand NDR", pipelined=p), 8 * nodes)
+            for p in (True, False)
+        )  # fmt: skip
+        print(f"  {nodes:>2d} nodes: pipelined {piped / 1e9:4.0f}, end to end {summed / 1e9:4.0f}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
+    published_tables()
     cache = empirical.cpu_caches()[-1][1]
     errors: dict[str, list[float]] = {}
     for run in range(1, args.runs + 1):

@@ -1,0 +1,66 @@
+"""Collectives predicted against published nccl-tests runs (issue 27's acceptance figures)."""
+
+from __future__ import annotations
+
+import pytest
+
+from perfmodel import comms
+from perfmodel.comms.published import PUBLISHED_BUSBW, PublishedBusbw, predicted_busbw
+
+IN_NODE = [r for r in PUBLISHED_BUSBW if r.nodes == 1]
+INFINIBAND = [r for r in PUBLISHED_BUSBW if r.nodes > 1 and "InfiniBand" in r.inter]
+
+
+def test_the_table_has_sources_and_tests_figures_it_was_not_built_from():
+    assert all(r.source and r.busbw > 0 for r in PUBLISHED_BUSBW)
+    held_out = [r for r in IN_NODE if not r.sets_rate]
+    assert {r.algorithm for r in held_out} == {"ring", "nvls"} and len(held_out) >= 6
+    assert len({r.nodes for r in INFINIBAND}) >= 2
+
+
+@pytest.mark.parametrize("row", IN_NODE, ids=lambda r: f"{r.system}-{r.collective}")
+def test_in_a_node_the_measured_ceiling_is_within_ten_percent(row: PublishedBusbw):
+    assert predicted_busbw(row) == pytest.approx(row.busbw, rel=0.10)
+    # the nameplate is not: NCCL never reaches the line rate, NVLS not the wire's own
+    assert predicted_busbw(row, ceiling="nameplate") > 1.2 * row.busbw
+
+
+@pytest.mark.parametrize("row", INFINIBAND, ids=lambda r: f"{r.system}-{r.nodes}")
+def test_across_infiniband_nodes_the_pipelined_hierarchy_is_within_fifteen_percent(row):
+    assert predicted_busbw(row) == pytest.approx(row.busbw, rel=0.15)
+    # adding the phases end to end, the old model, falls far short
+    assert predicted_busbw(row, pipelined=False) < 0.7 * row.busbw
+
+
+@pytest.mark.parametrize("nodes", [2, 4, 8, 16])
+def test_h100_busbw_stays_near_the_published_380_at_every_node_count(nodes):
+    seconds = comms.hierarchical_allreduce_time(2**30, 8, nodes, "NVLink 4", "InfiniBand NDR")
+    busbw = comms.bus_bandwidth(2**30 / seconds, 8 * nodes)
+    assert busbw == pytest.approx(380e9, rel=0.15)
+    end_to_end = comms.hierarchical_allreduce_time(
+        2**30, 8, nodes, "NVLink 4", "InfiniBand NDR", pipelined=False
+    )
+    assert end_to_end > seconds  # one chunk at a time never beats overlapping them
+
+
+def test_one_chunk_is_the_phases_end_to_end():
+    piped = comms.hierarchical_allreduce_time(1e6, 8, 4, "NVLink 4", "InfiniBand NDR",
+                                              chunk_bytes=1e6)  # fmt: skip
+    summed = comms.hierarchical_allreduce_time(1e6, 8, 4, "NVLink 4", "InfiniBand NDR",
+                                               pipelined=False)  # fmt: skip
+    assert piped == pytest.approx(summed, rel=1e-12)
+
+
+def test_a_link_without_a_measured_rate_is_priced_at_its_nameplate_either_way():
+    for ceiling in comms.CEILINGS:
+        assert comms.allreduce_time(1e9, 8, "100 GbE", ceiling=ceiling) == comms.allreduce_time(
+            1e9, 8, "100 GbE", ceiling="nameplate"
+        )
+
+
+def test_nvls_on_the_wire_moves_p_plus_one_over_p_of_the_buffer():
+    # Jeaugey, nccl-tests pull request 239: "algobw = busbw * n / (n+1)" on the wire
+    link = comms.LinkModel(bandwidth=1e9, latency=0.0)
+    for p in (2, 4, 8):
+        seconds = comms.allreduce_time(1e9, p, link, algorithm="nvls")
+        assert seconds == pytest.approx((p + 1) / p, rel=1e-12)
