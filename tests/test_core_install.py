@@ -35,7 +35,7 @@ MODELS = [
     "perfmodel.distributed.network", "perfmodel.distributed.strategies",
     "perfmodel.distributed.utilization", "perfmodel.distributed.data_parallel",
     "perfmodel.comms", "perfmodel.comms.collectives", "perfmodel.comms.fit",
-    "perfmodel.comms.topology", "perfmodel.serving", "perfmodel.serving.theory",
+    "perfmodel.comms.published", "perfmodel.comms.topology", "perfmodel.serving", "perfmodel.serving.theory",
     "perfmodel.serving.simulator", "perfmodel.serving.llm", "perfmodel.serving.server",
 ]  # fmt: skip
 
