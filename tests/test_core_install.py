@@ -35,8 +35,9 @@ MODELS = [
     "perfmodel.distributed.network", "perfmodel.distributed.strategies",
     "perfmodel.distributed.utilization", "perfmodel.distributed.data_parallel",
     "perfmodel.comms", "perfmodel.comms.collectives", "perfmodel.comms.fit",
-    "perfmodel.comms.published", "perfmodel.comms.topology", "perfmodel.serving", "perfmodel.serving.theory",
-    "perfmodel.serving.simulator", "perfmodel.serving.llm", "perfmodel.serving.server",
+    "perfmodel.comms.published", "perfmodel.comms.topology", "perfmodel.serving",
+    "perfmodel.serving.theory", "perfmodel.serving.simulator", "perfmodel.serving.llm",
+    "perfmodel.serving.server",
 ]  # fmt: skip
 
 #: Each optional part and the extra its error must name.
