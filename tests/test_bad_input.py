@@ -34,6 +34,7 @@ from perfmodel import (
 )
 from perfmodel import pipeline as pl
 from perfmodel.capstone import builders
+from perfmodel.comms.published import PUBLISHED_BUSBW, predicted_busbw
 from perfmodel.measure import parallel
 from perfmodel.measure.timing import Measurement
 from perfmodel.pipeline import zoo
@@ -100,6 +101,7 @@ TINY = capstone.import_onnx(
 RUN = serving.simulate(1.0, 0.5, 1, requests=100, seed=0)  # any run with p50 and p99
 CHAIN = pl.Graph.chain([1.0, 2.0, 3.0, 1.0], [0.1, 0.1, 0.1, 0.1])
 SMALL = transformer.Transformer(width=64, layers=2, heads=4, vocab=128)
+TORUS = distributed.Mesh({"X": 4, "Y": 4}, links={"X": "TPU v5p ICI", "Y": "TPU v5p ICI"})
 
 #: Every public model function: a valid call, and what each argument must be.
 CASES: list[tuple[str, Callable[..., Any], dict[str, Any], dict[str, str]]] = [
@@ -292,7 +294,47 @@ CASES: list[tuple[str, Callable[..., Any], dict[str, Any], dict[str, str]]] = [
       "device": "device", "link": "link", "intra_link": "link", "overlap": "flag",
       "ceiling": "ceiling"}),
     ("comms.Axis", comms.Axis, {"size": 8, "link": "NVLink 4"},
-     {"size": "count", "link": "link", "wraparound": "flag"}),
+     {"size": "count", "link": "link", "wraparound": "flag", "switched": "flag",
+      "ceiling": "ceiling"}),
+    ("comms.over_axes", comms.over_axes,
+     {"collective": "allgather", "nbytes": 1e6, "axes": [comms.Axis(4, "NVLink 4")] * 2},
+     {"nbytes": "non_negative"}),
+    ("comms.published.predicted_busbw", predicted_busbw, {"row": PUBLISHED_BUSBW[0]},
+     {"ceiling": "ceiling", "pipelined": "flag"}),
+    ("distributed.moe_parameters", distributed.moe_parameters,
+     {"model": SMALL, "experts": 4, "top_k": 2}, {"experts": "count", "top_k": "count"}),
+    ("distributed.moe_critical_batch", distributed.moe_critical_batch,
+     {"device": "TPU v5e", "experts": 4, "top_k": 2},
+     {"device": "device", "experts": "count", "top_k": "count", "dtype": "dtype"}),
+    ("distributed.moe_dispatch_time", distributed.moe_dispatch_time,
+     {"tokens": 16, "width": 64, "top_k": 2, "p": 4, "link": "NVLink 4"},
+     {"tokens": "count", "width": "count", "top_k": "count", "p": "count", "link": "link",
+      "dtype_bytes": "count", "ceiling": "ceiling"}),
+    ("distributed.expert_parallel_bytes", distributed.expert_parallel_bytes,
+     {"model": SMALL, "experts": 4, "expert_parallel": 2},
+     {"experts": "count", "expert_parallel": "count", "dtype_bytes": "count"}),
+    ("distributed.checkpoint_bytes", distributed.checkpoint_bytes, {"model": SMALL, "tokens": 16},
+     {"tokens": "count", "dtype_bytes": "count"}),
+    ("distributed.remat_flops", distributed.remat_flops, {"model": SMALL, "tokens": 16},
+     {"tokens": "count"}),
+    ("distributed.weight_stationary", distributed.weight_stationary,
+     {"batch": 8, "width": 64, "mlp_width": 256, "chips": 16, "ici_bandwidth": 1e9},
+     {"batch": "count", "width": "count", "mlp_width": "count", "chips": "count",
+      "ici_bandwidth": "positive"}),
+    ("distributed.fsdp_tensor_critical_tokens", distributed.fsdp_tensor_critical_tokens,
+     {"mesh": TORUS, "fsdp": "X", "tensor": "Y", "device": "TPU v5p", "mlp_width": 1024},
+     {"device": "device", "mlp_width": "count", "dtype": "dtype"}),
+    ("serving.sizing.slice_max_batch", serving.sizing.slice_max_batch,
+     {"weight_bytes": 1e9, "kv_bytes_per_token": 1e5, "device": "TPU v5e", "chips": 4,
+      "context": 1024},
+     {"weight_bytes": "non_negative", "kv_bytes_per_token": "positive", "device": "device",
+      "chips": "count", "context": "count", "usable": "fraction"}),
+    ("serving.sizing.decode_step", serving.sizing.decode_step,
+     {"weight_bytes": 1e9, "kv_bytes_per_token": 1e5, "device": "TPU v5e", "chips": 4,
+      "batch": 2, "context": 1024},
+     {"weight_bytes": "non_negative", "kv_bytes_per_token": "non_negative", "device": "device",
+      "chips": "count", "batch": "count", "context": "count", "active_parameters": "positive",
+      "dtype": "dtype"}),
     ("server.tail_report", server.tail_report, {"pairs": [(RUN, RUN)]}, {"pairs": "pairs"}),
 ]  # fmt: skip
 

@@ -34,6 +34,8 @@ MODELS = [
     "perfmodel.distributed", "perfmodel.distributed.memory", "perfmodel.distributed.mesh",
     "perfmodel.distributed.network", "perfmodel.distributed.strategies",
     "perfmodel.distributed.utilization", "perfmodel.distributed.data_parallel",
+    "perfmodel.distributed.checkpoint", "perfmodel.distributed.moe",
+    "perfmodel.distributed.weight_stationary", "perfmodel.serving.sizing",
     "perfmodel.comms", "perfmodel.comms.collectives", "perfmodel.comms.fit",
     "perfmodel.comms.published", "perfmodel.comms.topology", "perfmodel.serving",
     "perfmodel.serving.theory", "perfmodel.serving.simulator", "perfmodel.serving.llm",

@@ -1,10 +1,12 @@
 """The JAX scaling book's worked problems, answered through the public API in a few calls each.
 
 Austin et al., *How to Scale Your Model* (https://jax-ml.github.io/scaling-book), chapters
-"Sharded Matrices and How to Multiply Them" and "How to Parallelize a Transformer for
-Training". Each problem states its own hardware (TPU v4p/v5p ICI: 4.5e10 or 9e10 B/s one
-way per link, about 1 µs a hop; v5p: 4.59e14 bf16 FLOP/s); the links below are built from
-those numbers, not from the catalogue, so each test answers the question as asked. Where
+"Sharded Matrices and How to Multiply Them", "How to Parallelize a Transformer for
+Training", "All the Transformer Math You Need to Know", "All About Transformer Inference",
+"Training LLaMA 3 on TPUs" and "Serving LLaMA 3-70B on TPUs". Each problem states its own
+hardware (TPU v4p/v5p ICI: 4.5e10 or 9e10 B/s one way per link, about 1 µs a hop; v5p:
+4.59e14 bf16 FLOP/s); the links below are built from those numbers, not from the
+catalogue, so each test answers the question as asked. Where
 the book rounds differently the comment says so, and the test asserts the package's figure.
 """
 
@@ -14,6 +16,8 @@ import pytest
 
 from perfmodel import comms, distributed
 from perfmodel.hardware import Link
+from perfmodel.serving import llm, sizing
+from perfmodel.transformer import Transformer
 
 V4P_ICI = Link(name="TPU v4p ICI (the book's)", kind="ici", bandwidth=4.5e10, latency=1e-6,
                source="Austin et al., How to Scale Your Model")  # fmt: skip
@@ -130,3 +134,126 @@ def test_one_torus_model_everywhere_agrees_with_the_axis():
     mm = distributed.sharded_matmul(CUBE, "B_X, D_Y", "D_Y, F", {"B": B, "D": D, "F": 8192})
     (reduce,) = mm.collectives
     assert reduce.time_s == ring.time("allreduce", reduce.nbytes)
+
+
+# ------------------------------------------------------------ transformer math, training memory
+
+BOOK_13B = Transformer(width=5120, layers=40, heads=40, vocab=32000, mlp_width=13824, gated=True,
+                       tied_embeddings=False)  # fmt: skip  # training chapter's LLaMA-2 13B
+LLAMA3_70B = Transformer(width=8192, layers=80, heads=64, kv_heads=8, head_dim=128,
+                         mlp_width=28672, gated=True, vocab=128256,
+                         tied_embeddings=False)  # fmt: skip
+INFERENCE_MODEL = Transformer(width=4096, layers=64, heads=32, kv_heads=8, head_dim=256,
+                              mlp_width=16384, gated=True, vocab=32128)  # fmt: skip
+
+
+def test_transformers_question_1_parameters_attention_share_and_kv_cache():
+    model = Transformer(width=4096, layers=64, heads=32, vocab=32000, mlp_width=4 * 4096,
+                        gated=True, tied_embeddings=False)  # fmt: skip
+    # "16B parameters": the book rounds D = 4096 to 4e3 and F to 16e3; counted exactly,
+    # L(3DF + 4DNH + 2D) + 2DV is 17.4e9
+    assert model.parameters == pytest.approx(17.44e9, rel=0.001)
+    attention = model.layers * model.attention_parameters
+    assert attention / (attention + model.layers * model.mlp_parameters) == pytest.approx(0.25)
+    assert llm.kv_bytes_per_token(model, kv_dtype="int8") == 512 * 1024  # "512 KiB / token"
+
+
+def test_training_questions_1_and_2_parameters_optimizer_and_checkpoints():
+    assert BOOK_13B.parameters == pytest.approx(13.0e9, rel=0.01)
+    # "(2 + 4 + 4) * 13e9 ~ 130GB": bf16 weights, fp32 moments, no master copy; the book
+    # leaves out the gradients (accumulated in place), which the package counts apart
+    memory = distributed.training_memory(BOOK_13B, precision="bf16")
+    assert memory.weights + memory.optimizer == pytest.approx(130e9, rel=0.01)
+    assert memory.gradients == 2 * BOOK_13B.parameters
+    three = ("mlp_in", "mlp_gate", "mlp_out")  # "after the three big FFW matmuls"
+    kept = distributed.checkpoint_bytes(BOOK_13B, tokens=16_000_000, keep=three)
+    assert kept == pytest.approx(4.2e13, rel=0.01)  # "2LB(D + 2F) ... 42TB"
+
+
+def test_rematerialisation_policies_from_the_transformer_math_chapter():
+    model = Transformer(width=8192, layers=64, heads=64, vocab=32000)
+    tokens = 4_000_000
+    # "save roughly 2 * 20 * B * T * D * L = 84TB" for everything; "4.2TB" for block remat
+    assert distributed.checkpoint_bytes(model, tokens=tokens, keep="block") == pytest.approx(
+        2 * tokens * 8192 * 64, rel=1e-12
+    )
+    # block remat reruns the forward pass: about 8ND instead of 6ND (attention aside)
+    extra = distributed.remat_flops(model, tokens=tokens, seq_len=2048, keep="block")
+    matmuls = 2 * tokens * model.layers * model.block_parameters
+    assert extra == pytest.approx(matmuls, rel=0.1)
+    # question 6: keeping the seven matmul outputs leaves 4BT²NH a layer to redo
+    b, t = 8, 4096
+    big = distributed.remat_flops(model, tokens=b * t, seq_len=t, keep="big_matmuls")
+    assert big == 64 * 4 * b * t**2 * 64 * 128
+    assert distributed.remat_flops(model, tokens=b * t, seq_len=t, keep="everything") == 0
+
+
+def test_applied_training_llama3_70b_minimum_chips_for_a_4m_batch():
+    assert LLAMA3_70B.parameters == pytest.approx(70.4e9, rel=0.01)
+    states = distributed.training_memory(LLAMA3_70B, precision="bf16")
+    # "2 * 70GB" of bf16 parameters and "8 * 70GB" of fp32 optimizer state
+    assert states.weights + states.optimizer == 10 * LLAMA3_70B.parameters
+    # "checkpoint activations 2 times per layer (at the beginning of the layer and after
+    # attention)": the layer's input and the attention block's output, each D wide
+    kept = distributed.checkpoint_bytes(LLAMA3_70B, tokens=4_000_000, keep=("input", "o"))
+    assert kept == pytest.approx(10.5e12, rel=0.01)
+    total = states.weights + states.optimizer + kept
+    assert total == pytest.approx(11.2e12, rel=0.01)
+    assert round(total / 96e9) == 117  # "we need 11.2e12 / 96e9 = 117 TPUs"
+
+
+# --------------------------------------------------------------------------------- inference
+
+
+def test_inference_questions_1_to_3_parameters_kv_batch_and_weight_load():
+    assert INFERENCE_MODEL.parameters == pytest.approx(18.4e9, rel=0.01)
+    kv = llm.kv_bytes_per_token(INFERENCE_MODEL, kv_dtype="int8")
+    assert kv == 2 * 64 * 8 * 256  # "262kB per token"
+    weights = INFERENCE_MODEL.parameters  # int8: a byte each
+    assert sizing.slice_max_batch(weights, kv, "TPU v5e", chips=16, context=128_000) == 7
+    one_kv_head = Transformer(width=4096, layers=64, heads=32, kv_heads=1, head_dim=256,
+                              mlp_width=16384, gated=True, vocab=32128)  # fmt: skip
+    kv1 = llm.kv_bytes_per_token(one_kv_head, kv_dtype="int8")
+    # "If we had K=1, we would have 8 times this, aka about 56": 59 when counted exactly
+    assert 56 <= sizing.slice_max_batch(one_kv_head.parameters, kv1, "TPU v5e", chips=16,
+                                        context=128_000) <= 60  # fmt: skip
+    step = sizing.decode_step(weights, kv, "TPU v5e", chips=16, batch=1, context=1)
+    assert step.weights_s == pytest.approx(1.4e-3, rel=0.02)  # "18e9 / (8.2e11 * 16) = 1.4ms"
+
+
+def test_inference_question_5_an_moe_of_the_same_model():
+    moe = distributed.moe_parameters(INFERENCE_MODEL, experts=16, top_k=2)
+    assert moe.total == pytest.approx(212e9, rel=0.01)
+    assert moe.active == pytest.approx(31.2e9, rel=0.01)
+    # "on a TPU v5e we need about 240 * (16 / 2) = 1920 tokens" (bf16 weights)
+    assert distributed.moe_critical_batch("TPU v5e", experts=16, top_k=2) == pytest.approx(
+        1920, rel=0.01
+    )
+
+
+def test_transformers_question_8_deepseek_critical_batch():
+    # "B > 120 * 256 / 8 = 3840" with int8 weights on a TPU v5e
+    tokens = distributed.moe_critical_batch("TPU v5e", experts=256, top_k=8, weight_dtype="int8")
+    assert tokens == pytest.approx(3840, rel=0.01)
+
+
+def test_inference_question_7_two_dimensional_weight_stationary():
+    plan = distributed.weight_stationary(batch=1024, width=8192, mlp_width=4 * 8192, chips=512,
+                                         ici_bandwidth=9e10)  # fmt: skip
+    assert plan.x == pytest.approx((512 / 8) ** 0.5) and plan.yz == pytest.approx((8 * 512) ** 0.5)
+    # "T_2D comms ≈ 11.3 BD / (sqrt(N) W_ici)" and "N > 72"
+    assert plan.comms_s == pytest.approx(128**0.5 * 1024 * 8192 / (512**0.5 * 9e10), rel=1e-9)
+    assert plan.crossover_chips == pytest.approx(72)
+    small = distributed.weight_stationary(batch=1024, width=8192, mlp_width=4 * 8192, chips=64,
+                                          ici_bandwidth=9e10)  # fmt: skip
+    assert small.comms_s > small.one_d_comms_s and plan.comms_s < plan.one_d_comms_s
+
+
+def test_applied_inference_decode_steps_on_a_v5e_slice():
+    # "(4 * 819e6 + 30e9) / (16 * 8.2e11) = 2.5 ms" and "21ms" at 256 sequences of 8192
+    per_token = 819e6 / 8192
+    small = sizing.decode_step(30e9, per_token, "TPU v5e", chips=16, batch=4, context=8192)
+    large = sizing.decode_step(30e9, per_token, "TPU v5e", chips=16, batch=256, context=8192)
+    assert small.step_s == pytest.approx(2.5e-3, rel=0.03)
+    assert large.step_s == pytest.approx(21e-3, rel=0.03)
+    assert small.weights_s > small.compute_s and large.compute_s > large.weights_s

@@ -3,8 +3,10 @@
 This package's top level is its public face, what lecture 09 and a learner need:
 
 * :func:`training_memory` and :func:`activation_bytes`: weights, gradients, optimizer
-  states (2Ψ + 2Ψ + 12Ψ for mixed-precision Adam), ZeRO stages, activations with and
-  without recomputation, and :meth:`TrainingMemory.fits` on a catalogue device;
+  states (2Ψ + 2Ψ + 12Ψ for mixed-precision Adam, or 12Ψ with bf16 weights and no master
+  copy), ZeRO stages, activations with and without recomputation, and
+  :meth:`TrainingMemory.fits` on a catalogue device; :func:`checkpoint_bytes` and
+  :func:`remat_flops` for a checkpoint policy that names the tensors it keeps;
 * :func:`training_flops` (6·N·D), :func:`mfu`, :func:`step_time_for_mfu`, and
   :data:`PUBLISHED_RUNS`, what large runs report;
 * :func:`data_parallel_step`: one step's compute from the roofline, its gradient
@@ -15,6 +17,9 @@ This package's top level is its public face, what lecture 09 and a learner need:
 * :class:`Mesh`, :meth:`Mesh.shard` and :func:`sharded_matmul`: shardings in the JAX
   scaling book's notation, every collective priced on the mesh's own axes (torus rings,
   lines or switches), one axis or several at once; :func:`fsdp_tensor_critical_tokens`;
+* mixture-of-experts: :func:`moe_parameters`, :func:`moe_critical_batch`,
+  :func:`moe_dispatch_time`, :func:`expert_parallel_bytes`; inference layouts:
+  :func:`weight_stationary` (1D against 2D);
 * the multi-node roofline: :func:`network_ridge`, :func:`attainable_flops`,
   :func:`split_minibatch` (Coates' two-node table), :func:`data_parallel_network_intensity`.
 
@@ -28,6 +33,7 @@ collectives in :mod:`perfmodel.comms`.
 
 from __future__ import annotations
 
+from perfmodel.distributed.checkpoint import checkpoint_bytes, remat_flops
 from perfmodel.distributed.data_parallel import DataParallelStep, compute_time, data_parallel_step
 from perfmodel.distributed.memory import (
     PRECISIONS,
@@ -43,6 +49,13 @@ from perfmodel.distributed.mesh import (
     ShardedMatmul,
     parse_sharding,
     sharded_matmul,
+)
+from perfmodel.distributed.moe import (
+    MoeParameters,
+    expert_parallel_bytes,
+    moe_critical_batch,
+    moe_dispatch_time,
+    moe_parameters,
 )
 from perfmodel.distributed.network import (
     attainable_flops,
@@ -68,6 +81,7 @@ from perfmodel.distributed.utilization import (
     step_time_for_mfu,
     training_flops,
 )
+from perfmodel.distributed.weight_stationary import WeightStationary, weight_stationary
 
 __all__ = [
     "PRECISIONS",
@@ -77,23 +91,31 @@ __all__ = [
     "Collective",
     "DataParallelStep",
     "Mesh",
+    "MoeParameters",
     "PublishedRun",
     "ShardedArray",
     "ShardedMatmul",
     "SyncOrAsync",
     "TrainingMemory",
+    "WeightStationary",
     "activation_bytes",
     "attainable_flops",
+    "checkpoint_bytes",
     "compute_time",
     "critical_tokens",
     "critical_width",
     "data_parallel_network_intensity",
     "data_parallel_step",
+    "expert_parallel_bytes",
     "fsdp_tensor_critical_tokens",
     "mfu",
+    "moe_critical_batch",
+    "moe_dispatch_time",
+    "moe_parameters",
     "network_ridge",
     "parse_sharding",
     "pipeline_bytes",
+    "remat_flops",
     "sharded_bytes",
     "sharded_matmul",
     "split_minibatch",
@@ -102,4 +124,5 @@ __all__ = [
     "tensor_parallel_bytes",
     "training_flops",
     "training_memory",
+    "weight_stationary",
 ]

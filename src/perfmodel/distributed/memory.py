@@ -42,6 +42,9 @@ PRECISIONS: dict[str, dict[str, tuple[int, int, int]]] = {
     "mixed": {"adam": (2, 2, 12), "sgd": (2, 2, 8)},
     # everything in fp32: Adam's momentum and variance, SGD's momentum
     "fp32": {"adam": (4, 4, 8), "sgd": (4, 4, 4)},
+    # bf16 weights and gradients, fp32 optimizer moments, no fp32 master copy (the JAX
+    # scaling book's training setting): 12 bytes per parameter with Adam, not ZeRO's 16
+    "bf16": {"adam": (2, 2, 8), "sgd": (2, 2, 4)},
 }
 #: Activation recomputation choices.
 RECOMPUTE = ("none", "selective", "full")
@@ -171,8 +174,10 @@ def training_memory(
     ----------
     model : Transformer or int
         The model; a bare parameter count gives model states only.
-    precision : {"mixed", "fp32"}
-        16-bit weights and gradients with fp32 optimizer states, or fp32 throughout.
+    precision : {"mixed", "fp32", "bf16"}
+        16-bit weights and gradients with fp32 master weights and optimizer states (ZeRO's
+        16 bytes per parameter with Adam), fp32 throughout, or bf16 weights and gradients
+        with fp32 optimizer moments and no master copy (12 with Adam).
     optimizer : {"adam", "sgd"}
         Adam, or SGD with momentum.
     data_parallel : int

@@ -12,7 +12,9 @@ This package's top level is its public face, what lecture 11 and a learner need:
   (Pollaczek-Khinchine), :func:`md1_wait`, :func:`utilization`;
 * :mod:`perfmodel.serving.llm`: prefill and decode on the roofline, time to first token and
   per output token, the KV cache and how many sequences fit, the decode frontier, static vs
-  continuous batching.
+  continuous batching;
+* :mod:`perfmodel.serving.sizing`: a deployment sized from bare numbers (weight bytes, KV
+  bytes a token, a slice of chips): the largest batch and a decode step's time.
 
 >>> from perfmodel import serving
 >>> run = serving.simulate(0.8, 1.0, 1, requests=20_000, seed=3, replications=5)
@@ -23,7 +25,7 @@ True
 
 from __future__ import annotations
 
-from perfmodel.serving import llm
+from perfmodel.serving import llm, sizing
 from perfmodel.serving.simulator import (
     ARRIVALS,
     DISTRIBUTIONS,
@@ -45,6 +47,7 @@ __all__ = [
     "erlang_c",
     "linear_batch_time",
     "llm",
+    "sizing",
     "md1_wait",
     "mg1_wait",
     "mmc_wait",
