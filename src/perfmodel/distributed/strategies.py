@@ -247,7 +247,12 @@ def fsdp_tensor_critical_tokens(
 
 
 def critical_width(
-    p: int, device: DeviceLike, link: LinkLike, *, mlp_ratio: float = 4.0, dtype: str = "bf16"
+    p: int,
+    device: DeviceLike,
+    link: LinkLike | Mesh,
+    *,
+    mlp_ratio: float = 4.0,
+    dtype: str = "bf16",
 ) -> float:
     """The width at which ``p``-way tensor parallelism's all-reduces take as long as its matmuls.
 
@@ -262,8 +267,9 @@ def critical_width(
         Ways each layer is split, count.
     device : str or hardware.Device
         Each device; its peak FLOP/s is ``F``.
-    link : str, hardware.Link or hardware.LinkSpec
-        The network between devices; only its bandwidth (B/s) counts.
+    link : str, hardware.Link, hardware.LinkSpec or Mesh
+        The network between devices; only its bandwidth (B/s) counts (a :class:`Mesh`:
+        every link a device receives on at once, :meth:`Mesh.bandwidth`).
     mlp_ratio : float
         The MLP's width over the model's, dimensionless.
     dtype : str
