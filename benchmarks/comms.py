@@ -2,8 +2,9 @@
 
 First two tables, no MPI needed: every published H100 and A100 bus bandwidth of
 :data:`perfmodel.comms.published.PUBLISHED_BUSBW` (one node, then several) beside what the
-models predict at the measured and the nameplate ceiling, across nodes pipelined and end to
-end, and the pipelined hierarchy's busbw at 2, 4, 8 and 16 H100 nodes. The goal (issue 27):
+models predict at the measured and the nameplate ceiling, across nodes as NCCL's ring over
+rails and as the hierarchical all-reduce pipelined and end to end, and all three at 2, 4, 8
+and 16 H100 nodes. The goal (issue 27):
 within 10% in a node (ring and NVLS), within 15% across 2-16 InfiniBand nodes.
 
 Then this machine's link between two MPI ranks: α and B fitted, and a held-out size predicted.
@@ -21,38 +22,49 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from perfmodel.comms import bench, bus_bandwidth, hierarchical_allreduce_time
-from perfmodel.comms.published import PUBLISHED_BUSBW, predicted_busbw
+from perfmodel.comms import (
+    bench,
+    bus_bandwidth,
+    hierarchical_allreduce_time,
+    rail_ring_allreduce_time,
+)
+from perfmodel.comms.published import ACROSS, PUBLISHED_BUSBW, predicted_busbw
 from perfmodel.measure import empirical
 
 
 def published_tables() -> None:
     """Print the published runs beside the predictions, in a node and across nodes."""
-    for title, rows in (
-        ("In one node", [r for r in PUBLISHED_BUSBW if r.nodes == 1]),
-        ("Across nodes", [r for r in PUBLISHED_BUSBW if r.nodes > 1]),
-    ):
-        print(f"{title}: busbw in GB/s, published vs predicted (measured ceiling; nameplate"
-              + (", end to end" if title != "In one node" else "") + ")")  # fmt: skip
-        for row in rows:
-            measured = predicted_busbw(row)
-            nameplate = predicted_busbw(row, ceiling="nameplate")
-            extra = ""
-            if row.nodes > 1:
-                extra = f" {predicted_busbw(row, pipelined=False) / 1e9:5.0f}"
-            print(
-                f"  {row.system[:42]:42s} {row.nodes:>2d} node(s) {row.collective:>14s} "
-                f"{row.algorithm:>4s} {row.busbw / 1e9:5.0f} | {measured / 1e9:5.0f} "
-                f"({measured / row.busbw - 1:+4.0%}) {nameplate / 1e9:5.0f}{extra}  {row.note}"
-            )
+    print("In one node: busbw in GB/s; published | predicted at the measured ceiling (ratio), "
+          "at the nameplate")  # fmt: skip
+    for row in (r for r in PUBLISHED_BUSBW if r.nodes == 1):
+        measured, nameplate = (predicted_busbw(row, ceiling=c) for c in ("measured", "nameplate"))
+        print(
+            f"  {row.system[:38]:38s} {row.collective:>14s} {row.algorithm:>4s} "
+            f"{row.busbw / 1e9:5.0f} | {measured / 1e9:5.0f} ({measured / row.busbw:4.2f}) "
+            f"{nameplate / 1e9:5.0f}  {row.note}"
+        )
+    print("Across nodes: busbw in GB/s; published | predicted, NCCL's ring over rails (ratio), "
+          "the hierarchy pipelined, end to end")  # fmt: skip
+    for row in (r for r in PUBLISHED_BUSBW if r.nodes > 1):
+        ring, piped, summed = (predicted_busbw(row, across=a) for a in ACROSS)
+        print(
+            f"  {row.system[:40]:40s} {row.nodes:>2d} nodes {row.busbw / 1e9:5.0f} | "
+            f"{ring / 1e9:5.0f} ({ring / row.busbw:4.2f}) {piped / 1e9:5.0f} {summed / 1e9:5.0f}"
+            f"  {row.note}"
+        )
     print("8x H100 + 8x NDR per node, all-reduce of 1 GiB, busbw GB/s (measured ceiling):")
     for nodes in (2, 4, 8, 16):
+        ring = rail_ring_allreduce_time(2**30, 8, nodes, "NVLink 4", "InfiniBand NDR")
         piped, summed = (
-            bus_bandwidth(2**30 / hierarchical_allreduce_time(
-                2**30, 8, nodes, "NVLink 4", "InfiniBand NDR", pipelined=p), 8 * nodes)
+            hierarchical_allreduce_time(2**30, 8, nodes, "NVLink 4", "InfiniBand NDR",
+                                        pipelined=p)
             for p in (True, False)
         )  # fmt: skip
-        print(f"  {nodes:>2d} nodes: pipelined {piped / 1e9:4.0f}, end to end {summed / 1e9:4.0f}")
+        print(
+            f"  {nodes:>2d} nodes: ring {bus_bandwidth(2**30 / ring, 8 * nodes) / 1e9:4.0f}, "
+            f"pipelined {bus_bandwidth(2**30 / piped, 8 * nodes) / 1e9:4.0f}, "
+            f"end to end {bus_bandwidth(2**30 / summed, 8 * nodes) / 1e9:4.0f}"
+        )
 
 
 def main() -> None:

@@ -123,11 +123,13 @@ def test_an_axis_counts_hops_both_ways_round_a_ring():
         assert ring.hops("allgather") == math.ceil((p - 1) / 2)
         assert line.hops("allgather") == p - 1
         assert ring.hops("allreduce") == 2 * ring.hops("allgather")
-    # with wraparound an all-gather costs about n/(2B) whatever p is: the scaling book's
-    # bytes / W_ici with W_ici = 2B
-    for p in (4, 16, 64, 256):
+    # with wraparound an all-gather costs (p-1)/p · n/(2B), about n/(2B) whatever p is: the
+    # scaling book's bytes / W_ici with W_ici = 2B; a line or a switch, twice that
+    for p in (4, 5, 16, 64, 256):
         t = comms.Axis(p, toy(1e9)).time("allgather", 1e9)
-        assert 0.5 <= t <= 0.5 * (1 + 1 / p) + 1e-12
+        assert t == pytest.approx(0.5 * (p - 1) / p, rel=1e-12)
+        line = comms.Axis(p, toy(1e9), wraparound=False).time("allgather", 1e9)
+        assert line == pytest.approx(2 * t, rel=1e-12)
     # two devices: one hop, the same as the ring formula
     assert comms.Axis(2, link).time("allgather", 1e6) == pytest.approx(
         comms.allgather_time(1e6, 2, link)

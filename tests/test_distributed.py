@@ -135,7 +135,7 @@ def test_hierarchical_data_parallelism_uses_nvlink_inside_the_node():
 
 
 def test_critical_batches_are_their_closed_forms():
-    f, b = 989.5e12, 50e9
+    f, b = 989.5e12, 47e9  # InfiniBand NDR at the ring busbw NCCL reaches
     for p in (2, 8, 1024):
         data = distributed.critical_tokens("data", p, "H100 SXM", "InfiniBand NDR")
         assert data == pytest.approx(2 * (p - 1) / p * 2 * f / (4 * b))
@@ -143,10 +143,19 @@ def test_critical_batches_are_their_closed_forms():
         assert fsdp == pytest.approx(data)  # 1.5x the bytes, 1.5x the compute to hide under
         width = distributed.critical_width(p, "H100 SXM", "InfiniBand NDR")
         assert width == pytest.approx(16 * (p - 1) / (6 * 12) * f / b)
-    # tensor parallelism across nodes needs a model about 9x wider than inside one
+        at_nameplate = distributed.critical_tokens("data", p, "H100 SXM", "InfiniBand NDR",
+                                                   ceiling="nameplate")  # fmt: skip
+        assert at_nameplate == pytest.approx(data * 47 / 50)
+    # tensor parallelism across nodes needs a model about 8x wider than inside one
     inside = distributed.critical_width(8, "H100 SXM", "NVLink 4")
     across = distributed.critical_width(8, "H100 SXM", "InfiniBand NDR")
-    assert across / inside == pytest.approx(450 / 50)
+    assert across / inside == pytest.approx(370 / 47)
+    # a Mesh of one switched axis on the same link agrees with the link itself
+    node = distributed.Mesh({"X": 8}, links={"X": "NVLink 4"})
+    assert distributed.critical_width(8, "H100 SXM", node) == pytest.approx(inside)
+    assert distributed.critical_tokens("data", 8, "H100 SXM", node) == pytest.approx(
+        distributed.critical_tokens("data", 8, "H100 SXM", "NVLink 4")
+    )
 
 
 def test_the_strategies_send_what_their_papers_say():

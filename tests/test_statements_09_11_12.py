@@ -711,5 +711,5 @@ def test_lecture_09_critical_batch_is_f_over_b():
     from perfmodel.hardware import get, get_link
 
     text = prose(lecture("09_go_multi_node"), "the **critical batch** of data")
-    ratio = get("H100 SXM").peak_flops("bf16") / get_link("InfiniBand NDR").bandwidth
+    ratio = get("H100 SXM").peak_flops("bf16") / get_link("InfiniBand NDR").measured_busbw["ring"]
     assert f"{ratio:,.0f} for an H100 on InfiniBand NDR" in text

@@ -10,7 +10,8 @@ This package's top level is its public face, what lecture 09 and a learner need:
   NVLS, :func:`reduce_scatter_time`, :func:`allgather_time`, :func:`broadcast_time`,
   :func:`alltoall_time`, :func:`parameter_server_time`,
   :func:`hierarchical_allreduce_time` (NVLink inside a node, a network between nodes,
-  pipelined as NCCL runs it or end to end),
+  pipelined or end to end) and :func:`rail_ring_allreduce_time` (NCCL's ring across nodes,
+  one ring per GPU and its NIC),
   and :func:`terms`, the latency count and byte factor behind each;
 * nccl-tests' conventions: :func:`algorithm_bandwidth`, :func:`bus_bandwidth`,
   :func:`bus_factor`;
@@ -46,6 +47,7 @@ from perfmodel.comms.collectives import (
     hierarchical_allreduce_time,
     parameter_server_time,
     point_to_point_time,
+    rail_ring_allreduce_time,
     reduce_scatter_time,
     terms,
 )
@@ -74,6 +76,7 @@ __all__ = [
     "over_axes",
     "parameter_server_time",
     "point_to_point_time",
+    "rail_ring_allreduce_time",
     "reduce_scatter_time",
     "terms",
 ]

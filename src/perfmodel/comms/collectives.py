@@ -83,6 +83,7 @@ __all__ = [
     "hierarchical_allreduce_time",
     "parameter_server_time",
     "point_to_point_time",
+    "rail_ring_allreduce_time",
     "reduce_scatter_time",
     "terms",
 ]
@@ -98,6 +99,8 @@ ALGORITHMS: dict[str, tuple[str, ...]] = {
 COLLECTIVES = tuple(ALGORITHMS)
 #: What a link's bandwidth is taken to be: what published runs reached, or the line rate.
 CEILINGS = ("measured", "nameplate")
+_EVERY_ALGORITHM = tuple(dict.fromkeys(a for options in ALGORITHMS.values() for a in options))
+_BUS_ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree")  # hardware.BUS_ALGORITHMS
 #: NCCL's chunk of a pipelined collective: its default ``NCCL_BUFFSIZE``, 4 MiB.
 NCCL_CHUNK_BYTES = 4 * 2**20
 
@@ -126,6 +129,26 @@ class LinkModel:
     kind: str = "other"
     measured_busbw: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
 
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        set_(self, "bandwidth", positive("bandwidth", self.bandwidth))
+        set_(self, "latency", non_negative("latency", self.latency))
+        if not isinstance(self.measured_busbw, Mapping):
+            raise TypeError(
+                f"`measured_busbw` must be a mapping of algorithm to B/s "
+                f"(got {type(self.measured_busbw).__name__})."
+            )
+        measured = {}
+        for algorithm, rate in self.measured_busbw.items():
+            choice("measured_busbw", algorithm, _BUS_ALGORITHMS)
+            measured[algorithm] = positive(f"measured_busbw[{algorithm!r}]", rate)
+        if measured.get("ring", 0.0) > self.bandwidth:
+            raise ValueError(
+                f"`measured_busbw['ring']` must be at most the line rate {self.bandwidth:g} B/s "
+                f"(got {measured['ring']:g})."
+            )
+        set_(self, "measured_busbw", MappingProxyType(measured))
+
     def ceiling(self, algorithm: str, ceiling: str = "measured") -> float | None:
         """The measured busbw to price ``algorithm`` at, or None to use the nameplate.
 
@@ -143,6 +166,7 @@ class LinkModel:
             ``algorithm``; None otherwise.
         """
         ceiling = choice("ceiling", ceiling, CEILINGS)
+        algorithm = choice("algorithm", algorithm, _EVERY_ALGORITHM)
         return self.measured_busbw.get(algorithm) if ceiling == "measured" else None
 
     def time(self, nbytes: float) -> float:
@@ -208,16 +232,19 @@ def as_link(link: LinkLike, *, argument: str = "link") -> LinkModel:
             f"`{argument}` must be a catalogue link name or an object with `bandwidth` and "
             f"`latency` (got {type(given).__name__} {describe(given)})."
         )
+    bandwidth = positive(f"{argument}.bandwidth", given.bandwidth)
+    latency = non_negative(f"{argument}.latency", given.latency)
     measured = getattr(given, "measured_busbw", None)
-    return LinkModel(
-        bandwidth=positive(f"{argument}.bandwidth", given.bandwidth),
-        latency=non_negative(f"{argument}.latency", given.latency),
-        name=str(getattr(given, "name", argument)),
-        kind=str(getattr(given, "kind", "other")),
-        measured_busbw=MappingProxyType(dict(measured))
-        if isinstance(measured, Mapping)
-        else MappingProxyType({}),
-    )
+    try:
+        return LinkModel(
+            bandwidth=bandwidth,
+            latency=latency,
+            name=str(getattr(given, "name", argument)),
+            kind=str(getattr(given, "kind", "other")),
+            measured_busbw={} if measured is None else measured,
+        )
+    except (TypeError, ValueError) as error:  # its measured rates: name the argument
+        raise type(error)(f"`{argument}`: {error}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,10 +372,19 @@ def collective_time(
     cost = terms(collective, p, algorithm)
     model = as_link(link)
     chosen = ALGORITHMS[collective][0] if algorithm is None else algorithm
+    if chosen == "nvls" and model.kind not in ("nvlink", "other"):
+        raise ValueError(
+            f"`algorithm` 'nvls' reduces inside an NVSwitch: it needs an NVLink link "
+            f"(got {model.name!r}, a {model.kind} link)."
+        )
     busbw = model.ceiling(chosen, ceiling)
     if busbw is None:
         return cost.time(nbytes, model)
-    return cost.latencies * model.latency + bus_factor(collective, p) * nbytes / busbw
+    # a rate measured on 8 ranks, used on fewer, must not beat the wire itself
+    measured = bus_factor(collective, p) * nbytes / busbw
+    return cost.latencies * model.latency + max(
+        measured, cost.byte_factor * nbytes / model.bandwidth
+    )
 
 
 def point_to_point_time(nbytes: float, link: LinkLike) -> float:
@@ -582,8 +618,10 @@ def hierarchical_allreduce_time(
     chunks and pipelines them, so the node's links (both NVLink phases) and its network
     ports work at once, and the busier of the two sets the pace; the other adds its share
     of one chunk, filling the pipeline at the start and draining it at the end:
-    ``max(A, C) + min(A, C) / k`` for ``k`` chunks, with ``A`` the NVLink phases and ``C``
-    the network's. One chunk is the phases end to end.
+    ``max(A, C) + min(A, C) / k`` for ``k = n / chunk_bytes`` chunks (at least one), with
+    ``A`` the NVLink phases and ``C`` the network's. One chunk is the phases end to end.
+    What each chunk costs besides its bytes is not priced, so smaller chunks always look
+    better here; NCCL's are 4 MiB.
 
     Parameters
     ----------
@@ -632,8 +670,68 @@ def hierarchical_allreduce_time(
     across = collective_time("allreduce", nbytes / gpus, nodes, network, ceiling=ceiling)
     if not pipelined:
         return inside + across
-    chunks = max(1, math.ceil(nbytes / chunk))
+    chunks = max(1.0, nbytes / chunk)  # whole and part chunks alike: no jump at a boundary
     return max(inside, across) + min(inside, across) / chunks
+
+
+def rail_ring_allreduce_time(
+    nbytes: float,
+    gpus_per_node: int,
+    nodes: int,
+    intra: LinkLike,
+    inter: LinkLike,
+    *,
+    ceiling: str = "measured",
+) -> float:
+    """A ring all-reduce across nodes as NCCL runs it: one ring per GPU and its NIC (*rail*).
+
+    NCCL's ring algorithm across nodes is one flat ring of all ``p = gpus_per_node · nodes``
+    GPUs, run as ``gpus_per_node`` rings side by side, each leaving every node through a
+    different GPU's NIC. So each link of the ring runs at the slower of the node's own ring
+    rate (``intra``) and all its NICs together (``gpus_per_node`` times ``inter``):
+    ``2(p-1)/p · n / min(B_intra, g · B_NIC) + 2(p-1)·α``. Its busbw is that minimum, whatever
+    the node count: about 8 × 47 GB/s on H100 nodes with 8 NDR NICs, as published.
+
+    Parameters
+    ----------
+    nbytes : float
+        Each rank's buffer, B.
+    gpus_per_node : int
+        GPUs (and NICs) in each node, count.
+    nodes : int
+        Nodes, count.
+    intra : str, hardware.Link or hardware.LinkSpec
+        The link between GPUs inside a node (see :func:`as_link`).
+    inter : str, hardware.Link or hardware.LinkSpec
+        Each GPU's own NIC to the network between nodes.
+    ceiling : {"measured", "nameplate"}
+        Each link's published ring busbw where it has one, or its line rate.
+
+    Returns
+    -------
+    float
+        Seconds, s.
+
+    Examples
+    --------
+    >>> t = rail_ring_allreduce_time(2**30, 8, 4, "NVLink 4", "InfiniBand NDR")
+    >>> round(bus_bandwidth(2**30 / t, 32) / 1e9)   # min(370, 8 x 47), less 62 latencies
+    366
+    >>> t = rail_ring_allreduce_time(2**30, 8, 4, "NVLink 3", "InfiniBand HDR")
+    >>> round(bus_bandwidth(2**30 / t, 32) / 1e9)   # 8 x 24 < 230: the NICs set it
+    191
+    """
+    nbytes = non_negative("nbytes", nbytes)
+    gpus, nodes = count("gpus_per_node", gpus_per_node), count("nodes", nodes)
+    local, network = as_link(intra, argument="intra"), as_link(inter, argument="inter")
+    rate = local.ceiling("ring", ceiling) or local.bandwidth
+    if nodes > 1:
+        nics = gpus * (network.ceiling("ring", ceiling) or network.bandwidth)
+        rate = min(rate, nics)
+    p = gpus * nodes
+    latency = max(local.latency, network.latency if nodes > 1 else 0.0)
+    cost = terms("allreduce", p)
+    return cost.latencies * latency + cost.byte_factor * nbytes / rate
 
 
 def algorithm_bandwidth(nbytes: float, seconds: float) -> float:

@@ -4,8 +4,9 @@ Every row is a published all-reduce (or all-gather, reduce-scatter) bus bandwidt
 large message, with its source. None of them set the catalogue's measured rates except
 where a row says so (``sets_rate``): those are shown for completeness, the others test the
 model on figures it was not built from. :func:`predicted_busbw` prices a row's collective
-on the catalogue's links, one node through NVLink, several through the pipelined
-hierarchical all-reduce (:func:`perfmodel.comms.hierarchical_allreduce_time`).
+on the catalogue's links, one node through NVLink, several as NCCL's ring across nodes
+(:func:`perfmodel.comms.rail_ring_allreduce_time`) or, to compare, as the hierarchical
+all-reduce pipelined or end to end (:func:`perfmodel.comms.hierarchical_allreduce_time`).
 
 >>> row = next(r for r in PUBLISHED_BUSBW if r.system.startswith("Azure ND H100"))
 >>> round(predicted_busbw(row) / 1e9), round(row.busbw / 1e9)
@@ -16,16 +17,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from perfmodel._validate import choice, flag
+from perfmodel._validate import choice
 from perfmodel.comms.collectives import (
     CEILINGS,
     algorithm_bandwidth,
     bus_bandwidth,
     collective_time,
     hierarchical_allreduce_time,
+    rail_ring_allreduce_time,
 )
 
-__all__ = ["PUBLISHED_BUSBW", "PublishedBusbw", "predicted_busbw"]
+__all__ = ["ACROSS", "PUBLISHED_BUSBW", "PublishedBusbw", "predicted_busbw"]
+
+#: How an all-reduce crosses nodes: NCCL's ring over rails, or the hierarchical all-reduce
+#: (reduce in the node, all-reduce an eighth over each NIC, gather) pipelined or end to end.
+ACROSS = ("ring", "pipelined", "end_to_end")
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,15 +127,15 @@ PUBLISHED_BUSBW: tuple[PublishedBusbw, ...] = (
                    note="node count not stated: a plateau, compared at 16 nodes"),
     PublishedBusbw(f"{_H100}, 8x 400G RoCE per node", 8, 2, "allreduce", "ring", 4 * GiB, 330e9,
                    "NVLink 4", "400 GbE", "qdbkppkbdq, NVIDIA/nccl issue 1221, 2024-03-13",
-                   note="RoCE, not InfiniBand: no measured NIC rate, priced at the nameplate"),
+                   note="RoCE, not InfiniBand: no measured NIC rate here"),
     PublishedBusbw(f"{_H100}, 8x 400G RoCE per node", 8, 4, "allreduce", "ring", 4 * GiB, 320e9,
                    "NVLink 4", "400 GbE", "qdbkppkbdq, NVIDIA/nccl issue 1221, 2024-03-13",
-                   note="RoCE, not InfiniBand: no measured NIC rate, priced at the nameplate"),
+                   note="RoCE, not InfiniBand: no measured NIC rate here"),
 )  # fmt: skip
 
 
 def predicted_busbw(
-    row: PublishedBusbw, *, ceiling: str = "measured", pipelined: bool = True
+    row: PublishedBusbw, *, ceiling: str = "measured", across: str = "ring"
 ) -> float:
     """The busbw the models predict for a published row's system, collective and size.
 
@@ -139,8 +145,9 @@ def predicted_busbw(
         The published run.
     ceiling : {"measured", "nameplate"}
         Price each link at its measured busbw where the catalogue has one, or its line rate.
-    pipelined : bool
-        Across nodes, pipeline the hierarchical all-reduce's phases (NCCL) or add them.
+    across : {"ring", "pipelined", "end_to_end"}
+        Across nodes: NCCL's ring over rails (what the published multi-node rows ran), or
+        the hierarchical all-reduce, pipelined or its phases end to end. Ignored in a node.
 
     Returns
     -------
@@ -150,13 +157,16 @@ def predicted_busbw(
     if not isinstance(row, PublishedBusbw):
         raise TypeError(f"`row` must be a PublishedBusbw (got {type(row).__name__}).")
     ceiling = choice("ceiling", ceiling, CEILINGS)
-    pipelined = flag("pipelined", pipelined)
+    across = choice("across", across, ACROSS)
     ranks = row.gpus_per_node * row.nodes
     if row.nodes == 1:
         seconds = collective_time(row.collective, row.nbytes, ranks, row.intra,
                                   algorithm=row.algorithm, ceiling=ceiling)  # fmt: skip
+    elif across == "ring":
+        seconds = rail_ring_allreduce_time(row.nbytes, row.gpus_per_node, row.nodes,
+                                           row.intra, row.inter, ceiling=ceiling)  # fmt: skip
     else:
         seconds = hierarchical_allreduce_time(row.nbytes, row.gpus_per_node, row.nodes,
-                                              row.intra, row.inter, pipelined=pipelined,
-                                              ceiling=ceiling)  # fmt: skip
+                                              row.intra, row.inter, ceiling=ceiling,
+                                              pipelined=across == "pipelined")  # fmt: skip
     return bus_bandwidth(algorithm_bandwidth(row.nbytes, seconds), ranks, row.collective)

@@ -14,8 +14,12 @@ scaling book), cost collectives on ICI:
   hops (the alpha-beta ring of :func:`perfmodel.comms.allgather_time`, exactly);
 * all-reduce: a reduce-scatter then an all-gather, twice that.
 
-Round a torus ring that is about ``n / (2B)`` for an all-gather whatever ``p`` is: the
-scaling book's ``bytes / W_ici``, with ``W_ici = 2B`` its both-direction bandwidth.
+The bytes are counted as the best schedule moves them: each device must receive the
+``(p-1)/p · n`` it lacks, over the link directions it has, so ``(p-1)/p · n / (2B)`` round
+a torus ring (each shard split in two halves that go opposite ways) and ``(p-1)/p · n / B``
+along a line or through a switch. Round a ring that is about ``n / (2B)`` whatever ``p``
+is: the scaling book's ``bytes / W_ici``, with ``W_ici = 2B`` its both-direction bandwidth
+(the book drops the ``(p-1)/p``, a quarter at ``p = 4``).
 
 A collective over several axes at once (the book's ``AllGather_XY``) is
 :func:`over_axes`: the data is split into parts that cross the axes in different orders,
@@ -33,7 +37,7 @@ here takes.
 >>> ring.hops("allgather"), line.hops("allgather")
 (4, 7)
 >>> round(line.time("allgather", 1e9) / ring.time("allgather", 1e9), 2)
-1.75
+2.0
 >>> round(over_axes("allgather", 1e9, [ring, ring]) / ring.time("allgather", 1e9), 2)
 0.56
 """
@@ -106,8 +110,9 @@ class Axis:
 
     @property
     def directions(self) -> int:
-        """Link directions a device receives on along the axis: 2 round a torus ring, else 1."""
-        return 2 if self.wraparound and not self.switched else 1
+        """Link directions a device receives on along the axis: 2 round a torus ring of three
+        or more, else 1 (two devices share one link, whichever way round)."""
+        return 2 if self.wraparound and not self.switched and self.size > 2 else 1
 
     def hops(self, collective: str) -> int:
         """Neighbour-to-neighbour steps ``collective`` takes along the axis.
@@ -128,7 +133,8 @@ class Axis:
         return 2 * one_way if collective == "allreduce" else one_way
 
     def transfer_time(self, collective: str, nbytes: float) -> float:
-        """The bandwidth part of :meth:`time`: ``hops · (n/p) / B``, ``B`` :attr:`bandwidth`.
+        """The bandwidth part of :meth:`time`: ``(p-1)/p · n / (directions · B)``, twice that
+        for an all-reduce, ``B`` :attr:`bandwidth`.
 
         Parameters
         ----------
@@ -142,11 +148,14 @@ class Axis:
         float
             Seconds, s.
         """
+        collective = choice("collective", collective, AXIS_COLLECTIVES)
         nbytes = non_negative("nbytes", nbytes)
-        return self.hops(collective) * nbytes / self.size / self.bandwidth
+        passes = 2 if collective == "allreduce" else 1
+        share = (self.size - 1) / self.size
+        return passes * share * nbytes / (self.directions * self.bandwidth)
 
     def time(self, collective: str, nbytes: float, *, combine: str = "sum") -> float:
-        """The time of ``collective`` along the axis: ``hops · (α + (n/p)/B)``.
+        """The time of ``collective`` along the axis: ``hops · α`` and :meth:`transfer_time`.
 
         Parameters
         ----------
@@ -181,8 +190,9 @@ def over_axes(
     over X, then ``p_Y`` times more over Y), and all parts move at once, so every axis's
     links work in parallel. How much goes in each order is chosen to finish soonest: a
     small linear program (scipy's HiGHS) minimising the busiest axis's seconds. For two
-    equal torus axes the split is even and the time is about ``n / (4B)``, the scaling
-    book's ``bytes / (2 · W_ici)``; for an NVLink axis and a slow network axis, all of it
+    equal torus axes the split is even and the time is ``(1 - 1/P) · n / (4B)``, the
+    scaling book's ``bytes / (2 · W_ici)`` less its ``1/P``; for an NVLink axis and a slow
+    network axis, all of it
     crosses the network first while each device holds only its shard, the hierarchical
     all-reduce's order, pipelined. A reduce-scatter mirrors an all-gather; an all-reduce is
     both. The latency is every axis's hops in turn, once.
@@ -207,8 +217,8 @@ def over_axes(
     --------
     >>> from perfmodel.hardware import Link
     >>> ici = Link(name="toy ICI", kind="ici", bandwidth=1e9, latency=0.0, source="a toy")
-    >>> round(over_axes("allgather", 1e9, [Axis(16, ici), Axis(16, ici)]), 3)   # ≈ n/(4B)
-    0.266
+    >>> round(over_axes("allgather", 1e9, [Axis(16, ici), Axis(16, ici)]), 3)   # (1-1/P) n/(4B)
+    0.249
     """
     collective = choice("collective", collective, AXIS_COLLECTIVES)
     nbytes = non_negative("nbytes", nbytes)
@@ -242,6 +252,10 @@ def _busiest_axis_seconds(nbytes: float, axes: list[Axis]) -> float:
         for index in order:
             held *= axes[index].size
             seconds[index, column] = axes[index].transfer_time("allgather", held)
+    scale = float(seconds.max())
+    if scale == 0.0 or not math.isfinite(scale):  # nothing to move, or too much to price
+        return scale
+    seconds /= scale  # the LP in units of its largest entry: HiGHS's tolerances are absolute
     # minimise t over shares w >= 0, sum(w) = 1, seconds @ w <= t on every axis
     cost = np.r_[np.zeros(len(orders)), 1.0]
     upper = np.c_[seconds, -np.ones(k)]
@@ -249,4 +263,4 @@ def _busiest_axis_seconds(nbytes: float, axes: list[Axis]) -> float:
     found = linprog(cost, A_ub=upper, b_ub=np.zeros(k), A_eq=equal, b_eq=[1.0], method="highs")
     if not found.success:  # a feasible, bounded LP: HiGHS failing is a bug worth hearing
         raise RuntimeError(f"HiGHS could not split the collective: {found.message}")
-    return float(found.x[-1])
+    return float(found.x[-1]) * scale

@@ -32,7 +32,8 @@ tensor             elements per token   forward FLOPs per token
 
 >>> from perfmodel.transformer import Transformer
 >>> model = Transformer(width=8192, layers=64, heads=64, vocab=32000)
->>> round(checkpoint_bytes(model, tokens=4_000_000, keep="block") / 1e12, 1)   # the book: 4.2TB
+>>> kept = checkpoint_bytes(model, tokens=4_000_000, seq_len=4096, keep="block")
+>>> round(kept / 1e12, 1)                                              # the book: 4.2TB
 4.2
 """
 
@@ -68,6 +69,8 @@ def _kept(keep: str | Sequence[str]) -> tuple[str, ...]:
     unknown = sorted(set(keep) - set(TENSORS))
     if unknown:
         raise ValueError(f"`keep` names tensors a layer does not make: {', '.join(unknown)}.")
+    if len(set(keep)) != len(keep):
+        raise ValueError(f"`keep` names a tensor twice (got {list(keep)!r}).")
     return tuple(keep)
 
 
@@ -96,7 +99,7 @@ def checkpoint_bytes(
     model: Transformer,
     *,
     tokens: int,
-    seq_len: int | None = None,
+    seq_len: int,
     keep: str | Sequence[str] = "big_matmuls",
     dtype_bytes: int = 2,
 ) -> float:
@@ -108,8 +111,8 @@ def checkpoint_bytes(
         The model's shape.
     tokens : int
         Tokens in the step (all sequences together), count.
-    seq_len : int, optional
-        Tokens a sequence, count (the attention scores grow with it); ``tokens`` by default.
+    seq_len : int
+        Tokens a sequence, count (the attention scores grow with it).
     keep : str or sequence of str
         A policy of :data:`POLICIES`, or the names of the tensors kept (:data:`TENSORS`).
     dtype_bytes : int
@@ -126,13 +129,13 @@ def checkpoint_bytes(
     >>> llama13 = Transformer(width=5120, layers=40, heads=40, vocab=32000, mlp_width=13824,
     ...                       gated=True, tied_embeddings=False)
     >>> three = ("mlp_in", "mlp_gate", "mlp_out")   # "after the three big FFW matmuls"
-    >>> round(checkpoint_bytes(llama13, tokens=16_000_000, keep=three) / 1e12)   # book: 42TB
+    >>> kept = checkpoint_bytes(llama13, tokens=16_000_000, seq_len=4096, keep=three)
+    >>> round(kept / 1e12)   # book: 42TB
     42
     """
     if not isinstance(model, Transformer):
         raise TypeError(f"`model` must be a Transformer (got {type(model).__name__}).")
-    n = count("tokens", tokens)
-    t = n if seq_len is None else count("seq_len", seq_len)
+    n, t = count("tokens", tokens), count("seq_len", seq_len)
     table = _table(model, t)
     per_token = sum(table[name][0] for name in _kept(keep))
     return float(model.layers * n * per_token * count("dtype_bytes", dtype_bytes))
@@ -142,7 +145,7 @@ def remat_flops(
     model: Transformer,
     *,
     tokens: int,
-    seq_len: int | None = None,
+    seq_len: int,
     keep: str | Sequence[str] = "big_matmuls",
 ) -> float:
     """FLOPs the backward pass spends rebuilding what ``keep`` did not keep.
@@ -156,8 +159,8 @@ def remat_flops(
         The model's shape.
     tokens : int
         Tokens in the step, count.
-    seq_len : int, optional
-        Tokens a sequence, count; ``tokens`` by default.
+    seq_len : int
+        Tokens a sequence, count.
     keep : str or sequence of str
         A policy of :data:`POLICIES`, or the names of the tensors kept.
 
@@ -176,8 +179,7 @@ def remat_flops(
     """
     if not isinstance(model, Transformer):
         raise TypeError(f"`model` must be a Transformer (got {type(model).__name__}).")
-    n = count("tokens", tokens)
-    t = n if seq_len is None else count("seq_len", seq_len)
+    n, t = count("tokens", tokens), count("seq_len", seq_len)
     table = _table(model, t)
     kept = set(_kept(keep)) | {"input"}
     per_token = sum(flops for name, (_, flops) in table.items() if name not in kept)

@@ -18,12 +18,13 @@ A strategy's *critical batch* is where its communication takes as long as the co
 can hide under: below it, the network sets the pace (the JAX scaling book derives the same
 thresholds for TPUs). For data parallelism and FSDP it is a number of tokens per device,
 about ``F / B`` (peak FLOP/s over network bytes/s); for tensor parallelism the batch
-cancels, and what must be large enough is the model's width.
+cancels, and what must be large enough is the model's width. Each link runs at the ring
+busbw published runs reached (``ceiling="measured"``) unless the nameplate is asked for.
 
 >>> round(critical_tokens("data", 1024, "H100 SXM", "InfiniBand NDR"))
-19771
+21033
 >>> [round(critical_width(8, "H100 SXM", link)) for link in ("NVLink 4", "InfiniBand NDR")]
-[3420, 30784]
+[4160, 32749]
 """
 
 from __future__ import annotations
@@ -139,15 +140,30 @@ def _peak(device: DeviceLike, dtype: str) -> float:
     return get(device, argument="device").peak_flops(dtype)
 
 
-def _ratio(device: DeviceLike, link: LinkLike | Mesh, dtype: str) -> float:
+def _ratio(device: DeviceLike, link: LinkLike | Mesh, dtype: str, ceiling: str, p: int) -> float:
+    """Peak FLOP/s over the bandwidth the group's collectives run at."""
     from perfmodel import comms
 
-    bandwidth = link.bandwidth() if isinstance(link, Mesh) else comms.as_link(link).bandwidth
+    if isinstance(link, Mesh):
+        if p != link.devices:
+            raise ValueError(
+                f"`p` must be the mesh's {link.devices} devices when `link` is a Mesh (got {p})."
+            )
+        bandwidth = link.bandwidth()
+    else:
+        model = comms.as_link(link)
+        bandwidth = model.ceiling("ring", ceiling) or model.bandwidth
     return _peak(device, dtype) / bandwidth
 
 
 def critical_tokens(
-    strategy: str, p: int, device: DeviceLike, link: LinkLike | Mesh, *, dtype: str = "bf16"
+    strategy: str,
+    p: int,
+    device: DeviceLike,
+    link: LinkLike | Mesh,
+    *,
+    dtype: str = "bf16",
+    ceiling: str = "measured",
 ) -> float:
     """Tokens per device at which a sharded strategy's traffic takes as long as its compute.
 
@@ -167,9 +183,13 @@ def critical_tokens(
     link : str, hardware.Link, hardware.LinkSpec or Mesh
         The network between devices; only its bandwidth (B/s) counts. A :class:`Mesh`
         counts every link a device receives on at once (:meth:`Mesh.bandwidth`): both
-        directions of each torus axis, as the scaling book's ``M · W_ici``.
+        directions of each torus axis, as the scaling book's ``M · W_ici``; ``p`` must then
+        be its device count.
     dtype : str
         Which peak FLOP/s.
+    ceiling : {"measured", "nameplate"}
+        A link's published ring busbw where the catalogue has one, or its line rate (a
+        Mesh's links were resolved with its own ceiling).
 
     Returns
     -------
@@ -185,8 +205,10 @@ def critical_tokens(
     850
     """
     strategy = choice("strategy", strategy, STRATEGIES)
+    p = count("p", p)
     hidden_under = 6 if strategy in ("zero3", "fsdp") else 4
-    return sharded_bytes(1.0, p, strategy) * _ratio(device, link, dtype) / hidden_under
+    ratio = _ratio(device, link, dtype, ceiling, p)
+    return sharded_bytes(1.0, p, strategy) * ratio / hidden_under
 
 
 def fsdp_tensor_critical_tokens(
@@ -253,6 +275,7 @@ def critical_width(
     *,
     mlp_ratio: float = 4.0,
     dtype: str = "bf16",
+    ceiling: str = "measured",
 ) -> float:
     """The width at which ``p``-way tensor parallelism's all-reduces take as long as its matmuls.
 
@@ -274,6 +297,8 @@ def critical_width(
         The MLP's width over the model's, dimensionless.
     dtype : str
         Which peak FLOP/s.
+    ceiling : {"measured", "nameplate"}
+        A link's published ring busbw where the catalogue has one, or its line rate.
 
     Returns
     -------
@@ -282,7 +307,8 @@ def critical_width(
     """
     p = count("p", p)
     mlp_ratio = positive("mlp_ratio", mlp_ratio)
-    return 16 * (p - 1) / (6 * (4 + 2 * mlp_ratio)) * _ratio(device, link, dtype)
+    ratio = _ratio(device, link, dtype, ceiling, p)
+    return 16 * (p - 1) / (6 * (4 + 2 * mlp_ratio)) * ratio
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,8 +44,8 @@ class WeightStationary:
     Parameters
     ----------
     x : float
-        Chips the reduction dimension ``D`` is split over, the best ``X`` (count; round it to
-        a mesh shape you have).
+        Chips the reduction dimension ``D`` is split over, the best ``X`` between 1 and
+        ``N`` (count; round it to a mesh shape you have).
     yz : float
         Chips ``F`` is split over, ``N / X``, count.
     comms_s : float
@@ -89,8 +89,10 @@ def weight_stationary(
     b, d, f = count("batch", batch), count("width", width), count("mlp_width", mlp_width)
     n = count("chips", chips)
     w = positive("ici_bandwidth", ici_bandwidth)
-    x = math.sqrt(n * d / (2 * f))
+    x = min(max(math.sqrt(n * d / (2 * f)), 1.0), float(n))  # a split is 1 to N chips
     yz = n / x
+    if n == 1:  # one chip sends nothing, whatever the layout
+        return WeightStationary(1.0, 1.0, 0.0, 0.0, 32 * (f / d) * (3 / 4) ** 2)
     two_d = 2 * b * d / (x * w) + 4 * b * f / (yz * w)
     one_d = 4 * b * d / (3 * w)
     return WeightStationary(x, yz, two_d, one_d, 32 * (f / d) * (3 / 4) ** 2)
