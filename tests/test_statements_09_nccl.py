@@ -3,31 +3,9 @@
 
 from __future__ import annotations
 
-import json
 import re
 
-from conftest import ROOT
-
-L09 = ROOT / "notebooks" / "09_go_multi_node.ipynb"
-
-
-def cells():
-    return json.loads(L09.read_text(encoding="utf-8"))["cells"]
-
-
-def source(cell):
-    return "".join(cell["source"])
-
-
-def printed(needle):
-    found = [c for c in cells() if c["cell_type"] == "code" and needle in source(c)]
-    assert len(found) == 1, f"{len(found)} code cells contain {needle!r}"
-    return "".join("".join(o.get("text", "")) for o in found[0]["outputs"])
-
-
-def prose():
-    text = " ".join(source(c) for c in cells() if c["cell_type"] == "markdown")
-    return re.sub(r"\s+", " ", text)
+from test_statements_09 import printed, prose
 
 
 def table():
