@@ -110,6 +110,31 @@ def test_a_recurrent_node_is_its_steps_in_turn_and_a_matmul_is_never_faster_than
     assert "gemv at" in r.used(mm) and "GFLOP/s" in r.used(mm)
 
 
+def depthwise_model(batch, channels=32, side=14):
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.ones((channels, 1, 3, 3), np.float32), "w")
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name="dw", group=channels, pads=[1] * 4)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, channels, side, side])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    model = helper.make_model(helper.make_graph([node], "g", [x], [y], [w]),
+                              opset_imports=[helper.make_opsetid("", 17)])  # fmt: skip
+    model.ir_version = 8
+    return model
+
+
+def test_a_depthwise_convolution_is_priced_one_image_at_a_time():
+    """onnxruntime's depthwise kernel takes a batch one image at a time, so a batch of 8 costs
+    8 images at one image's rate; the curve's rate at 8 times the work would be faster."""
+    r = rates(curves={**rates().curves, "depthwise": curve([(1e3, 1e-6), (1e9, 1e-2)])})
+    (one,) = capstone.import_onnx(depthwise_model(1)).nodes
+    (eight,) = capstone.import_onnx(depthwise_model(8)).nodes
+    assert (one.kind, one.images, eight.images) == ("depthwise", 1, 8)
+    assert r.node_time(eight) == pytest.approx(8 * r.node_time(one), rel=0.01)  # weights: once
+    curve_at_eight = r.curves["depthwise"].time(eight.cost.flops)
+    assert r.node_time(eight) > curve_at_eight  # the curve at the batch's work: too fast
+
+
 def test_where_the_time_goes_adds_up_to_the_prediction():
     r = rates()
     imported = capstone.import_onnx(capstone.builders.mlp(batch=1, widths=(64, 64, 8)))

@@ -281,7 +281,8 @@ class KernelRates:
         return node.cost.flops if node.kind in COMPUTE_KINDS else node.cost.bytes
 
     def node_time(self, node: Node) -> float:
-        """Seconds one node takes: its kind's curve at its work (per step, for its steps),
+        """Seconds one node takes: its kind's curve at its work (per step, for its steps;
+        per image, for its images, for a kind of :data:`BY_IMAGE`),
         and for a compute kind never less than streaming its bytes.
 
         The compute probes keep their tensors in cache; a model's layers at a large batch do
@@ -309,12 +310,13 @@ class KernelRates:
             raise ValueError(
                 f"no {node.kind!r} kernels were measured (measured: {', '.join(self.curves)})."
             )
-        compute = node.steps * curve.time(self._work(node) / node.steps)
+        turns = _turns(node)
+        compute = turns * curve.time(self._work(node) / turns)
         stream = self.curves.get("elementwise")
         if node.kind not in COMPUTE_KINDS or stream is None:
             return compute
         moved = node.cost.bytes + node.im2col_bytes
-        return max(compute, node.steps * stream.time(moved / node.steps))
+        return max(compute, turns * stream.time(moved / turns))
 
     def used(self, node: Node) -> str:
         """Which rate priced a node, as a reader would say it.
@@ -329,7 +331,7 @@ class KernelRates:
         str
             ``"depthwise at 3.1 GFLOP/s"`` or ``"movement at 4.2 GB/s"``.
         """
-        work = self._work(node) / node.steps
+        work = self._work(node) / _turns(node)
         rate = work / self.curves[node.kind].time(work) if work else 0.0
         unit = "GFLOP/s" if node.kind in COMPUTE_KINDS else "GB/s"
         return f"{node.kind} at {rate / 1e9:.3g} {unit}"
@@ -367,7 +369,7 @@ class KernelRates:
         found = {"overhead": self.start_s}
         for node in _runs(model):
             total = self.node_time(node)
-            overhead = min(total, self.overhead_s * node.steps)
+            overhead = min(total, self.overhead_s * _turns(node))
             found["overhead"] += overhead
             found[node.kind] = found.get(node.kind, 0.0) + total - overhead
         return found
@@ -416,6 +418,18 @@ class KernelRates:
             raw.get("overhead_s", 0.0),
             raw.get("reference_s", 0.0),
         )
+
+
+#: Kinds whose CPU kernel takes a batch one image at a time (onnxruntime's depthwise
+#: convolution): a node of ``N`` images costs ``N`` times one image at a ``1/N`` of its work,
+#: as the probes (one image each) measured it.
+BY_IMAGE = ("depthwise", "depthwise strided")
+
+
+def _turns(node: Node) -> int:
+    """How many times a node runs its kernel in turn: its steps, and its images for a kind
+    of :data:`BY_IMAGE`."""
+    return node.steps * (node.images if node.kind in BY_IMAGE else 1)
 
 
 def _runs(model: ImportedModel) -> list[Node]:

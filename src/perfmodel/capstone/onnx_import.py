@@ -34,6 +34,7 @@ from perfmodel.capstone.onnx_costs import (
     OP_CLASSES,
     SUPPORTED,
     NoRule,
+    Tensor,
     im2col_bytes,
     kernel_kind,
     price,
@@ -101,6 +102,9 @@ class Node:
     kind : str
         The kind of kernel a CPU engine runs for it, one of
         :data:`~perfmodel.capstone.onnx_costs.KERNEL_KINDS` (``"depthwise"``, ``"gemv"``...).
+    images : int
+        For a convolution, the images of its batch (its input's first dimension), count; 1
+        for any other node. A CPU engine's depthwise kernel takes them one at a time.
     """
 
     name: str
@@ -116,6 +120,7 @@ class Node:
     im2col_bytes: int = 0
     steps: int = 1
     kind: str = "elementwise"
+    images: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,6 +275,14 @@ def _fix_inputs(model: Any, shapes: Mapping[str, Sequence[int]] | None) -> Any:
     return copy
 
 
+def _images(node: Any, tensors: dict[str, Tensor]) -> int:
+    """A convolution's batch (its input's first dimension); 1 for any other node."""
+    if node.op_type not in ("Conv", "QLinearConv", "ConvInteger") or not node.input:
+        return 1
+    shape = tensors[node.input[0]].shape
+    return max(1, int(shape[0])) if shape else 1
+
+
 def import_onnx(
     model: ModelLike, *, shapes: Mapping[str, Sequence[int]] | None = None
 ) -> ImportedModel:
@@ -337,6 +350,7 @@ def import_onnx(
                 im2col_bytes=im2col_bytes(onnx_node, tensors) if supported else 0,
                 steps=steps,
                 kind=kernel_kind(onnx_node, tensors),
+                images=_images(onnx_node, tensors),
                 name=name,
                 op_type=onnx_node.op_type,
                 op_class=op_class,
