@@ -4,9 +4,8 @@ A TPU pod slice is a torus: each chip has its own full-duplex link to each neigh
 every axis, and an axis either wraps around (a ring) or stops at its ends (a line). A GPU
 node is a switch: each GPU has one port into the NVSwitch (or one NIC into the network),
 and NCCL's ring runs one way round. A collective along one axis moves shards from
-neighbour to neighbour; every hop costs one link latency plus one shard over one link
-direction. Counting hops this way is how Austin et al., *How to Scale Your Model* (the JAX
-scaling book), cost collectives on ICI:
+neighbour to neighbour, and every hop costs one link latency. Counting hops this way is how
+Austin et al., *How to Scale Your Model* (the JAX scaling book), cost collectives on ICI:
 
 * all-gather or reduce-scatter, each device holding a shard of ``n/p``: round a torus ring,
   shards travel both ways, ``⌈(p-1)/2⌉`` hops; along a line, the device at one end waits
@@ -24,7 +23,7 @@ is: the scaling book's ``bytes / W_ici``, with ``W_ici = 2B`` its both-direction
 A collective over several axes at once (the book's ``AllGather_XY``) is
 :func:`over_axes`: the data is split into parts that cross the axes in different orders,
 at the same time, so every axis's links work at once; for two equal torus axes that is the
-book's ``bytes / (2 · W_ici)``.
+book's ``bytes / (2 · W_ici)``, less the ``1/P`` each device already holds.
 
 Whether latency and transfer add (``combine="sum"``, the default: one hop's latency is
 paid before its shard can move on) or the larger of the two counts (``combine="max"``, the
