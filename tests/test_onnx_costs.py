@@ -292,3 +292,37 @@ def test_topk_reads_k_on_its_axis_and_a_recurrent_layer_without_b_adds_no_bias()
     shapes = {"x": Tensor((3, 1, 2), 1), "w": Tensor((1, 4, 2), 1), "r": Tensor((1, 4, 4), 1),
               "y": Tensor((3, 1, 1, 4), 1)}  # fmt: skip
     assert price(rnn, shapes, {"w", "r"}).cost.flops == 3 * (2 * 4 * (2 + 4) + 4)
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]},
+        {"kernel_shape": [3, 3], "strides": [2, 2], "auto_pad": "SAME_UPPER"},
+        {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1},
+        {"kernel_shape": [3, 3], "dilations": [2, 2]},
+        {"kernel_shape": [3], "strides": [2]},
+    ],
+)
+def test_pooling_counts_a_window_per_output_onnxruntime_really_writes(attrs):
+    """auto_pad, ceil_mode and dilations change the output's size; the cost follows it (the old
+    rule recomputed the output from the pads alone, and refused 1-D pooling)."""
+    shape = (1, 8, 15) if len(attrs["kernel_shape"]) == 1 else (1, 8, 15, 15)
+    node = helper.make_node("MaxPool", ["x"], ["y"], name="pool", **attrs)
+    model = model_of([node], [("x", shape)], "y", None)
+    (priced,) = capstone.import_onnx(model).nodes
+    (y,) = run(model, {"x": np.ones(shape, np.float32)})
+    window = int(np.prod(attrs["kernel_shape"]))
+    assert priced.cost.flops == y.size * window
+    assert priced.cost.bytes_written == y.nbytes
+
+
+def test_an_empty_kv_cache_is_a_size_the_caller_may_give():
+    """shapes= took only sizes of 1 or more, so the first step of a decoder with an empty
+    past could not be priced; a size declared 0 in the file is still refused."""
+    concat = helper.make_node("Concat", ["past", "new"], ["y"], name="cache", axis=2)
+    model = model_of([concat], [("past", (1, 2, 3, 4)), ("new", (1, 2, 1, 4))], "y", None)
+    (node,) = capstone.import_onnx(model, shapes={"past": (1, 2, 0, 4)}).nodes
+    assert node.cost.bytes_written == 1 * 2 * 1 * 4 * 4  # only the new token is left
+    with pytest.raises(ValueError, match=r"`shapes\['past'\]`"):
+        capstone.import_onnx(model, shapes={"past": (1, 2, -1, 4)})

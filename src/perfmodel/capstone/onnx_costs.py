@@ -545,22 +545,16 @@ def _price(node: Any, tensors: dict[str, Tensor], weights: set[str]) -> tuple[op
         cost = ops.reduction(x.elements, outputs=out.elements, dtype=x.dtype)
         return cost, "pooling", "vector"
     if op in _POOLING:
+        # one compare or add per window element of each output; the output's size comes
+        # from shape inference, so auto_pad, ceil_mode and dilations are already in it
         x = inputs[0]
-        window = tuple(attrs["kernel_shape"])
-        strides = tuple(attrs.get("strides", [1] * len(window)))
-        if len(window) != 2:
-            raise NoRule(f"{len(window)}-D pooling")
-        pads = attrs.get("pads", [0] * 4)
-        cost = ops.pooling(
-            x.shape[0],
-            x.shape[1],
-            x.shape[2] + pads[0] + pads[2],
-            x.shape[3] + pads[1] + pads[3],
-            (window[0], window[1]),
-            stride=(strides[0], strides[1]),
-            dtype=x.dtype,
+        window = math.prod(attrs["kernel_shape"])
+        cost = ops.Cost(
+            flops=float(out.elements * window),
+            bytes_read=x.nbytes,
+            bytes_written=sum(t.nbytes for t in outputs),
         )
-        return replace(cost, bytes_read=x.nbytes), "pooling", "vector"
+        return cost, "pooling", "vector"
     if op in _MOVEMENT:
         moved = [tensors[name] for name in node.input[:1] if name]
         if op in ("Concat", "Sum"):

@@ -249,7 +249,8 @@ def _fix_inputs(model: Any, shapes: Mapping[str, Sequence[int]] | None) -> Any:
             continue
         dims = value.type.tensor_type.shape.dim
         if value.name in given:
-            shape = [count(f"shapes[{value.name!r}]", d) for d in given[value.name]]
+            # 0 is a size a caller may mean (an empty KV cache); a declared 0 is a placeholder
+            shape = [count(f"shapes[{value.name!r}]", d, minimum=0) for d in given[value.name]]
             del dims[:]
             for d in shape:
                 dims.add().dim_value = d
@@ -294,7 +295,8 @@ def import_onnx(
         The model, or the path of its ``.onnx`` file. Weights stored as external data are
         not read: only their shapes matter.
     shapes : mapping of str to sequence of int, optional
-        Sizes for inputs exported with dynamic axes, ``{"input": (8, 3, 224, 224)}``.
+        Sizes for inputs exported with dynamic axes, ``{"input": (8, 3, 224, 224)}``; a
+        size may be 0 (an empty KV cache at a decoder's first step).
 
     Returns
     -------
