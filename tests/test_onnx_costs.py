@@ -326,3 +326,33 @@ def test_an_empty_kv_cache_is_a_size_the_caller_may_give():
     assert node.cost.bytes_written == 1 * 2 * 1 * 4 * 4  # only the new token is left
     with pytest.raises(ValueError, match=r"`shapes\['past'\]`"):
         capstone.import_onnx(model, shapes={"past": (1, 2, -1, 4)})
+
+
+def test_a_bias_adds_one_add_per_output_to_every_convolution():
+    """ConvTranspose and QLinearConv dropped their bias; Conv always counted it."""
+    c, out_c = 4, 6
+    x = ("x", (1, c, 5, 5))
+    w_t = weight("w", (c, out_c, 3, 3))
+    bias = weight("b", (out_c,), 1)
+    plain = helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="t")
+    biased = helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], name="t")
+    (without,) = capstone.import_onnx(model_of([plain], [x], "y", None, [w_t])).nodes
+    (with_,) = capstone.import_onnx(model_of([biased], [x], "y", None, [w_t, bias])).nodes
+    outputs = 1 * out_c * 7 * 7
+    assert with_.cost.flops - without.cost.flops == outputs
+    assert with_.cost.bytes_read - without.cost.bytes_read == bias.dims[0] * 4
+
+    s = numpy_helper.from_array(np.array(0.1, np.float32), "s")
+    z = numpy_helper.from_array(np.array(0, np.uint8), "z")
+    wq = numpy_helper.from_array(np.ones((out_c, c, 3, 3), np.uint8), "wq")
+    bq = numpy_helper.from_array(np.ones((out_c,), np.int32), "bq")
+    names = ["x", "s", "z", "wq", "s", "z", "s", "z"]
+    nodes = [
+        helper.make_node("QLinearConv", names + extra, ["y"], name="q") for extra in ([], ["bq"])
+    ]
+    priced = [
+        capstone.import_onnx(model_of([node], [x], "y", None, inits, TensorProto.UINT8)).nodes[0]
+        for node, inits in zip(nodes, ([s, z, wq], [s, z, wq, bq]), strict=True)
+    ]
+    assert priced[1].cost.flops - priced[0].cost.flops == 1 * out_c * 3 * 3
+    assert priced[1].cost.bytes_read - priced[0].cost.bytes_read == out_c * 4

@@ -384,6 +384,15 @@ def _matmul(a: Tensor, b: Tensor, out: Tensor, b_is_weight: bool) -> tuple[ops.C
     return ops.matmul(m, k, n, dtype=a.dtype) * batch, "attention"
 
 
+def _with_bias(cost: ops.Cost, inputs: list[Tensor], index: int, out: Tensor) -> ops.Cost:
+    """``cost`` plus a bias at ``inputs[index]``, when there is one: an add per output, its
+    bytes read."""
+    if len(inputs) <= index:
+        return cost
+    return replace(cost, flops=cost.flops + out.elements,
+                   bytes_read=cost.bytes_read + inputs[index].nbytes)  # fmt: skip
+
+
 def _conv(node: Any, x: Tensor, w: Tensor, out: Tensor, attrs: dict[str, Any]) -> ops.Cost:
     spatial = len(x.shape) - 2
     if spatial not in (1, 2):
@@ -483,11 +492,7 @@ def _price(node: Any, tensors: dict[str, Tensor], weights: set[str]) -> tuple[op
             )
         return cost, "matmul", "matrix"
     if op == "Conv":
-        cost = _conv(node, inputs[0], inputs[1], out, attrs)
-        if len(inputs) > 2:
-            cost = replace(
-                cost, flops=cost.flops + out.elements, bytes_read=cost.bytes_read + inputs[2].nbytes
-            )
+        cost = _with_bias(_conv(node, inputs[0], inputs[1], out, attrs), inputs, 2, out)
         return cost, "conv", "matrix"
     if op == "Attention":  # ONNX opset 23: Q (B, H, S, D), K and V (B, H_kv, S_kv, D)
         query, keys = inputs[0], inputs[1]
@@ -675,11 +680,13 @@ def _price_more(
     if op in _INTEGER_CONVS:
         x, w = (inputs[i] for i in _INTEGER_CONVS[op])
         cost = _conv(node, x, w, out, attrs)
-        if op == "QLinearConv":
+        if op == "QLinearConv":  # its int32 bias, then requantizing each output
+            cost = _with_bias(cost, inputs, 8, out)
             cost = replace(cost, flops=cost.flops + 3 * out.elements)
         return cost, "conv", "matrix"
     if op == "ConvTranspose":
-        return _conv_transpose(inputs[0], inputs[1], out, attrs), "conv", "matrix"
+        cost = _with_bias(_conv_transpose(inputs[0], inputs[1], out, attrs), inputs, 2, out)
+        return cost, "conv", "matrix"
     if op == "DeformConv":  # a convolution over bilinear samples at learned offsets
         cost = _conv(node, inputs[0], inputs[1], out, attrs)
         samples = out.elements // max(1, out.shape[1]) * math.prod(inputs[1].shape[1:])
