@@ -356,3 +356,21 @@ def test_a_bias_adds_one_add_per_output_to_every_convolution():
     ]
     assert priced[1].cost.flops - priced[0].cost.flops == 1 * out_c * 3 * 3
     assert priced[1].cost.bytes_read - priced[0].cost.bytes_read == out_c * 4
+
+
+def test_attention_prices_the_value_heads_at_their_own_width():
+    """The weighted sum of V runs at V's head width, which may differ from Q's and K's (the
+    rule priced both matmuls at the query's)."""
+
+    def attention(value_width):
+        node = helper.make_node("Attention", ["q", "k", "v"], ["y"], name="a")
+        inputs = [("q", (1, 2, 4, 8)), ("k", (1, 2, 6, 8)), ("v", (1, 2, 6, value_width))]
+        model = model_of([node], inputs, "y", None)
+        model.opset_import[0].version, model.ir_version = 23, 10
+        (priced,) = capstone.import_onnx(model).nodes
+        return priced.cost
+
+    narrow, wide = attention(8), attention(16)
+    assert wide.flops - narrow.flops == 2 * 1 * 2 * 4 * 6 * (16 - 8)  # the weighted sum alone
+    assert wide.bytes_written == 1 * 2 * 4 * 16 * 4  # the output has V's width
+    assert wide.bytes_read - narrow.bytes_read == 1 * 2 * 6 * (16 - 8) * 4

@@ -494,21 +494,25 @@ def _price(node: Any, tensors: dict[str, Tensor], weights: set[str]) -> tuple[op
     if op == "Conv":
         cost = _with_bias(_conv(node, inputs[0], inputs[1], out, attrs), inputs, 2, out)
         return cost, "conv", "matrix"
-    if op == "Attention":  # ONNX opset 23: Q (B, H, S, D), K and V (B, H_kv, S_kv, D)
+    if op == "Attention":  # ONNX opset 23: Q (B, H, S, D), K (B, H_kv, S_kv, D), V (..., Dv)
         query, keys = inputs[0], inputs[1]
         if len(query.shape) != 4:
             raise NoRule("Attention with 3-D inputs")
-        cost = ops.attention(
-            query.shape[0],
-            query.shape[1],
-            query.shape[2],
-            query.shape[3],
-            fused=True,
-            dtype=query.dtype,
-            kv_len=keys.shape[2],
-            kv_heads=keys.shape[1],
-            causal=bool(attrs.get("is_causal", 0)),
-        )
+
+        def fused(head: int) -> ops.Cost:
+            return ops.attention(query.shape[0], query.shape[1], query.shape[2], head,
+                                 fused=True, dtype=query.dtype, kv_len=keys.shape[2],
+                                 kv_heads=keys.shape[1],
+                                 causal=bool(attrs.get("is_causal", 0)))  # fmt: skip
+
+        d = query.shape[3]
+        dv = inputs[2].shape[3] if len(inputs) > 2 and len(inputs[2].shape) == 4 else d
+        # QK^T grows with D and the weighted sum with Dv, alike: the mean of the two costs
+        # is QK^T at D plus the sum at Dv; a fused kernel reads its inputs and writes its
+        # outputs once
+        flops = (fused(d).flops + fused(dv).flops) / 2
+        read, written = sum(t.nbytes for t in inputs), sum(t.nbytes for t in outputs)
+        cost = ops.Cost(flops=flops, bytes_read=read, bytes_written=written, dtype=query.dtype)
         return cost, "attention", "matrix"
     if op in ("Cast", "CastLike"):  # reads one width, writes another
         return _bytes_only(inputs, outputs, ""), "data movement", "vector"
