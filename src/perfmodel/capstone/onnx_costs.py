@@ -512,7 +512,7 @@ def _price(node: Any, tensors: dict[str, Tensor], weights: set[str]) -> tuple[op
         # outputs once
         flops = (fused(d).flops + fused(dv).flops) / 2
         read, written = sum(t.nbytes for t in inputs), sum(t.nbytes for t in outputs)
-        cost = ops.Cost(flops=flops, bytes_read=read, bytes_written=written, dtype=query.dtype)
+        cost = ops.Cost(flops=flops, bytes_read=read, bytes_written=written, dtype=_named(inputs))
         return cost, "attention", "matrix"
     if op in ("Cast", "CastLike"):  # reads one width, writes another
         return _bytes_only(inputs, outputs, ""), "data movement", "vector"
