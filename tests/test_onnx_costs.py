@@ -374,3 +374,15 @@ def test_attention_prices_the_value_heads_at_their_own_width():
     assert wide.flops - narrow.flops == 2 * 1 * 2 * 4 * 6 * (16 - 8)  # the weighted sum alone
     assert wide.bytes_written == 1 * 2 * 4 * 16 * 4  # the output has V's width
     assert wide.bytes_read - narrow.bytes_read == 1 * 2 * 6 * (16 - 8) * 4
+
+
+def test_an_einsums_rows_are_read_from_its_equation_not_its_layout():
+    """'ki,kj->ij' with a (64, 2) first operand has 2 output rows: a matrix-vector kernel.
+    The layout rule read 64 rows from the first operand's leading axis."""
+    from perfmodel.capstone.onnx_costs import kernel_kind
+
+    node = helper.make_node("Einsum", ["a", "b"], ["y"], equation="ki,kj->ij")
+    assert kernel_kind(node, {"a": Tensor((64, 2), 1), "b": Tensor((64, 8), 1)}) == "gemv"
+    assert kernel_kind(node, {"a": Tensor((64, 32), 1), "b": Tensor((64, 8), 1)}) == "gemm"
+    ellipsis = helper.make_node("Einsum", ["a", "b"], ["y"], equation="...ij,jk->...ik")
+    assert kernel_kind(ellipsis, {"a": Tensor((3, 32, 8), 1), "b": Tensor((8, 4), 1)}) == "gemm"

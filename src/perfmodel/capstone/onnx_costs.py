@@ -845,6 +845,22 @@ def price(node: Any, tensors: dict[str, Tensor], weights: set[str]) -> Priced:
     return Priced(*_price(node, tensors, weights))
 
 
+def _einsum_rows(node: Any, inputs: list[Tensor]) -> int | None:
+    """An Einsum's rows, as its equation names them: the output indices of the first operand
+    that the second lacks (None when the equation has an ellipsis or is not two operands)."""
+    equation = attributes(node).get("equation", "")
+    equation = equation.decode() if isinstance(equation, bytes) else str(equation)
+    equation = equation.replace(" ", "")
+    if "..." in equation or "->" not in equation:
+        return None
+    operands, output = equation.split("->")
+    terms = operands.split(",")
+    if len(terms) != 2 or len(terms[0]) != len(inputs[0].shape):
+        return None
+    sizes = dict(zip(terms[0], inputs[0].shape, strict=True))
+    return math.prod(sizes[i] for i in terms[0] if i in output and i not in terms[1])
+
+
 def kernel_kind(node: Any, tensors: dict[str, Tensor]) -> str:
     """The kind of kernel a CPU engine runs for a node (one of :data:`KERNEL_KINDS`).
 
@@ -876,7 +892,10 @@ def kernel_kind(node: Any, tensors: dict[str, Tensor]) -> str:
     inputs = [tensors[name] for name in node.input if name and name in tensors]
     if op in _MATMULS and len(inputs) > 1:
         a = inputs[0]
-        if op == "Gemm":
+        einsum_rows = _einsum_rows(node, inputs) if op == "Einsum" else None
+        if einsum_rows is not None:
+            rows = einsum_rows
+        elif op == "Gemm":
             rows = a.shape[1] if attributes(node).get("transA") else a.shape[0]
         elif len(inputs[1].shape) <= 2:  # a weight: every leading axis is more rows
             rows = math.prod(a.shape[:-1])
