@@ -315,6 +315,7 @@ def test_pooling_counts_a_window_per_output_onnxruntime_really_writes(attrs):
     window = int(np.prod(attrs["kernel_shape"]))
     assert priced.cost.flops == y.size * window
     assert priced.cost.bytes_written == y.nbytes
+    assert priced.cost.dtype == "fp32"  # the roofline picks its peak by it
 
 
 def test_an_empty_kv_cache_is_a_size_the_caller_may_give():

@@ -562,6 +562,7 @@ def _price(node: Any, tensors: dict[str, Tensor], weights: set[str]) -> tuple[op
             flops=float(out.elements * window),
             bytes_read=x.nbytes,
             bytes_written=sum(t.nbytes for t in outputs),
+            dtype=_named(inputs),
         )
         return cost, "pooling", "vector"
     if op in _MOVEMENT:
