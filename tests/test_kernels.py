@@ -274,3 +274,20 @@ def test_the_zoo_runs_a_model_and_reports_its_row():
     assert row.ratio == pytest.approx(row.measured_s / row.predicted_s)
     assert row.drift > 0
     assert row.unsure == (row.busy or not 0.8 <= row.drift <= 1.25 or row.spread > 0.5)
+
+
+def test_weights_outgrowing_the_cache_stream_from_memory_on_every_run():
+    """ResNet-50's 100 MB of weights do not fit a 32 MiB cache: its last 1x1 convolutions ran
+    2.4-2.8 times their in-cache price at batch 1. Past the cache, weight bytes stream at the
+    largest elementwise probe's rate, which is beyond it."""
+    stream = Curve("elementwise", "B", ((1e3, 1e-7), (1e6, 1e-4), (1e8, 1e-1)))  # slower past 1 MB
+    r = rates(curves={**rates().curves, "elementwise": stream}, cache_bytes=1e6)
+    model = capstone.import_onnx(capstone.builders.mlp(batch=1, widths=(512, 512, 512)))
+    assert r.cold_weights(model)  # two 1 MB weights do not fit a 1 MB cache
+    first = model.nodes[0]
+    warm, cold = r.node_time(first), r.node_time(first, cold_weights=True)
+    weight_bytes = first.weights * 4
+    assert cold >= weight_bytes * 1e-9  # 1e-1 s per 1e8 B: the probe past the cache
+    assert cold > 3 * warm
+    assert r.predict(model) > rates(curves=r.curves).predict(model)  # cache unknown: warm
+    assert not rates(curves=r.curves, cache_bytes=1e9).cold_weights(model)

@@ -210,6 +210,9 @@ class KernelRates:
         One run of the reference probe (:func:`reference_model`), measured in every round,
         s: :func:`drift` times it again later to tell whether the machine still runs at the
         speed the rates were measured at.
+    cache_bytes : float
+        This machine's last-level cache, B; 0 when unknown. A model whose weights do not fit
+        in it reads them from main memory on every run (see :meth:`predict`).
     threads : int
         onnxruntime's intra-op threads while measuring, count.
     machine : str
@@ -226,11 +229,13 @@ class KernelRates:
     others: float = 0.0
     overhead_s: float = 0.0
     reference_s: float = 0.0
+    cache_bytes: float = 0.0
 
     def __post_init__(self) -> None:
         positive("start_s", self.start_s)
         non_negative("overhead_s", self.overhead_s)
         non_negative("reference_s", self.reference_s)
+        non_negative("cache_bytes", self.cache_bytes)
         fraction("others", self.others, allow_zero=True)  # NaN is no share: refused
         count("threads", self.threads)
 
@@ -280,7 +285,7 @@ class KernelRates:
     def _work(self, node: Node) -> float:
         return node.cost.flops if node.kind in COMPUTE_KINDS else node.cost.bytes
 
-    def node_time(self, node: Node) -> float:
+    def node_time(self, node: Node, *, cold_weights: bool = False) -> float:
         """Seconds one node takes: its kind's curve at its work (per step, for its steps;
         per image, for its images, for a kind of :data:`BY_IMAGE`),
         and for a compute kind never less than streaming its bytes.
@@ -290,10 +295,17 @@ class KernelRates:
         stream as many bytes (a roofline's memory roof, measured on the engine), and the
         larger of the two counts.
 
+        A model whose weights outgrow the last-level cache reads them from main memory on
+        every run (``cold_weights``): its weight bytes then stream at the largest
+        elementwise probe's rate, which is beyond the cache, not at the in-cache rate a
+        node of that size alone would get.
+
         Parameters
         ----------
         node : perfmodel.capstone.onnx_import.Node
             A node of an imported model.
+        cold_weights : bool
+            Its weights come from main memory, not from the cache.
 
         Returns
         -------
@@ -316,7 +328,13 @@ class KernelRates:
         if node.kind not in COMPUTE_KINDS or stream is None:
             return compute
         moved = node.cost.bytes + node.im2col_bytes
-        return max(compute, turns * stream.time(moved / turns))
+        if not cold_weights or not node.weights:
+            return max(compute, turns * stream.time(moved / turns))
+        weight_bytes = min(moved, node.weights * _element_bytes(node))
+        largest, largest_s = stream.points[-1]
+        from_memory = weight_bytes * largest_s / largest
+        warm = moved - weight_bytes
+        return max(compute, (turns * stream.time(warm / turns) if warm else 0.0) + from_memory)
 
     def used(self, node: Node) -> str:
         """Which rate priced a node, as a reader would say it.
@@ -349,7 +367,29 @@ class KernelRates:
         float
             :attr:`start_s` plus every node's :meth:`node_time`, s.
         """
-        return self.start_s + math.fsum(self.node_time(node) for node in _runs(model))
+        cold = self.cold_weights(model)
+        return self.start_s + math.fsum(
+            self.node_time(node, cold_weights=cold) for node in _runs(model)
+        )
+
+    def cold_weights(self, model: ImportedModel) -> bool:
+        """True when ``model``'s weights outgrow this machine's last-level cache, so every
+        run reads them from main memory.
+
+        Parameters
+        ----------
+        model : perfmodel.capstone.onnx_import.ImportedModel
+            The model.
+
+        Returns
+        -------
+        bool
+            Its weight bytes exceed :attr:`cache_bytes` (False when the cache is unknown).
+        """
+        if not self.cache_bytes:
+            return False
+        held = math.fsum(node.weights * _element_bytes(node) for node in model.nodes)
+        return held > self.cache_bytes
 
     def by_kind(self, model: ImportedModel) -> dict[str, float]:
         """Where a run's predicted time goes: the engine's overhead, then each kind's work.
@@ -367,8 +407,9 @@ class KernelRates:
             they add up to :meth:`predict`.
         """
         found = {"overhead": self.start_s}
+        cold = self.cold_weights(model)
         for node in _runs(model):
-            total = self.node_time(node)
+            total = self.node_time(node, cold_weights=cold)
             overhead = min(total, self.overhead_s * _turns(node))
             found["overhead"] += overhead
             found[node.kind] = found.get(node.kind, 0.0) + total - overhead
@@ -417,6 +458,7 @@ class KernelRates:
             raw["others"],
             raw.get("overhead_s", 0.0),
             raw.get("reference_s", 0.0),
+            raw["cache_bytes"],  # a file without it predates the cold-weights rule: re-measure
         )
 
 
@@ -424,6 +466,24 @@ class KernelRates:
 #: convolution): a node of ``N`` images costs ``N`` times one image at a ``1/N`` of its work,
 #: as the probes (one image each) measured it.
 BY_IMAGE = ("depthwise", "depthwise strided")
+
+
+def _element_bytes(node: Node) -> int:
+    """Bytes of one element of the node's weights: its cost's dtype, fp32 by default."""
+    from perfmodel.hardware import dtype_bytes
+
+    try:
+        return dtype_bytes(node.cost.dtype or "fp32")
+    except (TypeError, ValueError):  # a dtype the catalogue does not name: count 4 B
+        return 4
+
+
+def _last_level_cache() -> float:
+    """This machine's largest cache, B; 0 when it cannot be read."""
+    from perfmodel.measure.empirical import cpu_caches
+
+    caches = cpu_caches()
+    return float(caches[-1][1]) if caches else 0.0
 
 
 def _turns(node: Node) -> int:
@@ -923,6 +983,7 @@ def measure_kernels(
         others=overall,
         overhead_s=overhead_s,
         reference_s=statistics.median(reference),
+        cache_bytes=_last_level_cache(),
     )
 
 
