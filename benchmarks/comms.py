@@ -22,13 +22,13 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from perfmodel.comms import (
-    bench,
-    bus_bandwidth,
-    hierarchical_allreduce_time,
-    rail_ring_allreduce_time,
+from perfmodel.comms import bench
+from perfmodel.comms.published import (
+    ACROSS,
+    PUBLISHED_BUSBW,
+    across_nodes_busbw,
+    predicted_busbw,
 )
-from perfmodel.comms.published import ACROSS, PUBLISHED_BUSBW, predicted_busbw
 from perfmodel.measure import empirical
 
 
@@ -54,16 +54,11 @@ def published_tables() -> None:
         )
     print("8x H100 + 8x NDR per node, all-reduce of 1 GiB, busbw GB/s (measured ceiling):")
     for nodes in (2, 4, 8, 16):
-        ring = rail_ring_allreduce_time(2**30, 8, nodes, "NVLink 4", "InfiniBand NDR")
-        piped, summed = (
-            hierarchical_allreduce_time(2**30, 8, nodes, "NVLink 4", "InfiniBand NDR",
-                                        pipelined=p)
-            for p in (True, False)
-        )  # fmt: skip
+        busbw = across_nodes_busbw(nodes)
         print(
-            f"  {nodes:>2d} nodes: ring {bus_bandwidth(2**30 / ring, 8 * nodes) / 1e9:4.0f}, "
-            f"pipelined {bus_bandwidth(2**30 / piped, 8 * nodes) / 1e9:4.0f}, "
-            f"end to end {bus_bandwidth(2**30 / summed, 8 * nodes) / 1e9:4.0f}"
+            f"  {nodes:>2d} nodes: ring {busbw['ring'] / 1e9:4.0f}, "
+            f"pipelined {busbw['pipelined'] / 1e9:4.0f}, "
+            f"end to end {busbw['end_to_end'] / 1e9:4.0f}"
         )
 
 

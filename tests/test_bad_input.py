@@ -34,7 +34,7 @@ from perfmodel import (
 )
 from perfmodel import pipeline as pl
 from perfmodel.capstone import builders
-from perfmodel.comms.published import PUBLISHED_BUSBW, predicted_busbw
+from perfmodel.comms.published import PUBLISHED_BUSBW, across_nodes_busbw, predicted_busbw
 from perfmodel.measure import parallel
 from perfmodel.measure.timing import Measurement
 from perfmodel.pipeline import zoo
@@ -301,6 +301,9 @@ CASES: list[tuple[str, Callable[..., Any], dict[str, Any], dict[str, str]]] = [
      {"nbytes": "non_negative"}),
     ("comms.published.predicted_busbw", predicted_busbw, {"row": PUBLISHED_BUSBW[0]},
      {"ceiling": "ceiling"}),
+    ("comms.published.across_nodes_busbw", across_nodes_busbw, {"nodes": 2},
+     {"nodes": "count", "gpus_per_node": "count", "nbytes": "positive", "ceiling": "ceiling",
+      "intra": "link", "inter": "link"}),
     ("distributed.moe_parameters", distributed.moe_parameters,
      {"model": SMALL, "experts": 4, "top_k": 2}, {"experts": "count", "top_k": "count"}),
     ("distributed.moe_critical_batch", distributed.moe_critical_batch,

@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from perfmodel import comms
-from perfmodel.comms.published import PUBLISHED_BUSBW, PublishedBusbw, predicted_busbw
+from perfmodel.comms.published import (
+    PUBLISHED_BUSBW,
+    PublishedBusbw,
+    across_nodes_busbw,
+    predicted_busbw,
+)
 
 IN_NODE = [r for r in PUBLISHED_BUSBW if r.nodes == 1]
 INFINIBAND = [r for r in PUBLISHED_BUSBW if r.nodes > 1 and "InfiniBand" in r.inter]
@@ -78,3 +83,13 @@ def test_nvls_on_the_wire_moves_p_plus_one_over_p_of_the_buffer():
     for p in (2, 4, 8):
         seconds = comms.allreduce_time(1e9, p, link, algorithm="nvls")
         assert seconds == pytest.approx((p + 1) / p, rel=1e-12)
+
+
+def test_the_node_sweep_is_each_models_busbw_and_agrees_with_the_rows():
+    for row in (r for r in PUBLISHED_BUSBW if r.nodes > 1):
+        swept = across_nodes_busbw(row.nodes, gpus_per_node=row.gpus_per_node, intra=row.intra,
+                                   inter=row.inter, nbytes=row.nbytes)  # fmt: skip
+        for across, busbw in swept.items():
+            assert busbw == pytest.approx(predicted_busbw(row, across=across), rel=1e-12)
+    sweep = across_nodes_busbw(4)
+    assert sweep["end_to_end"] < sweep["ring"] < sweep["pipelined"]

@@ -100,7 +100,6 @@ COLLECTIVES = tuple(ALGORITHMS)
 #: What a link's bandwidth is taken to be: what published runs reached, or the line rate.
 CEILINGS = ("measured", "nameplate")
 _EVERY_ALGORITHM = tuple(dict.fromkeys(a for options in ALGORITHMS.values() for a in options))
-_BUS_ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree")  # hardware.BUS_ALGORITHMS
 #: NCCL's chunk of a pipelined collective: its default ``NCCL_BUFFSIZE``, 4 MiB.
 NCCL_CHUNK_BYTES = 4 * 2**20
 
@@ -139,8 +138,10 @@ class LinkModel:
                 f"(got {type(self.measured_busbw).__name__})."
             )
         measured = {}
+        if self.measured_busbw:
+            from perfmodel.hardware import BUS_ALGORITHMS  # only then: keep comms' import light
         for algorithm, rate in self.measured_busbw.items():
-            choice("measured_busbw", algorithm, _BUS_ALGORITHMS)
+            choice("measured_busbw", algorithm, BUS_ALGORITHMS)
             measured[algorithm] = positive(f"measured_busbw[{algorithm!r}]", rate)
         if measured.get("ring", 0.0) > self.bandwidth:
             raise ValueError(
@@ -168,6 +169,22 @@ class LinkModel:
         ceiling = choice("ceiling", ceiling, CEILINGS)
         algorithm = choice("algorithm", algorithm, _EVERY_ALGORITHM)
         return self.measured_busbw.get(algorithm) if ceiling == "measured" else None
+
+    def ring_rate(self, ceiling: str = "measured") -> float:
+        """The rate a ring runs each link at: its measured ring busbw at the measured
+        ceiling where it has one, else its line rate.
+
+        Parameters
+        ----------
+        ceiling : {"measured", "nameplate"}
+            Which ceiling.
+
+        Returns
+        -------
+        float
+            B/s.
+        """
+        return self.ceiling("ring", ceiling) or self.bandwidth
 
     def time(self, nbytes: float) -> float:
         """One message's time: ``latency + nbytes / bandwidth``.
@@ -724,10 +741,9 @@ def rail_ring_allreduce_time(
     nbytes = non_negative("nbytes", nbytes)
     gpus, nodes = count("gpus_per_node", gpus_per_node), count("nodes", nodes)
     local, network = as_link(intra, argument="intra"), as_link(inter, argument="inter")
-    rate = local.ceiling("ring", ceiling) or local.bandwidth
+    rate = local.ring_rate(ceiling)
     if nodes > 1:
-        nics = gpus * (network.ceiling("ring", ceiling) or network.bandwidth)
-        rate = min(rate, nics)
+        rate = min(rate, gpus * network.ring_rate(ceiling))
     p = gpus * nodes
     latency = max(local.latency, network.latency if nodes > 1 else 0.0)
     cost = terms("allreduce", p)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from perfmodel._validate import choice
+from perfmodel._validate import choice, count, positive
 from perfmodel.comms.collectives import (
     CEILINGS,
     algorithm_bandwidth,
@@ -27,7 +27,7 @@ from perfmodel.comms.collectives import (
     rail_ring_allreduce_time,
 )
 
-__all__ = ["ACROSS", "PUBLISHED_BUSBW", "PublishedBusbw", "predicted_busbw"]
+__all__ = ["ACROSS", "PUBLISHED_BUSBW", "PublishedBusbw", "across_nodes_busbw", "predicted_busbw"]
 
 #: How an all-reduce crosses nodes: NCCL's ring over rails, or the hierarchical all-reduce
 #: (reduce in the node, all-reduce an eighth over each NIC, gather) pipelined or end to end.
@@ -162,11 +162,67 @@ def predicted_busbw(
     if row.nodes == 1:
         seconds = collective_time(row.collective, row.nbytes, ranks, row.intra,
                                   algorithm=row.algorithm, ceiling=ceiling)  # fmt: skip
-    elif across == "ring":
-        seconds = rail_ring_allreduce_time(row.nbytes, row.gpus_per_node, row.nodes,
-                                           row.intra, row.inter, ceiling=ceiling)  # fmt: skip
     else:
-        seconds = hierarchical_allreduce_time(row.nbytes, row.gpus_per_node, row.nodes,
-                                              row.intra, row.inter, ceiling=ceiling,
-                                              pipelined=across == "pipelined")  # fmt: skip
+        seconds = _across_seconds(across, row.nbytes, row.gpus_per_node, row.nodes, row.intra,
+                                  row.inter, ceiling)  # fmt: skip
     return bus_bandwidth(algorithm_bandwidth(row.nbytes, seconds), ranks, row.collective)
+
+
+def _across_seconds(
+    across: str, nbytes: float, gpus: int, nodes: int, intra: str, inter: str, ceiling: str
+) -> float:
+    """An all-reduce across nodes by one of :data:`ACROSS`, s."""
+    if across == "ring":
+        return rail_ring_allreduce_time(nbytes, gpus, nodes, intra, inter, ceiling=ceiling)
+    return hierarchical_allreduce_time(nbytes, gpus, nodes, intra, inter, ceiling=ceiling,
+                                       pipelined=across == "pipelined")  # fmt: skip
+
+
+def across_nodes_busbw(
+    nodes: int,
+    *,
+    gpus_per_node: int = 8,
+    intra: str = "NVLink 4",
+    inter: str = "InfiniBand NDR",
+    nbytes: float = 2**30,
+    ceiling: str = "measured",
+) -> dict[str, float]:
+    """An all-reduce's busbw across ``nodes`` nodes by each model of :data:`ACROSS`.
+
+    Parameters
+    ----------
+    nodes : int
+        Nodes, count.
+    gpus_per_node : int
+        GPUs (and NICs) in each node, count.
+    intra : str
+        The catalogue link between GPUs in a node.
+    inter : str
+        The catalogue link each GPU's NIC gives between nodes.
+    nbytes : float
+        Each rank's buffer, B.
+    ceiling : {"measured", "nameplate"}
+        Each link's published ring busbw where it has one, or its line rate.
+
+    Returns
+    -------
+    dict of str to float
+        busbw by model (``"ring"``, ``"pipelined"``, ``"end_to_end"``), B/s.
+
+    Examples
+    --------
+    >>> {k: round(v / 1e9) for k, v in across_nodes_busbw(16).items()}
+    {'ring': 354, 'pipelined': 395, 'end_to_end': 204}
+    """
+    ceiling = choice("ceiling", ceiling, CEILINGS)
+    gpus, nodes = count("gpus_per_node", gpus_per_node), count("nodes", nodes)
+    nbytes = positive("nbytes", nbytes)
+    return {
+        across: bus_bandwidth(
+            algorithm_bandwidth(
+                nbytes, _across_seconds(across, nbytes, gpus, nodes, intra, inter, ceiling)
+            ),
+            gpus * nodes,
+        )
+        for across in ACROSS
+    }

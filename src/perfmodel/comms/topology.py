@@ -105,7 +105,7 @@ class Axis:
         object.__setattr__(self, "link", model)
         object.__setattr__(self, "wraparound", flag("wraparound", wraparound))
         object.__setattr__(self, "switched", flag("switched", switched))
-        object.__setattr__(self, "bandwidth", model.ceiling("ring", ceiling) or model.bandwidth)
+        object.__setattr__(self, "bandwidth", model.ring_rate(ceiling))
 
     @property
     def directions(self) -> int:

@@ -151,8 +151,7 @@ def _ratio(device: DeviceLike, link: LinkLike | Mesh, dtype: str, ceiling: str, 
             )
         bandwidth = link.bandwidth()
     else:
-        model = comms.as_link(link)
-        bandwidth = model.ceiling("ring", ceiling) or model.bandwidth
+        bandwidth = comms.as_link(link).ring_rate(ceiling)
     return _peak(device, dtype) / bandwidth
 
 
