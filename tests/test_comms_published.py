@@ -14,6 +14,7 @@ from perfmodel.comms.published import (
 
 IN_NODE = [r for r in PUBLISHED_BUSBW if r.nodes == 1]
 INFINIBAND = [r for r in PUBLISHED_BUSBW if r.nodes > 1 and "InfiniBand" in r.inter]
+ROCE = [r for r in PUBLISHED_BUSBW if r.nodes > 1 and "InfiniBand" not in r.inter]
 
 
 def test_the_table_has_sources_and_tests_figures_it_was_not_built_from():
@@ -36,6 +37,16 @@ def test_across_infiniband_nodes_the_rail_ring_is_within_fifteen_percent(row):
     # the hierarchy pipelined is within 15% too; its phases end to end, the old model, are not
     assert predicted_busbw(row, across="pipelined") == pytest.approx(row.busbw, rel=0.15)
     assert predicted_busbw(row, across="end_to_end") < 0.7 * row.busbw
+
+
+@pytest.mark.parametrize("row", ROCE, ids=lambda r: f"{r.system}-{r.nodes}")
+def test_across_roce_nodes_the_rail_ring_is_within_fifteen_percent(row):
+    # The catalogue has no measured RoCE rate, so the NICs sit at their nameplate and NVLink's
+    # measured ring binds: 11-14% over the published 320-330 GB/s. The pipelined hierarchy,
+    # which runs its NIC phase at that nameplate, overshoots further and is not claimed.
+    assert "GbE" in row.inter
+    assert predicted_busbw(row) == pytest.approx(row.busbw, rel=0.15)
+    assert predicted_busbw(row) > row.busbw  # the side the missing NIC measurement errs on
 
 
 @pytest.mark.parametrize("nodes", [2, 4, 8, 16])

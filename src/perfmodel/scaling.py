@@ -64,6 +64,8 @@ __all__ = [
 #: Resamples behind a fit's interval when the processor counts were repeated (seeded, so a
 #: fit of the same times always gives the same interval).
 BOOTSTRAP_RESAMPLES = 2000
+#: How far outside [0, 1] a fitted fraction may fall by rounding alone and still count as inside.
+ROUNDING = 1e-12
 
 
 def _processors(name: str, p: object) -> float:
@@ -367,7 +369,8 @@ class Fit:
         amdahl = self.law == "amdahl"
         what = "parallel fraction α" if amdahl else "serial share s"
         raw = self.value if self.unclipped is None else self.unclipped
-        if not 0 <= raw <= 1:
+        # a least-squares fit through equal medians lands a rounding error off 0 (-3e-18)
+        if not -ROUNDING <= raw <= 1 + ROUNDING:
             return (
                 f"the best fit puts the {what} at {raw:.2f}, outside 0 to 1: no fraction "
                 f"describes these times (was the machine busy?)"
