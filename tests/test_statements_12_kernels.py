@@ -189,7 +189,7 @@ def test_the_probes_span_the_sizes_the_text_gives_and_time_what_it_says():
     text = prose("The probes take shapes common in")
     assert "none is a layer of a model below" in text
     assert "matmuls from 16x16 to 768x768" in text
-    assert "one-row matmuls up to 1536 wide" in text
+    assert "one-row matmuls up to 1152 wide" in text
     assert "convolutions from 8 to 960 channels" in text
     labels = [p.label for p in kernels.probes()]
     squares = [int(m[1]) for label in labels if (m := re.match(r"MatMul (\d+)x\1x\1", label))]
@@ -197,7 +197,7 @@ def test_the_probes_span_the_sizes_the_text_gives_and_time_what_it_says():
     rows = [(int(m[1]), int(m[2])) for label in labels
             if (m := re.match(r"MatMul (1)x(\d+)x\2$", label))]  # fmt: skip
     gemv = [p.label for p in kernels.probes(("gemv",))]
-    assert len(rows) == len(gemv) and max(n for _, n in rows) == 1536  # every gemv probe: 1 row
+    assert len(rows) == len(gemv) and max(n for _, n in rows) == 1152  # every gemv probe: 1 row
     # none a zoo model's layer: the MLP's square weight, the LSTM's batch and hidden size
     widths = capstone.ZOO["MLP"][1]["widths"]
     squares_in_mlp = {a for a, b in zip(widths, widths[1:], strict=False) if a == b}

@@ -70,6 +70,8 @@ COMPUTE_KINDS = ("gemm", "gemv", "conv", "conv 1x1", "depthwise", "depthwise str
                  "recurrent")  # fmt: skip
 #: One-element Adds in the chain that measures the engine's cost per node, count.
 TINY_NODES = 64
+#: The last-level cache assumed where the machine does not say, B.
+FALLBACK_CACHE = 16 * 2**20
 #: Untimed runs of each probe before its timed ones, in each round, count.
 WARMUP = 3
 #: A probe whose runs spread more than this around their median (interquartile range over
@@ -546,9 +548,21 @@ def _weight(name: str, shape: Sequence[int], seed: int = 0) -> Any:
     return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype("float32"), name)
 
 
-def _length(work: float, target: float = 2e-3, rate: float = 1e9) -> int:
-    """Nodes in a probe's chain: about ``target`` seconds at ``rate``, between 2 and 16."""
-    return max(2, min(16, round(target * rate / max(work, 1.0))))
+def _length(
+    work: float, target: float = 2e-3, rate: float = 1e9, *, weight_bytes: float = 0.0
+) -> int:
+    """Nodes in a probe's chain: about ``target`` seconds at ``rate``, between 2 and 16, and
+    no more than keep the chain's weights (``weight_bytes`` a node) within half the
+    last-level cache, as a model's that fits stay there run after run. A chain whose weights
+    spilled would time main memory, and price every model that fits as if it did not (the
+    gemv probes to 1536 wide, 19 MB of weights on a 16 MiB cache, put the MLP at 1.6x its
+    time); a model that does not fit is priced by :meth:`KernelRates.node_time`'s
+    ``cold_weights``."""
+    nodes = max(2, min(16, round(target * rate / max(work, 1.0))))
+    if weight_bytes:
+        room = (_last_level_cache() or FALLBACK_CACHE) / 2
+        nodes = max(2, min(nodes, int(room // weight_bytes)))
+    return nodes
 
 
 def probes(kinds: Iterable[str] = KERNEL_KINDS) -> list[Probe]:
@@ -582,16 +596,17 @@ def probes(kinds: Iterable[str] = KERNEL_KINDS) -> list[Probe]:
     found: list[Probe] = []
     if "gemm" in chosen:
         for n in (16, 32, 64, 128, 256, 512, 768):
-            k = _length(2 * n**3, rate=3e10)
+            k = _length(2 * n**3, rate=3e10, weight_bytes=4 * n * n)
             w = [_weight(f"w{i}", (n, n), i) for i in range(k)]
             model = _chain("gemm", "MatMul", (n, n), k, weights=w)
             found.append(Probe("gemm", f"MatMul {n}x{n}x{n}", model, k, 2 * n**3))
     if "gemv" in chosen:
         # One row against a weight: the weights stream. A chain's weights together stay
-        # within a cache of a few tens of MB, as a small model's do run after run; a model
-        # whose weights do not fit is priced by the memory floor (see KernelRates.node_time).
-        for rows, n in ((1, 64), (1, 256), (1, 768), (1, 1280), (1, 1536)):
-            k = _length(2 * rows * n * n, rate=5e9)
+        # within the last-level cache (two of the largest take 10.6 MB), as a small model's
+        # do run after run; a model whose weights do not fit is priced by the memory floor
+        # and cold_weights (see KernelRates.node_time).
+        for rows, n in ((1, 64), (1, 256), (1, 768), (1, 1152)):
+            k = _length(2 * rows * n * n, rate=5e9, weight_bytes=4 * n * n)
             w = [_weight(f"w{i}", (n, n), i) for i in range(k)]
             model = _chain("gemv", "MatMul", (rows, n), k, weights=w)
             found.append(Probe("gemv", f"MatMul {rows}x{n}x{n}", model, k, 2 * rows * n * n))
@@ -623,7 +638,8 @@ def probes(kinds: Iterable[str] = KERNEL_KINDS) -> list[Probe]:
         for channels, side, window in convs[kind]:
             group = channels if kind == "depthwise" else 1
             flops = 2 * channels * (channels // group) * window * window * side * side
-            k = _length(flops, rate=3e10 if group == 1 else 3e9)
+            weight_bytes = 4 * channels * (channels // group) * window * window
+            k = _length(flops, rate=3e10 if group == 1 else 3e9, weight_bytes=weight_bytes)
             w = [
                 _weight(f"w{i}", (channels, channels // group, window, window), i) for i in range(k)
             ]
@@ -656,9 +672,10 @@ def probes(kinds: Iterable[str] = KERNEL_KINDS) -> list[Probe]:
             found.append(Probe("depthwise strided", label, model, k, flops))
     if "recurrent" in chosen:
         steps = 10
-        for batch, hidden in ((1, 64), (1, 256), (4, 96), (16, 512)):
+        # The largest keeps two nodes' W and R (3.3 MB each) within the cache.
+        for batch, hidden in ((1, 64), (1, 256), (4, 96), (8, 128), (16, 320)):
             per_step = batch * (2 * 4 * hidden * 2 * hidden + 9 * hidden)  # no bias input
-            k = _length(per_step * steps, rate=5e9)
+            k = _length(per_step * steps, rate=5e9, weight_bytes=2 * 4 * 4 * hidden * hidden)
             w = [_weight(f"w{i}", (1, 4 * hidden, hidden), i) for i in range(k)]
             r = [_weight(f"r{i}", (1, 4 * hidden, hidden), 100 + i) for i in range(k)]
             model = _recurrent_chain(batch, hidden, k, w, r, steps)
