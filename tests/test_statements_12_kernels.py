@@ -362,8 +362,17 @@ def test_the_largest_kind_of_each_model_is_the_one_the_text_names():
     assert {model: largest[model] for model in named} == named
     text = prose("With the profiler off, onnxruntime's own cost per node")
     assert ("the dense convolutions in ResNet-50, the depthwise ones in MobileNetV2 and "
-            "EfficientNet-B0, the matmuls in ViT, BERT and GPT-2, the recurrent layers in the "
-            "LSTM") in text  # fmt: skip
+            "EfficientNet-B0, the matmuls in ViT, BERT and GPT-2") in text  # fmt: skip
+    assert "the one-row matmuls in the MLP at batch 1, the recurrent layers in the LSTM" in text
+    assert largest["MLP"] == "gemv"
+    # ConvNeXt's pointwise layers are matmuls: the text names them, its largest kind either way
+    assert "(and in ConvNeXt, whose pointwise layers are matmuls)" in text
+    assert largest["ConvNeXt"] in ("gemm", "depthwise")
+    assert "but it still prices them faster than their own probes ran" in text
+    lines = printed("rates = capstone.measure_kernels(progress=False)")
+    depthwise = lines.split("MLP's")[0]
+    probes = number(r"its depthwise probes' curve\s+([\d.]+)", depthwise)
+    assert number(r"lecture 06's roofline\s+([\d.]+)", depthwise) > probes
 
 
 def test_the_overhead_matters_most_in_the_model_of_a_few_small_nodes():
@@ -675,7 +684,7 @@ def test_the_summary_quotes_the_stored_zoo_run():
         f"{above} of {n} steady rows" in summary
     )
     assert f"lecture 06's roofline by {line}%; the curves came closer in {closer} of {n}" in summary
-    assert "a rerun can reverse it" in summary
+    assert "a lead a rerun can reverse" in summary
     worst = re.findall(r"(\S+) at batch (\d+) \(", said["worst"])
     depthwise_heavy = {"MobileNetV2", "EfficientNet-B0", "ConvNeXt"}
     clause = summary.split(f"{above} of {n} steady rows", 1)[1].split("furthest off", 1)[0]
