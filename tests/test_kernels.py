@@ -291,3 +291,28 @@ def test_weights_outgrowing_the_cache_stream_from_memory_on_every_run():
     assert cold > 3 * warm
     assert r.predict(model) > rates(curves=r.curves).predict(model)  # cache unknown: warm
     assert not rates(curves=r.curves, cache_bytes=1e9).cold_weights(model)
+
+
+@pytest.mark.parametrize("cache", [16 * 2**20, 8 * 2**20])
+def test_a_probe_chains_weights_within_half_the_cache_or_stand_alone(monkeypatch, cache):
+    # A chain whose weights spill times main memory: the one-row matmul probes to 1536 wide
+    # (19 MB on a 16 MiB cache) priced the MLP at batch 1 at 1.6x its time.
+    monkeypatch.setattr(kernels, "_last_level_cache", lambda: float(cache))
+    capped = kernels.probes(("gemm", "gemv", "recurrent", "conv", "conv 1x1"))
+    for probe in capped:
+        held = sum(len(t.raw_data) for t in probe.model.graph.initializer if t.name[0] in "wr")
+        assert held <= cache / 2 or probe.nodes == 1, (probe.label, probe.nodes, held)
+    monkeypatch.setattr(kernels, "_last_level_cache", lambda: 0.0)  # unknown: no cap
+    free = {p.label: p.nodes for p in kernels.probes(("gemv",))}
+    assert free["MatMul 1x768x768"] > {p.label: p.nodes for p in capped}["MatMul 1x768x768"]
+
+
+def test_the_one_row_probes_reach_every_zoo_models_one_row_matmul():
+    """Beyond the largest probe a curve extrapolates in proportion: a classifier head at batch
+    1 (ResNet-50's 2048 x 1000, 4.1 MFLOP) must sit within the probes' span."""
+    largest = max(p.work for p in kernels.probes(("gemv",)))
+    for name in capstone.ZOO:
+        model = capstone.import_onnx(capstone.zoo_model(name, batch=1, weights=False))
+        for node in model.nodes:
+            if node.kind == "gemv":
+                assert node.cost.flops <= largest, (name, node.name, node.cost.flops)

@@ -269,3 +269,14 @@ def test_a_fit_whose_interval_reaches_no_speedup_says_the_noise_swamps_it():
 def test_a_fit_interval_is_the_same_every_time():
     data = _amdahl_times(0.8, [1, 2], 6, 0.05, 3)
     assert scaling.fit_amdahl(*data) == scaling.fit_amdahl(*data)
+
+
+def test_a_fraction_a_rounding_error_outside_zero_to_one_is_judged_as_inside():
+    """A least-squares fit through equal medians lands at -2.6e-18, not 0: that is no reason to
+    call the law unable to describe the data (it was, on one install); -1e-6 still is."""
+    near = scaling.Fit(value=0.0, low=0.0, high=0.5, confidence=0.95, points=10, unclipped=-2.6e-18)
+    assert "swamps" in near.doubt
+    for raw in (-1e-6, 1 + 1e-6):
+        off = scaling.Fit(value=min(max(raw, 0.0), 1.0), low=0.0, high=1.0, confidence=0.95,
+                          points=10, unclipped=raw)  # fmt: skip
+        assert "outside 0 to 1" in off.doubt

@@ -393,7 +393,7 @@ def test_lecture_12_small_nodes_are_read_from_the_run():
         assert (float(ratio) > 1) <= (int(slower) >= int(nodes) / 2)  # a median above 1
     text = prose(cells, "Three families of misses")
     assert "often beat their prediction" not in text
-    assert "On a\nquiet run" in text or "On a quiet run" in text
+    # what it says of GPT-2's classes instead is read from the run: see the test below
 
 
 def test_lecture_12_counts_the_nodes_between_the_ridges():
@@ -713,3 +713,22 @@ def test_lecture_09_critical_batch_is_f_over_b():
     text = prose(lecture("09_go_multi_node"), "the **critical batch** of data")
     ratio = get("H100 SXM").peak_flops("bf16") / get_link("InfiniBand NDR").measured_busbw["ring"]
     assert f"{ratio:,.0f} for an H100 on InfiniBand NDR" in text
+
+
+def test_lecture_12_says_of_gpt2s_small_nodes_what_its_per_class_lines_show():
+    """The text said GPT-2's small nodes "run 2 to 5 times slower" while the stored per-class
+    medians were 1.5x and 1.6x, and that the MLP "gains nothing" from fusion while the fusion
+    line had it saving 15%."""
+    cells = lecture("12_will_it_run_faster")
+    text = " ".join(prose(cells, "Three families of misses show up").split())
+    assert "2 to 5 times" not in text and "gains nothing" not in text
+    assert "most small elementwise and data-movement nodes of GPT-2 run slower" in text
+    out = printed(cells, "measured over predicted, by op class:")
+    block = out.split("GPT-2 large, measured over predicted, by op class:")[1]
+    pattern = r"^\s+(\S+(?: \S+)?)\s+(\d+) nodes, median\s+([\d.]+)x,\s+(\d+) slower"
+    found = re.findall(pattern, block, re.M)
+    classes = {m[0]: (int(m[1]), float(m[2]), int(m[3])) for m in found}
+    for name in ("elementwise", "data movement"):
+        nodes, _, slower = classes[name]
+        assert slower > nodes / 2, (name, classes[name])
+    assert min(classes[name][1] for name in ("normalization", "softmax")) >= 2  # "two or more"

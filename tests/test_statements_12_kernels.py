@@ -135,7 +135,8 @@ def test_a_depthwise_node_and_a_one_row_matmul_priced_three_ways():
         node = next(node for node in model.nodes if node.kind == row["kind"])
         assert node.name == row["node"] and row["mflop"] == round(node.cost.flops / 1e6, 1)
         assert row["times"] == pytest.approx(row["square"] / row["own"], rel=0.02, abs=0.06)
-        assert row["times"] > 3  # "far below the gemm line"
+        # "the depthwise line sits far below the gemm line and the gemv line below it"
+        assert row["times"] > (3 if row["kind"] == "depthwise" else 1.5)
         assert row["bound"].startswith("memory")  # "its memory term ... prices both nodes"
         # "far closer to their probes than the compute roof alone"
         assert abs(math.log(row["roofline"] / row["own"])) < abs(math.log(row["times"])) / 2
@@ -189,7 +190,7 @@ def test_the_probes_span_the_sizes_the_text_gives_and_time_what_it_says():
     text = prose("The probes take shapes common in")
     assert "none is a layer of a model below" in text
     assert "matmuls from 16x16 to 768x768" in text
-    assert "one-row matmuls up to 1152 wide" in text
+    assert "one-row matmuls up to 1440 wide" in text
     assert "convolutions from 8 to 960 channels" in text
     labels = [p.label for p in kernels.probes()]
     squares = [int(m[1]) for label in labels if (m := re.match(r"MatMul (\d+)x\1x\1", label))]
@@ -197,7 +198,7 @@ def test_the_probes_span_the_sizes_the_text_gives_and_time_what_it_says():
     rows = [(int(m[1]), int(m[2])) for label in labels
             if (m := re.match(r"MatMul (1)x(\d+)x\2$", label))]  # fmt: skip
     gemv = [p.label for p in kernels.probes(("gemv",))]
-    assert len(rows) == len(gemv) and max(n for _, n in rows) == 1152  # every gemv probe: 1 row
+    assert len(rows) == len(gemv) and max(n for _, n in rows) == 1440  # every gemv probe: 1 row
     # none a zoo model's layer: the MLP's square weight, the LSTM's batch and hidden size
     widths = capstone.ZOO["MLP"][1]["widths"]
     squares_in_mlp = {a for a, b in zip(widths, widths[1:], strict=False) if a == b}
@@ -300,7 +301,7 @@ def test_the_summary_lines_read_the_steady_rows_of_a_trusted_calibration_only():
         for model, batch, ratio in named:  # the three furthest off, ties aside
             row = next(r for r in sure if (r["model"], r["batch"]) == (model, int(batch)))
             assert f"{row['ratio']:.2f}" == ratio and abs(row["ratio"] - 1) >= cut - 0.01
-        fast = [row for row in sure if row["ratio"] < 0.8]
+        fast = [row for row in sure if row["ratio"] < 0.8]  # as printed, to 0.01
         listed = re.findall(r"(\S+) at batch (\d+) \(([\d.]+)\), (\d+)% of it ([a-z 0-9]+)",
                             said["fast"])  # fmt: skip
         assert [(m, int(b)) for m, b, *_ in listed] == [(r["model"], r["batch"]) for r in fast]
@@ -355,14 +356,16 @@ def test_a_row_is_unsure_exactly_as_the_text_says():
 def test_the_largest_kind_of_each_model_is_the_one_the_text_names():
     out = printed("batch_1 = [row for row in rows if row.batch == 1]")
     line = next(line for line in out.splitlines() if line.startswith("largest kind: "))
-    largest = dict(part.rsplit(" ", 1) for part in line.removeprefix("largest kind: ").split(", "))
+    largest = dict(part.split(" ", 1) for part in line.removeprefix("largest kind: ").split(", "))
     assert list(largest) == list(capstone.ZOO)
-    named = {"ResNet-50": "conv", "MobileNetV2": "depthwise", "EfficientNet-B0": "depthwise",
-             "ViT": "gemm", "BERT": "gemm", "GPT-2": "gemm", "LSTM": "recurrent"}  # fmt: skip
+    named = {"ResNet-50": "conv", "MobileNetV2": "depthwise", "ViT": "gemm", "BERT": "gemm",
+             "GPT-2": "gemm", "LSTM": "recurrent"}  # fmt: skip
     assert {model: largest[model] for model in named} == named
+    assert largest["EfficientNet-B0"] in ("depthwise", "conv 1x1")  # "neck and neck"
     text = prose("With the profiler off, onnxruntime's own cost per node")
-    assert ("the dense convolutions in ResNet-50, the depthwise ones in MobileNetV2 and "
-            "EfficientNet-B0, the matmuls in ViT, BERT and GPT-2") in text  # fmt: skip
+    assert ("the dense convolutions in ResNet-50, the depthwise ones in MobileNetV2 (and in "
+            "EfficientNet-B0, neck and neck with its 1x1 convolutions), the matmuls in ViT, BERT "
+            "and GPT-2") in text  # fmt: skip
     assert "the one-row matmuls in the MLP at batch 1, the recurrent layers in the LSTM" in text
     assert largest["MLP"] == "gemv"
     # ConvNeXt's pointwise layers are matmuls: the text names them, its largest kind either way

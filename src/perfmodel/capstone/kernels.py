@@ -70,8 +70,6 @@ COMPUTE_KINDS = ("gemm", "gemv", "conv", "conv 1x1", "depthwise", "depthwise str
                  "recurrent")  # fmt: skip
 #: One-element Adds in the chain that measures the engine's cost per node, count.
 TINY_NODES = 64
-#: The last-level cache assumed where the machine does not say, B.
-FALLBACK_CACHE = 16 * 2**20
 #: Untimed runs of each probe before its timed ones, in each round, count.
 WARMUP = 3
 #: A probe whose runs spread more than this around their median (interquartile range over
@@ -553,15 +551,16 @@ def _length(
 ) -> int:
     """Nodes in a probe's chain: about ``target`` seconds at ``rate``, between 2 and 16, and
     no more than keep the chain's weights (``weight_bytes`` a node) within half the
-    last-level cache, as a model's that fits stay there run after run. A chain whose weights
-    spilled would time main memory, and price every model that fits as if it did not (the
-    gemv probes to 1536 wide, 19 MB of weights on a 16 MiB cache, put the MLP at 1.6x its
-    time); a model that does not fit is priced by :meth:`KernelRates.node_time`'s
+    last-level cache, down to a single node: a model's weights that fit stay there run after
+    run, and a chain whose weights spilled would time main memory instead and price every
+    model that fits as if it did not (one-row matmul probes to 1536 wide, 19 MB of weights on
+    a 16 MiB cache, put the MLP at 1.6x its time). A single node larger than half the cache
+    still spills; a model that does not fit is priced by :meth:`KernelRates.node_time`'s
     ``cold_weights``."""
     nodes = max(2, min(16, round(target * rate / max(work, 1.0))))
-    if weight_bytes:
-        room = (_last_level_cache() or FALLBACK_CACHE) / 2
-        nodes = max(2, min(nodes, int(room // weight_bytes)))
+    room = _last_level_cache() / 2
+    if weight_bytes and room:
+        nodes = max(1, min(nodes, int(room // weight_bytes)))
     return nodes
 
 
@@ -577,7 +576,7 @@ def probes(kinds: Iterable[str] = KERNEL_KINDS) -> list[Probe]:
     -------
     list of Probe
         A few sizes per kind, in shapes common in vision, language and recurrent models (none
-        a zoo model's layer): matmuls from 16x16 to 768x768, one-row matmuls to 1536 wide,
+        a zoo model's layer): matmuls from 16x16 to 768x768, one-row matmuls to 1440 wide,
         convolutions from 8 to 960 channels, tensors from a thousand to a few million
         elements.
 
@@ -602,10 +601,11 @@ def probes(kinds: Iterable[str] = KERNEL_KINDS) -> list[Probe]:
             found.append(Probe("gemm", f"MatMul {n}x{n}x{n}", model, k, 2 * n**3))
     if "gemv" in chosen:
         # One row against a weight: the weights stream. A chain's weights together stay
-        # within the last-level cache (two of the largest take 10.6 MB), as a small model's
+        # within half the last-level cache (the largest, 8.3 MB, alone), as a small model's
         # do run after run; a model whose weights do not fit is priced by the memory floor
-        # and cold_weights (see KernelRates.node_time).
-        for rows, n in ((1, 64), (1, 256), (1, 768), (1, 1152)):
+        # and cold_weights (see KernelRates.node_time). The largest is a classifier head's
+        # size (ResNet-50's 2048 x 1000 is 4.1 MFLOP).
+        for rows, n in ((1, 64), (1, 256), (1, 768), (1, 1152), (1, 1440)):
             k = _length(2 * rows * n * n, rate=5e9, weight_bytes=4 * n * n)
             w = [_weight(f"w{i}", (n, n), i) for i in range(k)]
             model = _chain("gemv", "MatMul", (rows, n), k, weights=w)
