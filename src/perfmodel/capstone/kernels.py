@@ -546,6 +546,11 @@ def _weight(name: str, shape: Sequence[int], seed: int = 0) -> Any:
     return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype("float32"), name)
 
 
+def _float_bytes(shape: Sequence[int]) -> int:
+    """Bytes of one fp32 weight of ``shape``, as :func:`_weight` writes it."""
+    return 4 * math.prod(shape)
+
+
 def _length(
     work: float, target: float = 2e-3, rate: float = 1e9, *, weight_bytes: float = 0.0
 ) -> int:
@@ -595,7 +600,7 @@ def probes(kinds: Iterable[str] = KERNEL_KINDS) -> list[Probe]:
     found: list[Probe] = []
     if "gemm" in chosen:
         for n in (16, 32, 64, 128, 256, 512, 768):
-            k = _length(2 * n**3, rate=3e10, weight_bytes=4 * n * n)
+            k = _length(2 * n**3, rate=3e10, weight_bytes=_float_bytes((n, n)))
             w = [_weight(f"w{i}", (n, n), i) for i in range(k)]
             model = _chain("gemm", "MatMul", (n, n), k, weights=w)
             found.append(Probe("gemm", f"MatMul {n}x{n}x{n}", model, k, 2 * n**3))
@@ -606,7 +611,7 @@ def probes(kinds: Iterable[str] = KERNEL_KINDS) -> list[Probe]:
         # and cold_weights (see KernelRates.node_time). The largest is a classifier head's
         # size (ResNet-50's 2048 x 1000 is 4.1 MFLOP).
         for rows, n in ((1, 64), (1, 256), (1, 768), (1, 1152), (1, 1440)):
-            k = _length(2 * rows * n * n, rate=5e9, weight_bytes=4 * n * n)
+            k = _length(2 * rows * n * n, rate=5e9, weight_bytes=_float_bytes((n, n)))
             w = [_weight(f"w{i}", (n, n), i) for i in range(k)]
             model = _chain("gemv", "MatMul", (rows, n), k, weights=w)
             found.append(Probe("gemv", f"MatMul {rows}x{n}x{n}", model, k, 2 * rows * n * n))
@@ -638,11 +643,9 @@ def probes(kinds: Iterable[str] = KERNEL_KINDS) -> list[Probe]:
         for channels, side, window in convs[kind]:
             group = channels if kind == "depthwise" else 1
             flops = 2 * channels * (channels // group) * window * window * side * side
-            weight_bytes = 4 * channels * (channels // group) * window * window
-            k = _length(flops, rate=3e10 if group == 1 else 3e9, weight_bytes=weight_bytes)
-            w = [
-                _weight(f"w{i}", (channels, channels // group, window, window), i) for i in range(k)
-            ]
+            shape = (channels, channels // group, window, window)
+            k = _length(flops, rate=3e10 if group == 1 else 3e9, weight_bytes=_float_bytes(shape))
+            w = [_weight(f"w{i}", shape, i) for i in range(k)]
             model = _chain(
                 "conv",
                 "Conv",
@@ -675,9 +678,10 @@ def probes(kinds: Iterable[str] = KERNEL_KINDS) -> list[Probe]:
         # The largest keeps two nodes' W and R (3.3 MB each) within the cache.
         for batch, hidden in ((1, 64), (1, 256), (4, 96), (8, 128), (16, 320)):
             per_step = batch * (2 * 4 * hidden * 2 * hidden + 9 * hidden)  # no bias input
-            k = _length(per_step * steps, rate=5e9, weight_bytes=2 * 4 * 4 * hidden * hidden)
-            w = [_weight(f"w{i}", (1, 4 * hidden, hidden), i) for i in range(k)]
-            r = [_weight(f"r{i}", (1, 4 * hidden, hidden), 100 + i) for i in range(k)]
+            gates = (1, 4 * hidden, hidden)  # W and R alike
+            k = _length(per_step * steps, rate=5e9, weight_bytes=2 * _float_bytes(gates))
+            w = [_weight(f"w{i}", gates, i) for i in range(k)]
+            r = [_weight(f"r{i}", gates, 100 + i) for i in range(k)]
             model = _recurrent_chain(batch, hidden, k, w, r, steps)
             label = f"LSTM batch {batch} hidden {hidden}"
             found.append(Probe("recurrent", label, model, k, per_step, steps))
