@@ -206,6 +206,9 @@ def _feasibility_mip(
         for j, u in enumerate(senders):
             terms += [(received(j, s), graph.comm[u] / unit), (sent(j, s), graph.comm[u] / unit)]
         add(terms, -math.inf, 1.0)
+        if graph.limited:  # and every stage within the device's memory
+            memory = [t for i in range(n) for t in x(i, s, graph.memory[i] / graph.capacity)]
+            add(memory, -math.inf, 1.0)
     low, high = np.zeros(size), np.ones(size)
     for i in range(n):
         for s in range(k):

@@ -106,6 +106,8 @@ def _price_exactly(
     cost += [(n + j, graph.comm[u] / limit) for j, u in enumerate(senders)]
     cost += [(n + m + j, graph.comm[u] / limit) for j, u in enumerate(senders)]
     add(cost, -math.inf, 1.0)
+    if graph.limited:  # a set that cannot fit on one device is no stage
+        add([(v, graph.memory[v] / graph.capacity) for v in range(n)], -math.inf, 1.0)
     size = n + 2 * m
     objective = np.zeros(size)
     objective[:n] = -prices
@@ -299,7 +301,13 @@ class ConnectedPool:
             [self.reach[j] for j in keep],
         )
 
-    def best(self, prices: np.ndarray, limit: float, add: Callable[[tuple[int, ...]], bool]) -> int:
+    def best(
+        self,
+        prices: np.ndarray,
+        limit: float,
+        add: Callable[[tuple[int, ...]], bool],
+        deadline: Deadline | None = None,
+    ) -> int:
         """Add the best-priced sets, or failing that the best unions of two apart.
 
         Up to 20 sets whose nodes' prices sum to more than 1 are offered to ``add``, best
@@ -316,6 +324,8 @@ class ConnectedPool:
         add : callable
             ``add(nodes)`` takes a set as a tuple of node indices and returns whether it
             was new and kept.
+        deadline : Deadline, optional
+            A wall-clock safety net: past it, no more unions are offered.
 
         Returns
         -------
@@ -334,7 +344,9 @@ class ConnectedPool:
         pair_value = values[:, None] + values[None, :]
         fits = (costs[:, None] + costs[None, :] <= limit) & (pair_value > 1 + _EPSILON)
         rows, cols = np.nonzero(np.triu(fits, 1))
-        for index in np.argsort(pair_value[rows, cols])[::-1]:
+        for tried, index in enumerate(np.argsort(pair_value[rows, cols])[::-1]):
+            if deadline is not None and tried % 256 == 0 and deadline.expired():
+                break
             first, second = int(top[rows[index]]), int(top[cols[index]])
             if not self.reach[first] & self.masks[second]:  # apart: no edge, no overlap
                 added += add(self.sets[first] + self.sets[second])
@@ -424,17 +436,21 @@ def cover_probe(
     columns: list[tuple[int, ...]] = []
     seen: set[tuple[int, ...]] = set()
 
-    def add(column: tuple[int, ...]) -> bool:
+    def add(column: tuple[int, ...], priced: bool = False) -> bool:
+        """Keep ``column`` if new and within ``limit`` (known to be when ``priced``)."""
         key = tuple(sorted(column))
-        if not key or key in seen or stage_cost(graph, key) > limit:
+        if not key or key in seen or (not priced and stage_cost(graph, key) > limit):
             return False
         seen.add(key)
         columns.append(key)
         return True
 
-    for order, fits in pieces:  # every piece of every order that fits
-        for a, b in zip(*np.nonzero(fits), strict=True):
-            add(tuple(order[a : b + 1].tolist()))
+    for order, fits in pieces:  # each order's maximal pieces that fit (all columns cost
+        # 1, so a piece inside another never helps the cover): their costs are known
+        last = np.where(fits.any(axis=1), n - 1 - np.argmax(fits[:, ::-1], axis=1), -1)
+        reach = np.maximum.accumulate(np.concatenate(([-1], last[:-1])))
+        for a in np.flatnonzero(last > reach).tolist():
+            add(tuple(order[a : last[a] + 1].tolist()), priced=True)
     connected = (connected_pool(graph, limit) if pool is None else pool).under(limit)
     priced = 0
     while priced < rounds and not deadline.expired():
@@ -448,7 +464,14 @@ def cover_probe(
             shape=(n, n + len(columns)),
         )
         costs = np.concatenate((np.full(n, float(n)), np.ones(len(columns))))  # n: a stand-in
-        solved = linprog(costs, A_ub=-matrix, b_ub=-np.ones(n), bounds=(0, None), method="highs")
+        solved = linprog(
+            costs,
+            A_ub=-matrix,
+            b_ub=-np.ones(n),
+            bounds=(0, None),
+            method="highs",
+            options={"time_limit": max(deadline.left(), 0.05)},
+        )
         if solved.status != 0:
             return Verdict.UNKNOWN
         total, prices = float(solved.fun), np.maximum(-solved.ineqlin.marginals, 0.0)
@@ -459,9 +482,9 @@ def cover_probe(
             best = np.argsort(value, axis=None)[::-1][:_NEW_COLUMNS]
             for a, b in zip(*np.unravel_index(best, value.shape), strict=True):
                 if value[a, b] > 1 + _EPSILON:
-                    added += add(tuple(order[a : b + 1].tolist()))
+                    added += add(tuple(order[a : b + 1].tolist()), priced=True)
         if not added:
-            added = connected.best(prices, limit, add)
+            added = connected.best(prices, limit, add, deadline)
         if added:
             continue
         priced += 1

@@ -39,6 +39,20 @@ __all__ = [
 MIP_REL_GAP = 1e-6
 
 
+def _bytes_per_node(memory: object, n: int) -> tuple[float, ...]:
+    """Bytes per node: ``n`` non-negative finite numbers, zeros when ``memory`` is None."""
+    if memory is None:
+        return (0.0,) * n
+    if isinstance(memory, (str, bytes)) or not isinstance(memory, Iterable):
+        raise TypeError(
+            f"`memory` must be a sequence of bytes, one per node (got {type(memory).__name__})."
+        )
+    values = tuple(non_negative(f"memory[{i}]", value) for i, value in enumerate(memory))
+    if len(values) != n:
+        raise ValueError(f"`memory` must have one entry per node: {n} (got {len(values)}).")
+    return values
+
+
 def _times(name: str, values: object) -> tuple[float, ...]:
     """Seconds per node: a sequence of non-negative finite numbers."""
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
@@ -60,6 +74,12 @@ class Graph:
         ``comm[i]``: time to send node i's output to another stage, s.
     edges : iterable of (int, int)
         ``(u, v)``: node v reads node u's output. Repeated edges count once.
+    memory : sequence of float, optional
+        ``memory[i]``: the bytes node i keeps on its device (its weights and the activations
+        in flight), B; zeros by default.
+    capacity : float
+        The bytes one device holds, B; a stage whose nodes' ``memory`` adds up to more
+        cannot run, so it costs ``inf``. ``inf`` (no limit) by default.
 
     Attributes
     ----------
@@ -73,19 +93,27 @@ class Graph:
     Raises
     ------
     ValueError
-        On mismatched lengths, negative or non-finite times, unknown nodes, self-loops or
-        a cycle.
+        On mismatched lengths, negative or non-finite times, unknown nodes, self-loops, a
+        cycle, or a node whose ``memory`` alone exceeds ``capacity``.
     """
 
     work: tuple[float, ...]
     comm: tuple[float, ...]
     edges: tuple[tuple[int, int], ...]
+    memory: tuple[float, ...]
+    capacity: float
     successors: tuple[tuple[int, ...], ...] = field(init=False, repr=False)
     predecessors: tuple[tuple[int, ...], ...] = field(init=False, repr=False)
     order: tuple[int, ...] = field(init=False, repr=False)
 
     def __init__(
-        self, work: Sequence[float], comm: Sequence[float], edges: Iterable[tuple[int, int]]
+        self,
+        work: Sequence[float],
+        comm: Sequence[float],
+        edges: Iterable[tuple[int, int]],
+        *,
+        memory: Sequence[float] | None = None,
+        capacity: float = math.inf,
     ) -> None:
         work_t, comm_t = _times("work", work), _times("comm", comm)
         if not work_t:
@@ -96,6 +124,14 @@ class Graph:
                 f"{len(comm_t)})."
             )
         n = len(work_t)
+        memory_t = _bytes_per_node(memory, n)
+        capacity = positive("capacity", capacity, allow_infinity=True)
+        if memory_t and max(memory_t) > capacity:
+            node = memory_t.index(max(memory_t))
+            raise ValueError(
+                f"`capacity` must hold every node on its own: node {node} needs "
+                f"{memory_t[node]:.3g} B (got capacity {capacity:.3g} B)."
+            )
         edge_set: list[tuple[int, int]] = []
         given: object = edges
         if isinstance(given, (str, bytes)) or not isinstance(given, Iterable):
@@ -129,6 +165,8 @@ class Graph:
         object.__setattr__(self, "work", work_t)
         object.__setattr__(self, "comm", comm_t)
         object.__setattr__(self, "edges", unique)
+        object.__setattr__(self, "memory", memory_t)
+        object.__setattr__(self, "capacity", capacity)
         object.__setattr__(self, "successors", tuple(tuple(s) for s in succ))
         object.__setattr__(self, "predecessors", tuple(tuple(p) for p in pred))
         object.__setattr__(self, "order", self._topological_order())
@@ -151,7 +189,14 @@ class Graph:
         return tuple(order)
 
     @classmethod
-    def chain(cls, work: Sequence[float], comm: Sequence[float]) -> Graph:
+    def chain(
+        cls,
+        work: Sequence[float],
+        comm: Sequence[float],
+        *,
+        memory: Sequence[float] | None = None,
+        capacity: float = math.inf,
+    ) -> Graph:
         """A chain of layers, each reading the previous one's output.
 
         Parameters
@@ -160,13 +205,23 @@ class Graph:
             ``work[i]``: compute time of layer i, s.
         comm : sequence of float
             ``comm[i]``: time to send layer i's output to another stage, s.
+        memory : sequence of float, optional
+            ``memory[i]``: the bytes layer i keeps on its device, B; zeros by default.
+        capacity : float
+            The bytes one device holds, B; ``inf`` by default.
 
         Returns
         -------
         Graph
             The chain, with the edges ``(i, i + 1)``.
         """
-        return cls(work, comm, [(i, i + 1) for i in range(len(work) - 1)])
+        edges = [(i, i + 1) for i in range(len(work) - 1)]
+        return cls(work, comm, edges, memory=memory, capacity=capacity)
+
+    @property
+    def limited(self) -> bool:
+        """Whether the device capacity can bind: some stage could need more than it."""
+        return sum(self.memory) > self.capacity
 
     @property
     def n(self) -> int:
@@ -292,6 +347,8 @@ def stage_parts(graph: Graph, stage: Iterable[int]) -> tuple[float, float, float
 def stage_cost(graph: Graph, stage: Iterable[int]) -> float:
     """Work of the stage plus each tensor it receives and each tensor it sends, once.
 
+    ``inf`` when the stage's ``memory`` exceeds the graph's ``capacity``: it cannot run.
+
     Parameters
     ----------
     graph : Graph
@@ -302,9 +359,12 @@ def stage_cost(graph: Graph, stage: Iterable[int]) -> float:
     Returns
     -------
     float
-        The stage's time per input, s: the sum of :func:`stage_parts`.
+        The stage's time per input, s: the sum of :func:`stage_parts`, or ``inf``.
     """
-    compute, receive, send = stage_parts(graph, stage)
+    members = set(stage)
+    if graph.limited and sum(graph.memory[i] for i in members) > graph.capacity:
+        return math.inf
+    compute, receive, send = stage_parts(graph, members)
     return compute + receive + send
 
 

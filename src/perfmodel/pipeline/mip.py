@@ -163,6 +163,8 @@ def solve_mip(graph: Graph, k: int, *, time_limit_s: float = 30.0) -> Partition:
         for j, u in enumerate(senders):
             stage += [(r(j, s), comm[u]), (t(j, s), comm[u])]
         add([*stage, (size - 1, -1.0)], -math.inf, 0)
+        if graph.limited:  # within the device's memory
+            add([(x(i, s), graph.memory[i] / graph.capacity) for i in range(n)], -math.inf, 1.0)
     objective = np.zeros(size)
     objective[-1] = 1.0
     integrality = np.zeros(size)

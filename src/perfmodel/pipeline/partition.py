@@ -15,10 +15,17 @@ bound next to the split, so every answer says how far from optimal it can be:
 graph                                  method
 =====================================  ============================================
 a chain                                exact: bisection and a stage sweep
-few downsets (transformers, CNNs, any  exact: dynamic programming over downsets
-graph of at most 12 nodes)
-anything else                          random-key GA over orders, MIP lower bound
+few downsets per block between series  exact: dynamic programming over downsets,
+points (transformers, CNNs, Inception  block by block (:mod:`~perfmodel.pipeline.
+-v3, any graph of at most 12 nodes)    lattice`)
+anything else                          random-key GA over orders, MIP lower bound;
+                                       ``method`` says why the exact program was
+                                       not run
 =====================================  ============================================
+
+A graph whose nodes carry ``memory`` and a ``capacity`` (see
+:meth:`perfmodel.pipeline.model.Model.with_memory`) is split with every stage within the
+capacity, by every method; a ValueError says when no split found fits.
 
 This module holds the entry point; the pieces live beside it in :mod:`perfmodel.pipeline`:
 ``graph`` (the problem), ``split`` (dynamic programs), ``search`` (the order search),
@@ -55,8 +62,15 @@ from perfmodel.pipeline.graph import (
     stage_order,
     stages_from_labels,
 )
+from perfmodel.pipeline.lattice import (
+    BLOCK_LIMIT,
+    LATTICE_LIMIT,
+    LATTICE_PAIR_LIMIT,
+    lattice_blocks,
+    split_lattice,
+)
 from perfmodel.pipeline.search import search_orders
-from perfmodel.pipeline.split import downsets, split_chain, split_downsets
+from perfmodel.pipeline.split import split_chain, split_order
 
 __all__ = ["BRUTE_FORCE_NODE_LIMIT", "EXACT_NODE_LIMIT", "brute_force", "partition"]
 
@@ -139,16 +153,23 @@ def partition(graph: Graph, k: int, *, seed: int = 0, time_limit_s: float = 60.0
     seed = count("seed", seed, minimum=0)
     deadline = Deadline(check_time_limit(time_limit_s))
     if graph.is_chain:
-        return split_chain(graph, k)
-    masks = downsets(graph, deadline=deadline)
-    if masks is not None:
-        exact = split_downsets(graph, k, masks=masks, deadline=deadline)
+        return _fits(graph, k, split_chain(graph, k))
+    upper = split_order(graph, graph.order, k).bottleneck
+    blocks = lattice_blocks(graph, deadline=deadline)
+    skipped = f"over {LATTICE_LIMIT:,} downsets, or {BLOCK_LIMIT:,} in one block"
+    if deadline.reached:
+        skipped = "out of time"
+    if blocks is not None:
+        exact = split_lattice(graph, k, upper=upper, blocks=blocks, deadline=deadline)
         if exact is not None:
             return exact
-    found = search_orders(graph, k, seed=seed, deadline=deadline)
-    if masks is not None and not deadline.expired():  # too many pairs under the order's
-        # split: try again under the GA's, tighter
-        exact = split_downsets(graph, k, masks=masks, upper=found.bottleneck, deadline=deadline)
+        skipped = (
+            "out of time" if deadline.reached else f"over {LATTICE_PAIR_LIMIT:,} pairs in one block"
+        )
+    found = _fits(graph, k, search_orders(graph, k, seed=seed, deadline=deadline))
+    if blocks is not None and found.bottleneck < upper and not deadline.expired():
+        # too many pairs under the order's split: try again under the search's, tighter
+        exact = split_lattice(graph, k, upper=found.bottleneck, blocks=blocks, deadline=deadline)
         if exact is not None:
             return exact
     proof = mip_lower_bound(
@@ -160,6 +181,16 @@ def partition(graph: Graph, k: int, *, seed: int = 0, time_limit_s: float = 60.0
         stages=found.stages,
         bottleneck=found.bottleneck,
         lower_bound=min(proof.lower_bound, found.bottleneck),
-        method=found.method + " + MIP bound",
+        method=f"{found.method} + MIP bound (exact program not run: {skipped})",
         complete=not deadline.reached,
     )
+
+
+def _fits(graph: Graph, k: int, found: Partition) -> Partition:
+    """``found``, or a ValueError when it does not fit the devices' memory."""
+    if math.isinf(found.bottleneck):
+        raise ValueError(
+            f"`k` must allow a split whose every stage fits `capacity`: none found into at "
+            f"most {k} stages of {graph.capacity:.3g} B for {sum(graph.memory):.3g} B in all."
+        )
+    return found

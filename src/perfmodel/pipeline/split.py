@@ -108,10 +108,14 @@ def split_chain(graph: Graph, k: int) -> Partition:
     -------
     Partition
         The optimal split, proven by its lower bound to within a relative ``1e-12`` or so.
+        When the graph's memory capacity can bind, :func:`split_order` of the chain's one
+        order finds it instead (``O(k·n²)``).
     """
     k = check_k(graph, k)
     if not graph.is_chain:
         raise ValueError("`graph` must be a chain 0 -> 1 -> ... -> n-1; use split_order.")
+    if graph.limited:  # the sweep does not know memory; the order's DP does, in O(k·n²)
+        return split_order(graph, range(graph.n), k)
     n = graph.n
     work, comm = np.array(graph.work), np.array(graph.comm)
     prefix = np.concatenate(([0.0], np.cumsum(work)))
@@ -165,7 +169,8 @@ def order_segment_costs(graph: Graph, order: Sequence[int]) -> np.ndarray:
     -------
     numpy.ndarray
         An (n, n) array of floats: ``C[a, b]`` is the :func:`stage_cost` of the nodes at
-        positions ``a..b``, s; ``inf`` below the diagonal.
+        positions ``a..b``, s; ``inf`` below the diagonal, and where the piece's memory
+        exceeds the graph's capacity.
     """
     n = graph.n
     position = np.empty(n, dtype=int)
@@ -195,6 +200,9 @@ def order_segment_costs(graph: Graph, order: Sequence[int]) -> np.ndarray:
     comm = np.cumsum(np.cumsum(grid, axis=0), axis=1)[:n, :n]
     prefix = np.concatenate(([0.0], np.cumsum(np.array(graph.work)[list(order)])))
     costs = prefix[None, 1:] - prefix[:-1, None] + comm
+    if graph.limited:  # a piece that cannot fit on one device cannot run
+        held = np.concatenate(([0.0], np.cumsum(np.array(graph.memory)[list(order)])))
+        costs[held[None, 1:] - held[:-1, None] > graph.capacity] = math.inf
     costs[np.tril_indices(n, -1)] = math.inf
     return costs
 
@@ -233,7 +241,8 @@ def split_order(graph: Graph, order: Sequence[int], k: int) -> Partition:
     -------
     Partition
         The best split of ``order``; its lower bound is the chain optimum (less a relative
-        ``1e-12``) for a chain, else :func:`combinatorial_lower_bound`.
+        ``1e-12``) for a chain, else :func:`combinatorial_lower_bound`. When no ``k``
+        pieces of the order fit the memory capacity, one stage of bottleneck ``inf``.
     """
     k = check_k(graph, k)
     if sorted(order) != list(range(graph.n)):
@@ -243,6 +252,8 @@ def split_order(graph: Graph, order: Sequence[int], k: int) -> Partition:
         raise ValueError("`order` must be topological: every edge must point forwards.")
     best, start = _min_max_dp(order_segment_costs(graph, order), k)
     used = int(np.argmin(best[:, -1]))
+    if math.isinf(best[used, -1]):  # no k pieces fit the memory: say so by an inf bottleneck
+        return _partition(graph, [tuple(order)], 0.0, "topological-order DP (nothing fits)")
     spans = _walk_back(lambda j, end: int(start[j, end]), graph.n, used)
     stages = [tuple(order[a:b]) for a, b in spans]
     bound = combinatorial_lower_bound(graph, k)
@@ -377,7 +388,7 @@ def split_downsets(
     adjacency = np.zeros((n, n), dtype=np.float32)  # adjacency[u, v]: v reads u
     for u, v in graph.edges:
         adjacency[u, v] = 1.0
-    work, comm = np.array(graph.work), np.array(graph.comm)
+    work, comm, memory = np.array(graph.work), np.array(graph.comm), np.array(graph.memory)
     size = member.sum(axis=1)
     held = member @ work  # work inside each downset
     by_work = np.argsort(held, kind="stable")
@@ -404,6 +415,8 @@ def split_downsets(
         sends = (adjacency @ ~inside).astype(bool)  # has a consumer outside the downset
         feeds = (stage.astype(np.float32) @ adjacency.T) > 0  # u feeds the candidate stage
         cost = stage @ work + (stage & sends) @ comm + (member[smaller] & feeds) @ comm
+        if graph.limited:
+            cost[stage @ memory > graph.capacity] = math.inf
         candidates = np.maximum(best[:-1, smaller], cost)
         picked = np.argmin(candidates, axis=1)
         best[1:, i] = candidates[np.arange(k), picked]

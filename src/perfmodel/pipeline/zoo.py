@@ -11,6 +11,9 @@ the link changes where the best cut falls.
 * :func:`inception_like`: modules of four parallel branches joined by a concatenation.
 * :func:`random_layered_dag`: a seeded random layered DAG, for regenerable testbeds.
 
+Three more follow their papers layer by layer (in :mod:`perfmodel.pipeline.networks`):
+:func:`inception_v3`, :func:`nasnet_a_mobile` and :func:`gnmt`.
+
 >>> g = mlp(layers=4, width=1024, batch=32, device="H100 SXM", link="NVLink 4")
 >>> g.n, g.is_chain
 (4, True)
@@ -22,88 +25,22 @@ import numpy as np
 
 from perfmodel import ops
 from perfmodel._validate import count, fraction, non_negative
-from perfmodel.comms import as_link
-from perfmodel.hardware import DeviceLike, LinkLike, dtype_bytes, get
-from perfmodel.metrics import transfer_time_s
+from perfmodel.hardware import DeviceLike, LinkLike
 from perfmodel.pipeline.graph import Graph
-from perfmodel.roofline import estimate
+from perfmodel.pipeline.model import Model, ModelBuilder
+from perfmodel.pipeline.networks import gnmt, inception_v3, nasnet_a_mobile
 
-__all__ = ["Model", "gpt2_like", "inception_like", "mlp", "random_layered_dag", "resnet50_like"]
-
-
-class Model(Graph):
-    """A model graph that also knows each node's parameter count and name, and its input.
-
-    The parameter counts are what DeepSpeed-style balancing splits on; the names label
-    plots. ``input_description`` says what one input is (``"a batch of 8 sequences of
-    1,024 tokens"``), so that a throughput in inputs per second can be read.
-
-    Parameters
-    ----------
-    work : list of float
-        ``work[i]``: compute time of node i, s.
-    comm : list of float
-        ``comm[i]``: time to send node i's output to another stage, s.
-    edges : list of (int, int)
-        ``(u, v)``: node v reads node u's output.
-    params : list of int
-        ``params[i]``: the parameters node i holds, count.
-    labels : list of str
-        ``labels[i]``: node i's name, for plots.
-    input_description : str
-        What one input of the pipeline is, in words.
-    """
-
-    __slots__ = ("input_description", "labels", "params")
-    params: tuple[int, ...]
-    labels: tuple[str, ...]
-    input_description: str
-
-    def __init__(
-        self,
-        work: list[float],
-        comm: list[float],
-        edges: list[tuple[int, int]],
-        params: list[int],
-        labels: list[str],
-        input_description: str,
-    ) -> None:
-        super().__init__(work, comm, edges)
-        object.__setattr__(self, "params", tuple(params))
-        object.__setattr__(self, "labels", tuple(labels))
-        object.__setattr__(self, "input_description", input_description)
-
-    def __reduce__(self) -> tuple[type[Model], tuple[object, ...]]:  # for process pools
-        fields = (self.work, self.comm, self.edges, self.params, self.labels)
-        return (Model, (*fields, self.input_description))
-
-
-class _Builder:
-    """Collects nodes (op cost, output bytes) and edges, then prices them on a machine."""
-
-    def __init__(self, device: DeviceLike, link: LinkLike, dtype: str) -> None:
-        self.device = get(device, argument="device")
-        self.link = as_link(link, argument="link")
-        self.dtype = dtype
-        self.width = dtype_bytes(dtype)
-        self.work: list[float] = []
-        self.comm: list[float] = []
-        self.edges: list[tuple[int, int]] = []
-        self.params: list[int] = []
-        self.labels: list[str] = []
-
-    def add(self, cost: ops.Cost, out_elements: int, *inputs: int, params: int = 0) -> int:
-        node = len(self.work)
-        self.params.append(params)
-        self.labels.append(cost.label)
-        self.work.append(estimate(cost, self.device, dtype=self.dtype).time_s)
-        nbytes = out_elements * self.width
-        self.comm.append(transfer_time_s(nbytes, self.link.bandwidth, latency_s=self.link.latency))
-        self.edges.extend((i, node) for i in inputs)
-        return node
-
-    def graph(self, input_description: str) -> Model:
-        return Model(self.work, self.comm, self.edges, self.params, self.labels, input_description)
+__all__ = [
+    "Model",
+    "gnmt",
+    "gpt2_like",
+    "inception_like",
+    "inception_v3",
+    "mlp",
+    "nasnet_a_mobile",
+    "random_layered_dag",
+    "resnet50_like",
+]
 
 
 def mlp(
@@ -140,7 +77,7 @@ def mlp(
         The chain; each layer holds ``width * width + width`` parameters.
     """
     layers, width, batch = count("layers", layers), count("width", width), count("batch", batch)
-    b = _Builder(device, link, dtype)
+    b = ModelBuilder(device, link, dtype)
     previous: tuple[int, ...] = ()
     for _ in range(layers):
         node = b.add(
@@ -205,7 +142,7 @@ def gpt2_like(
     seq_len, batch, vocab = count("seq_len", seq_len), count("batch", batch), count("vocab", vocab)
     if d_model % heads:
         raise ValueError(f"`d_model` must be a multiple of `heads` (got {d_model} and {heads}).")
-    b = _Builder(device, link, dtype)
+    b = ModelBuilder(device, link, dtype)
     tokens = batch * seq_len
     act = tokens * d_model
     x = b.add(
@@ -279,7 +216,7 @@ def resnet50_like(
         a projection shortcut in each stage's first block), then the classifier.
     """
     batch, image = count("batch", batch), count("image", image, minimum=32)
-    b = _Builder(device, link, dtype)
+    b = ModelBuilder(device, link, dtype)
     size = image // 2
     x = b.add(ops.conv2d(batch, 3, 64, image, image, 7, stride=2, padding=3, dtype=dtype),
               batch * 64 * size * size, params=3 * 64 * 49)  # fmt: skip
@@ -361,7 +298,7 @@ def inception_like(
     channels = count("channels", channels, minimum=4)
     size = count("size", size)
     batch = count("batch", batch)
-    b = _Builder(device, link, dtype)
+    b = ModelBuilder(device, link, dtype)
     elements = batch * channels * size * size
     x = b.add(
         ops.conv2d(batch, 3, channels, size, size, 3, padding=1, dtype=dtype), elements,

@@ -1,0 +1,562 @@
+"""The exact downset dynamic program at Inception scale: blocks in series, priced apart.
+
+A feasible split is a chain of downsets (sets closed under predecessors), so a dynamic
+program over the downsets is exact (:func:`perfmodel.pipeline.split.split_downsets`). It
+weighs each downset against every smaller one, so its cost grows with the square of the
+downsets: Inception-v3, at one node per convolution, batch norm and ReLU, has 35,682
+downsets, some 6 x 10^8 pairs.
+
+Real networks are built from blocks in series. Call node ``c`` a *series point* when every
+other node is an ancestor or a descendant of ``c`` and no edge jumps over it: every edge
+from an ancestor of ``c`` ends at ``c`` or at another ancestor (Inception's concatenations
+and ResNet's additions are series points). Then every downset is "everything up to the
+last series point it holds, plus a downset of the next block's interior", and a stage that
+leaves block ``a`` and ends in a later block ``b`` costs
+
+``out[a][L'] + (work of the whole blocks between) + in[b][L]``,
+
+where ``out`` depends only on where the stage starts (``L'`` in block ``a``) and ``in``
+only on where it ends (``L`` in block ``b``): what the stage receives comes from block
+``a`` and what it sends goes to block ``b``. So the best way to reach ``L`` from block
+``a`` in ``j`` stages, ``min over L' of max(best[j-1][L'], out[a][L'] + X)``, needs only
+the Pareto front of ``(best, out)`` over block ``a`` and a binary search: ``O(d log d)``
+instead of ``O(d²)`` per pair of blocks. Pairs inside one block are priced directly, with
+the block's own small bit masks.
+
+A graph with no series points is one block and the program is the plain one. Memory is
+bounded by ``(k + 1)`` floats and two back-pointers per downset: at most
+:data:`LATTICE_LIMIT` downsets, about 1.3 GiB at ``k = 64``.
+
+>>> from perfmodel.pipeline import zoo
+>>> g = zoo.inception_like(modules=3)
+>>> len(series_points(g)), lattice_size(g)
+(4, 164)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from perfmodel._validate import count
+from perfmodel.pipeline.budget import Deadline
+from perfmodel.pipeline.graph import Graph, Partition, bottleneck_of, check_k
+
+__all__ = [
+    "BLOCK_LIMIT",
+    "Block",
+    "LATTICE_LIMIT",
+    "LATTICE_PAIR_LIMIT",
+    "lattice_blocks",
+    "lattice_size",
+    "series_points",
+    "split_lattice",
+]
+
+#: :func:`split_lattice` gives up on graphs with more downsets than this, in all blocks ...
+LATTICE_LIMIT = 1_000_000
+#: ... or in any one block (whose pairs are priced one by one).
+BLOCK_LIMIT = 100_000
+#: ... or more (downset, smaller downset) pairs inside one block than this.
+LATTICE_PAIR_LIMIT = 300_000_000
+_ROUNDING = 1e-12  # relative slack for sums taken in a different order
+
+
+def series_points(graph: Graph) -> list[int]:
+    """The nodes every other node is an ancestor or descendant of, with no edge over them.
+
+    Parameters
+    ----------
+    graph : Graph
+        The model graph.
+
+    Returns
+    -------
+    list of int
+        The series points in topological order.
+
+    Examples
+    --------
+    >>> from perfmodel.pipeline.graph import Graph
+    >>> series_points(Graph([1, 1, 1, 1], [0, 0, 0, 0], [(0, 1), (0, 2), (1, 3), (2, 3)]))
+    [0, 3]
+    """
+    n, order = graph.n, graph.order
+    position = [0] * n
+    for p, v in enumerate(order):
+        position[v] = p
+    ancestors, descendants = [0] * n, [0] * n
+    for v in order:
+        for u in graph.predecessors[v]:
+            ancestors[v] |= ancestors[u] | 1 << u
+    for v in reversed(order):
+        for w in graph.successors[v]:
+            descendants[v] |= descendants[w] | 1 << w
+    points, reach = [], -1  # reach: the furthest position an earlier node's edge lands on
+    for p, c in enumerate(order):
+        if reach <= p and ancestors[c].bit_count() == p and descendants[c].bit_count() == n - 1 - p:
+            points.append(c)
+        reach = max(reach, *(position[w] for w in graph.successors[c]), p)
+    return points
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """The nodes strictly between two series points, and the downsets of those nodes.
+
+    Parameters
+    ----------
+    nodes : numpy.ndarray
+        The interior's nodes (graph indices), in topological order.
+    entry : int or None
+        The series point before them; None for the first block.
+    exit : int or None
+        The series point after them; None for the last block.
+    member : numpy.ndarray
+        A (d, s) bool array: ``member[i, t]`` when the i-th downset holds ``nodes[t]``;
+        the downsets by size, the empty one first and the whole interior last.
+    packed : numpy.ndarray
+        The same downsets as (d, words) uint64 bit masks.
+    """
+
+    nodes: np.ndarray
+    entry: int | None
+    exit: int | None
+    member: np.ndarray
+    packed: np.ndarray
+
+
+def _interiors(graph: Graph) -> list[tuple[list[int], int | None, int | None]]:
+    points = series_points(graph)
+    where = {v: p for p, v in enumerate(graph.order)}
+    cuts = [-1, *(where[c] for c in points), graph.n]
+    blocks = []
+    for b in range(len(cuts) - 1):
+        nodes = list(graph.order[cuts[b] + 1 : cuts[b + 1]])
+        entry = graph.order[cuts[b]] if b > 0 else None
+        exit_ = graph.order[cuts[b + 1]] if cuts[b + 1] < graph.n else None
+        blocks.append((nodes, entry, exit_))
+    return blocks
+
+
+def _local_downsets(
+    graph: Graph, nodes: list[int], limit: int, deadline: Deadline | None = None
+) -> np.ndarray | None:
+    """The interior's downsets as (d, words) uint64 bit masks, level by level (by size)."""
+    s = len(nodes)
+    words = max(1, (s + 63) // 64)
+    local = {v: t for t, v in enumerate(nodes)}
+    needs = np.zeros((s, words), dtype=np.uint64)
+    for t, v in enumerate(nodes):
+        for u in graph.predecessors[v]:
+            if u in local:
+                needs[t, local[u] // 64] |= np.uint64(1) << np.uint64(local[u] % 64)
+    above, below = [0] * s, [0] * s  # each node's ancestors and descendants in the block
+    for t, v in enumerate(nodes):  # nodes are in topological order
+        for u in graph.predecessors[v]:
+            if u in local:
+                above[t] |= above[local[u]] | 1 << local[u]
+    for t in reversed(range(s)):
+        for w in graph.successors[nodes[t]]:
+            if w in local:
+                below[t] |= below[local[w]] | 1 << local[w]
+    first = np.array([a.bit_count() for a in above])  # the smallest downset holding t
+    last = s - 1 - np.array([b.bit_count() for b in below])  # the largest, less one
+    level = np.zeros((1, words), dtype=np.uint64)
+    levels, total = [level], 1
+    for size in range(s):
+        grown: list[np.ndarray] = []
+        raw = 0
+        for t in np.flatnonzero((first <= size) & (size <= last)).tolist():
+            if deadline is not None and deadline.expired():
+                return None
+            bit = np.uint64(1) << np.uint64(t % 64)
+            ready = ((level[:, t // 64] & bit) == 0) & ((level & needs[t]) == needs[t]).all(axis=1)
+            if ready.any():
+                bigger = level[ready].copy()
+                bigger[:, t // 64] |= bit
+                grown.append(bigger)
+                raw += len(bigger)
+                if raw > 4 * (limit - total):  # drop repeats early, to stop in time
+                    grown = [np.unique(np.concatenate(grown), axis=0)]
+                    raw = len(grown[0])
+                    if total + raw > limit:
+                        return None
+        if not grown:
+            break
+        level = np.unique(np.concatenate(grown), axis=0)
+        total += len(level)
+        if total > limit:
+            return None
+        levels.append(level)
+    return np.concatenate(levels)
+
+
+def _unpack(packed: np.ndarray, s: int) -> np.ndarray:
+    raw = packed.astype("<u8").view(np.uint8)
+    return np.unpackbits(raw, axis=1, bitorder="little")[:, :s] > 0
+
+
+def lattice_blocks(
+    graph: Graph, limit: int = LATTICE_LIMIT, *, deadline: Deadline | None = None
+) -> list[Block] | None:
+    """The graph's blocks between series points, each with its interior's downsets.
+
+    Parameters
+    ----------
+    graph : Graph
+        The model graph.
+    limit : int
+        The most downsets, all blocks together, count (at most :data:`BLOCK_LIMIT` in one).
+    deadline : Deadline, optional
+        A wall-clock safety net; none by default.
+
+    Returns
+    -------
+    list of Block or None
+        The blocks in pipeline order; None when there are too many downsets or the
+        deadline passed.
+    """
+    limit = count("limit", limit)
+    blocks, total = [], 0
+    for nodes, entry, exit_ in _interiors(graph):
+        packed = _local_downsets(graph, nodes, min(BLOCK_LIMIT, limit - total), deadline)
+        if packed is None:
+            return None
+        total += len(packed)
+        member = _unpack(packed, len(nodes))
+        blocks.append(Block(np.array(nodes, dtype=int), entry, exit_, member, packed))
+    return blocks
+
+
+def lattice_size(graph: Graph, limit: int = LATTICE_LIMIT) -> int | None:
+    """How many downsets the graph has, or None when there are more than ``limit``.
+
+    Parameters
+    ----------
+    graph : Graph
+        The model graph.
+    limit : int
+        The most downsets to count, count.
+
+    Returns
+    -------
+    int or None
+        The downsets, the empty set and the whole graph included, count; None also when
+        one block has more than :data:`BLOCK_LIMIT`.
+    """
+    blocks = lattice_blocks(graph, limit)
+    if blocks is None:
+        return None
+    return sum(len(block.packed) for block in blocks)
+
+
+@dataclass(frozen=True, slots=True)
+class _Prices:
+    """A block's local arrays: work and the cost of a stage ending or starting in it."""
+
+    work: np.ndarray  # (s,) each interior node's work
+    comm: np.ndarray  # (s,) each interior node's send time
+    reads: np.ndarray  # (s, s) float: reads[u, v] = 1 when v reads u
+    feeds_exit: np.ndarray  # (s,) bool: the exit point reads the node
+    entry_readers: np.ndarray  # (s,) bool: the node reads the entry point
+    entry_comm: float  # the entry point's send time (0.0 without one)
+    held: np.ndarray  # (d,) work inside each local downset
+    sends: np.ndarray  # (d, s) bool: in the downset and read outside it
+    ends_here: np.ndarray  # (d,) a stage entering the block and ending at the downset
+    starts_here: np.ndarray  # (d,) a stage starting after the downset, leaving the block
+    whole: float  # the whole block's work, exit point included
+    memory_held: np.ndarray  # (d,) memory inside each local downset
+    memory_starts: np.ndarray  # (d,) memory of a stage starting after the downset, to the exit
+    memory_whole: float  # the whole block's memory, exit point included
+
+
+def _prices(graph: Graph, block: Block) -> _Prices:
+    nodes, member = block.nodes, block.member
+    s = len(nodes)
+    local = {int(v): t for t, v in enumerate(nodes)}
+    work = np.array([graph.work[v] for v in nodes], dtype=float)
+    comm = np.array([graph.comm[v] for v in nodes], dtype=float)
+    reads = np.zeros((s, s), dtype=np.float32)
+    feeds_exit = np.zeros(s, dtype=bool)
+    entry_readers = np.zeros(s, dtype=bool)
+    for t, v in enumerate(nodes):
+        for w in graph.successors[int(v)]:
+            if w in local:
+                reads[t, local[w]] = 1.0
+            elif w == block.exit:
+                feeds_exit[t] = True
+    entry_comm, entry_to_exit = 0.0, False
+    if block.entry is not None:
+        entry_comm = graph.comm[block.entry]
+        for w in graph.successors[block.entry]:
+            if w in local:
+                entry_readers[local[w]] = True
+            entry_to_exit |= w == block.exit
+    held = member @ work if s else np.zeros(len(member))
+    outside = (~member).astype(np.float32)
+    sends = member & (((outside @ reads.T) > 0) | feeds_exit)
+    entry_sends = (~member & entry_readers).any(axis=1) | entry_to_exit
+    border = sends @ comm + entry_comm * entry_sends
+    exit_work = graph.work[block.exit] if block.exit is not None else 0.0
+    total = float(work.sum())
+    memory = np.array([graph.memory[v] for v in nodes], dtype=float)
+    memory_held = member @ memory if s else np.zeros(len(member))
+    exit_memory = graph.memory[block.exit] if block.exit is not None else 0.0
+    return _Prices(
+        work=work,
+        comm=comm,
+        reads=reads,
+        feeds_exit=feeds_exit,
+        entry_readers=entry_readers,
+        entry_comm=entry_comm,
+        held=held,
+        sends=sends,
+        ends_here=held + border,
+        starts_here=(total - held) + exit_work + border,
+        whole=total + exit_work,
+        memory_held=memory_held,
+        memory_starts=float(memory.sum()) - memory_held + exit_memory,
+        memory_whole=float(memory.sum()) + exit_memory,
+    )
+
+
+def _front(best: np.ndarray, starts: np.ndarray, upper: float) -> tuple[np.ndarray, ...]:
+    """The Pareto front of (best so far, cost of leaving) over a block's downsets."""
+    alive = np.flatnonzero(best <= upper)
+    if not len(alive):
+        return (np.empty(0), np.empty(0), np.empty(0, dtype=int))
+    by_best = alive[np.lexsort((starts[alive], best[alive]))]
+    leave = starts[by_best]
+    lowest = np.minimum.accumulate(leave)
+    keep = np.concatenate(([True], leave[1:] < lowest[:-1]))
+    chosen = by_best[keep]
+    return best[chosen], starts[chosen], chosen
+
+
+def _through_front(
+    front: tuple[np.ndarray, ...], extra: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``min over the front of max(best, leave + extra)`` for each ``extra``, and its argmin."""
+    best, leave, chosen = front
+    if not len(best):
+        return np.full(len(extra), math.inf), np.zeros(len(extra), dtype=int)
+    at = np.searchsorted(best - leave, extra, side="left")  # first with best >= leave + extra
+    right = np.where(at < len(best), best[np.minimum(at, len(best) - 1)], math.inf)
+    left = np.where(at > 0, leave[np.maximum(at - 1, 0)] + extra, math.inf)
+    use_left = left < right
+    pick = np.where(use_left, np.maximum(at - 1, 0), np.minimum(at, len(best) - 1))
+    return np.where(use_left, left, right), chosen[pick]
+
+
+def _through_all(
+    best: np.ndarray,
+    start: _Prices,
+    extra: np.ndarray,
+    extra_memory: np.ndarray,
+    capacity: float,
+    reach: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """As :func:`_through_front`, but pair by pair, each stage within ``capacity``."""
+    alive = np.flatnonzero(best <= reach)
+    value = np.full(len(extra), math.inf)
+    origin = np.zeros(len(extra), dtype=int)
+    if not len(alive):
+        return value, origin
+    step = max(1, 2_000_000 // len(alive))
+    for low in range(0, len(extra), step):
+        high = min(low + step, len(extra))
+        leave = start.starts_here[alive, None] + extra[None, low:high]
+        candidates = np.maximum(best[alive, None], leave)
+        memory = start.memory_starts[alive, None] + extra_memory[None, low:high]
+        candidates[memory > capacity] = math.inf
+        picked = np.argmin(candidates, axis=0)
+        value[low:high] = candidates[picked, np.arange(high - low)]
+        origin[low:high] = alive[picked]
+    return value, origin
+
+
+def split_lattice(
+    graph: Graph,
+    k: int,
+    *,
+    upper: float,
+    blocks: list[Block] | None = None,
+    pair_limit: int = LATTICE_PAIR_LIMIT,
+    deadline: Deadline | None = None,
+) -> Partition | None:
+    """The optimal split over all feasible splits, block by block; None if too large.
+
+    Every stage stays within the graph's memory ``capacity``. Exact: the optimum over
+    every chain of downsets, the same answer as
+    :func:`perfmodel.pipeline.split.split_downsets` (ties may fall differently), at the
+    cost of the pairs *inside* each block rather than across the whole graph.
+
+    Parameters
+    ----------
+    graph : Graph
+        The model graph.
+    k : int
+        The most stages, from 1 to the node count, count.
+    upper : float
+        The bottleneck of a split known to exist, s: pairs and states above it are pruned.
+    blocks : list of Block, optional
+        The graph's :func:`lattice_blocks`, when already known.
+    pair_limit : int
+        The most (downset, smaller downset) pairs of similar work inside one block, times
+        the 64-bit words of its masks, count.
+    deadline : Deadline, optional
+        A wall-clock safety net; none by default.
+
+    Returns
+    -------
+    Partition or None
+        The optimal split, its lower bound that bottleneck less a relative ``1e-12``;
+        ``None`` when there are more than :data:`LATTICE_LIMIT` downsets or
+        ``pair_limit`` pairs in a block, when the deadline passed, or when rounding left
+        no split under ``upper``.
+    """
+    k = check_k(graph, k)
+    if blocks is None:
+        blocks = lattice_blocks(graph, deadline=deadline)
+    if blocks is None:
+        return None
+    reach = upper * (1 + 1e-9) + 1e-300
+    prices = [_prices(graph, block) for block in blocks]
+    for block, price in zip(blocks, prices, strict=True):
+        order = np.sort(price.held)
+        lows = np.searchsorted(order, price.held - reach, side="left")
+        if int((np.arange(len(order)) - lows).clip(0).sum()) * block.packed.shape[1] > pair_limit:
+            return None
+    best = [np.full((k + 1, len(block.packed)), math.inf) for block in blocks]
+    came_block = [np.full((k + 1, len(block.packed)), -1, dtype=np.int32) for block in blocks]
+    came_local = [np.zeros((k + 1, len(block.packed)), dtype=np.int32) for block in blocks]
+    best[0][0, 0] = 0.0
+    fronts: dict[tuple[int, int], tuple[np.ndarray, ...]] = {}
+    for b, (block, price) in enumerate(zip(blocks, prices, strict=True)):
+        between = between_memory = 0.0  # work and memory of the whole blocks between a and b
+        for a in range(b - 1, -1, -1):
+            if between > reach or between_memory > graph.capacity:
+                break
+            extra = between + price.ends_here
+            if deadline is not None and deadline.expired():
+                return None
+            for j in range(1, k + 1):
+                if graph.limited:
+                    value, origin = _through_all(
+                        best[a][j - 1],
+                        prices[a],
+                        extra,
+                        between_memory + price.memory_held,
+                        graph.capacity,
+                        reach,
+                    )
+                else:
+                    if (a, j) not in fronts:
+                        fronts[a, j] = _front(best[a][j - 1], prices[a].starts_here, reach)
+                    value, origin = _through_front(fronts[a, j], extra)
+                better = value < best[b][j]
+                best[b][j, better] = value[better]
+                came_block[b][j, better] = a
+                came_local[b][j, better] = origin[better]
+            between += prices[a].whole
+            between_memory += prices[a].memory_whole
+        capacity = graph.capacity if graph.limited else math.inf
+        if not _inside(
+            block, price, best[b], came_block[b], came_local[b], b, reach, capacity, deadline
+        ):
+            return None
+    last = best[-1][:, -1]
+    used = int(np.argmin(last))
+    if not math.isfinite(last[used]):
+        return None
+    stages = _walk_back(graph, blocks, came_block, came_local, used)
+    optimum = float(last[used])
+    bottleneck = bottleneck_of(graph, stages)
+    return Partition(
+        stages=tuple(stages),
+        bottleneck=bottleneck,
+        lower_bound=min(optimum * (1 - _ROUNDING), bottleneck),
+        method="dynamic programming on downsets",
+    )
+
+
+def _inside(
+    block: Block,
+    price: _Prices,
+    best: np.ndarray,
+    came_block: np.ndarray,
+    came_local: np.ndarray,
+    b: int,
+    reach: float,
+    capacity: float,
+    deadline: Deadline | None,
+) -> bool:
+    """Stages that start and end inside one block; False if the deadline passed."""
+    member, packed, held = block.member, block.packed, price.held
+    k = best.shape[0] - 1
+    size = member.sum(axis=1)
+    by_work = np.argsort(held, kind="stable")
+    sorted_work = held[by_work]
+    lows = np.searchsorted(sorted_work, held - reach, side="left")
+    highs = np.searchsorted(sorted_work, held * (1 + 1e-12) + 1e-300, side="right")
+    for i in range(1, len(packed)):
+        if deadline is not None and i % 256 == 0 and deadline.expired():
+            return False
+        band = by_work[lows[i] : highs[i]]
+        band = band[size[band] < size[i]]
+        smaller = band[~(packed[band] & ~packed[i]).any(axis=1)]
+        smaller = smaller[(best[:-1, smaller] <= reach).any(axis=0)]
+        if not len(smaller):
+            continue
+        inside = member[i]
+        stage = inside & ~member[smaller]
+        feeds = (stage.astype(np.float32) @ price.reads.T) > 0  # u feeds the stage
+        cost = (
+            held[i]
+            - held[smaller]
+            + (stage & price.sends[i]) @ price.comm
+            + (member[smaller] & feeds) @ price.comm
+            + price.entry_comm * (stage & price.entry_readers).any(axis=1)
+        )
+        if capacity < math.inf:
+            cost[price.memory_held[i] - price.memory_held[smaller] > capacity] = math.inf
+        candidates = np.maximum(best[:-1, smaller], cost)
+        picked = np.argmin(candidates, axis=1)
+        value = candidates[np.arange(k), picked]
+        better = value < best[1:, i]
+        best[1:, i] = np.where(better, value, best[1:, i])
+        came_block[1:, i] = np.where(better, b, came_block[1:, i])
+        came_local[1:, i] = np.where(better, smaller[picked], came_local[1:, i])
+    return True
+
+
+def _walk_back(
+    graph: Graph,
+    blocks: list[Block],
+    came_block: list[np.ndarray],
+    came_local: list[np.ndarray],
+    used: int,
+) -> list[tuple[int, ...]]:
+    """The stages of the best chain of downsets ending at the whole graph, first first."""
+    starts = []  # each block's first position in the topological order
+    position = 0
+    for block in blocks:
+        starts.append(position)
+        position += len(block.nodes) + (block.exit is not None)
+
+    def nodes_of(b: int, i: int) -> set[int]:
+        before = {v for v in graph.order[: starts[b]]}
+        return before | {int(v) for v in blocks[b].nodes[blocks[b].member[i]]}
+
+    b, i = len(blocks) - 1, len(blocks[-1].packed) - 1
+    stages = []
+    for j in range(used, 0, -1):
+        a, start = int(came_block[b][j, i]), int(came_local[b][j, i])
+        stage = nodes_of(b, i) - nodes_of(a, start)
+        stages.append(tuple(sorted(stage)))
+        b, i = a, start
+    stages.reverse()
+    return stages
