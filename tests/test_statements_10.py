@@ -179,7 +179,7 @@ def test_the_printed_bubble_run_is_the_batch_cut_into_micro_batches():
 
 
 def test_short_sequences_show_that_smaller_micro_batches_stop_paying():
-    out = printed("seq_len=128")
+    out = printed("seq_len=128)")
     table = rows(out, r"m=(\d+): slowest stage\s+([\d.]+) µs a sequence, bubble\s+([\d.]+)%, "
                       r"batch done in\s+(\d+) µs")  # fmt: skip
     soonest = re.search(r"soonest done with m = (\d+)", out)
@@ -217,3 +217,41 @@ def test_the_resnet_exercise_asks_what_the_explorer_can_show():
     assert never and some, bullet
     assert all(stages_used(never[1], link) < 8 for link in link_names())
     assert any(stages_used(some[1], link) == 8 for link in link_names())
+
+
+def test_the_inception_section_quotes_its_printed_counts_and_proofs():
+    out = printed("networks.inception_v3()")
+    assert "312 nodes" in out and "35,682 downsets" in out and "23,834,568 parameters" in out
+    assert "312 nodes and 35,682 downsets" in prose()
+    assert out.count("optimal: True") == 2  # "Both splits are proven optimal"
+    assert "Both splits are proven optimal" in prose()
+    pairs = 35_682 * 35_681 / 2
+    assert 5.5e8 < pairs < 6.5e8  # "some 6 × 10⁸ pairs"
+
+
+def test_the_memory_section_quotes_what_it_prints():
+    out = printed("bytes_per_param")
+    free, held = re.findall(r"(\d+\.\d+) ms, optimal: True; GB per stage: ([\d., ]+)", out)
+    free_ms, held_ms = float(free[0]), float(held[0])
+    free_gb = [float(g) for g in free[1].split(",")]
+    held_gb = [float(g) for g in held[1].split(",")]
+    text = prose()
+    assert f"{max(free_gb)} GB of its first stage" in text and max(free_gb) > 32 == max(held_gb)
+    assert free_gb[0] == max(free_gb)
+    assert f"rises from {free_ms:.2f} to {held_ms:.2f} ms" in text
+    slowdown = held_ms / free_ms - 1
+    assert f"Fitting costs {slowdown:.1%} of throughput" in text
+    assert f"fitting costs {slowdown:.1%} of throughput" in out
+
+
+def test_the_memory_sections_layer_facts_hold():
+    gpt3 = zoo.gpt2_like(layers=32, d_model=2560, heads=32, batch=5, seq_len=1280,
+                         device="V100 SXM2", link="NVLink 3", dtype="fp16")  # fmt: skip
+    assert gpt3.labels[0] == "embed" and gpt3.params[0] == 50_257 * 2_560
+    assert f"{gpt3.params[0] * 16 / 1e9:.1f} GB" == "2.1 GB"  # "take 2.1 GB"
+    training = {"in_flight": 4, "bytes_per_param": 16}
+    free = pipeline.partition(gpt3.with_memory(capacity_bytes=float("inf"), **training), 4)
+    held = pipeline.partition(gpt3.with_memory(capacity_bytes=32e9, **training), 4)
+    assert len(held.stages[0]) == len(free.stages[0]) - 3  # "ends three nodes earlier"
+    assert gpt3.labels[held.stages[0][-1]].startswith("matmul")  # the input projection
+    assert gpt3.labels[free.stages[0][-1]] == "residual"

@@ -252,12 +252,16 @@ class MipBound:
         Values of T tried, count.
     complete : bool
         False when the wall-clock safety net cut the work short.
+    source : str
+        What proved ``lower_bound``: ``"combinatorial bound"``, ``"window bound"``,
+        ``"covering LP"`` or ``"compact MIP"``.
     """
 
     lower_bound: float
     split: Partition | None
     probes: int
     complete: bool
+    source: str = "combinatorial bound"
 
 
 def mip_lower_bound(
@@ -306,8 +310,9 @@ def mip_lower_bound(
     -------
     MipBound
         ``lower_bound`` (never above the optimum), ``split`` (a split better than
-        ``upper`` found on the way, or None), ``probes`` (how many values of T were tried)
-        and ``complete`` (False if the safety net cut the work short).
+        ``upper`` found on the way, or None), ``probes`` (how many values of T were tried),
+        ``complete`` (False if the safety net cut the work short) and ``source`` (which
+        bound proved it).
     """
     k = check_k(graph, k)
     probes = count("probes", probes)
@@ -320,13 +325,14 @@ def mip_lower_bound(
         return MipBound(min(combinatorial_lower_bound(graph, k), upper), None, 0, False)
     reach = _reach_works(graph)
     low = _window_bound(graph, k, reach)
+    source = "window bound" if low > combinatorial_lower_bound(graph, k) else "combinatorial bound"
     high, ceiling = upper, upper
     split: Partition | None = None
     tried = 0
     if not upper > 0:
-        return MipBound(min(low, upper), None, 0, True)
+        return MipBound(min(low, upper), None, 0, True, source)
     if deadline.expired():
-        return MipBound(min(low, upper), None, 0, False)
+        return MipBound(min(low, upper), None, 0, False, source)
     known = [tuple(graph.order), *(tuple(order) for order in orders)]
     segment_costs = [order_segment_costs(graph, order) for order in known]
     pool = connected_pool(graph, upper, deadline)
@@ -344,10 +350,12 @@ def mip_lower_bound(
             pool=pool,
         )
         labels = None
+        prover = "covering LP"
         if status is not Verdict.INFEASIBLE and graph.n * k <= MIP_SIZE_LIMIT:
             status, labels = _feasibility_mip(graph, k, probe, mip_nodes, deadline, reach)
+            prover = "compact MIP"
         if status is Verdict.INFEASIBLE:
-            low = probe * (1 - _TOLERANCE)
+            low, source = probe * (1 - _TOLERANCE), prover
         elif status is Verdict.FEASIBLE and labels is not None:
             stages = stages_from_labels(labels, k)
             found = bottleneck_of(graph, stages)
@@ -359,4 +367,4 @@ def mip_lower_bound(
             ceiling = min(ceiling, found)
         else:
             ceiling = probe  # undecided: look lower, where a proof is easier
-    return MipBound(min(low, high), split, tried, not deadline.reached)
+    return MipBound(min(low, high), split, tried, not deadline.reached, source)

@@ -95,7 +95,9 @@ class Model(Graph):
         extra = (self.out_bytes, self.weight_bytes, self.memory, self.capacity)
         return (Model, (*fields, self.input_description, *extra))
 
-    def with_memory(self, *, capacity_bytes: float, in_flight: int = 1) -> Model:
+    def with_memory(
+        self, *, capacity_bytes: float, in_flight: int = 1, bytes_per_param: int | None = None
+    ) -> Model:
         """The same model on devices of ``capacity_bytes``, each node's memory filled in.
 
         A node keeps its weights and, for each of ``in_flight`` micro-batches, its output
@@ -108,11 +110,15 @@ class Model(Graph):
             What one device holds for this model, B (``inf``: no limit).
         in_flight : int
             Micro-batches whose activations a stage holds at once, count.
+        bytes_per_param : int, optional
+            Bytes each parameter keeps, B: by default the weight's own (``weight_bytes``);
+            16 for mixed-precision training with Adam (weight, gradient, two moments and
+            an fp32 master copy).
 
         Returns
         -------
         Model
-            A copy whose ``memory[i]`` is ``params[i] * weight_bytes + in_flight *
+            A copy whose ``memory[i]`` is ``params[i] * bytes_per_param + in_flight *
             out_bytes[i]`` and whose ``capacity`` is ``capacity_bytes``.
 
         Raises
@@ -122,8 +128,10 @@ class Model(Graph):
         """
         capacity = positive("capacity_bytes", capacity_bytes, allow_infinity=True)
         in_flight = count("in_flight", in_flight)
+        per_param = self.weight_bytes if bytes_per_param is None else bytes_per_param
+        per_param = count("bytes_per_param", per_param)
         memory = [
-            float(p * self.weight_bytes + in_flight * b)
+            float(p * per_param + in_flight * b)
             for p, b in zip(self.params, self.out_bytes, strict=True)
         ]
         return Model(

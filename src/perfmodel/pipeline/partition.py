@@ -181,7 +181,7 @@ def partition(graph: Graph, k: int, *, seed: int = 0, time_limit_s: float = 60.0
         stages=found.stages,
         bottleneck=found.bottleneck,
         lower_bound=min(proof.lower_bound, found.bottleneck),
-        method=f"{found.method} + MIP bound (exact program not run: {skipped})",
+        method=f"{found.method}; bound: {proof.source} (exact program not run: {skipped})",
         complete=not deadline.reached,
     )
 
