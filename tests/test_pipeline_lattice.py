@@ -138,7 +138,7 @@ def test_a_wide_graph_says_why_the_exact_program_did_not_run():
     g = networks.nasnet_a_mobile()
     assert lattice_size(g) is None  # one block of 700-odd nodes: far over BLOCK_LIMIT
     result = pl.partition(g, 4, time_limit_s=20)
-    assert f"{BLOCK_LIMIT:,} in one block" in result.method
+    assert f"{BLOCK_LIMIT:,} in one block" in result.method and "bound: " in result.method
     assert 0 < result.lower_bound <= result.bottleneck
 
 
@@ -243,3 +243,14 @@ def test_gnmt_has_residuals_from_the_third_layer_and_attention_everywhere():
     for layer in range(2, 9):
         assert name["attention"] in g.predecessors[name[f"decoder {layer}"]]
     assert name["encoder 8 residual"] in g.predecessors[name["attention"]]
+
+
+def test_each_bound_says_which_method_proved_it():
+    dag = zoo.random_layered_dag(10, 6, seed=3)
+    found = pl.search_orders(dag, 32, seed=0)
+    proof = pl.mip_lower_bound(dag, 32, found.bottleneck)
+    assert proof.source == "covering LP"
+    assert proof.lower_bound > pl.combinatorial_lower_bound(dag, 32)
+    chain_like = pl.Graph([1, 1, 1], [0, 0, 0], [(0, 1), (0, 2)])
+    trivial = pl.mip_lower_bound(chain_like, 3, 1.0)
+    assert trivial.source in {"combinatorial bound", "window bound"}

@@ -13,11 +13,13 @@ This package's top level is its public face, everything lecture 10 and a learner
 * the schedule: :func:`bubble_fraction`, :func:`simulate`, :func:`simulate_batch`;
 * the baselines: :func:`equal_layers`, :func:`balance_by_params`, :func:`balance_by_time`,
   :func:`greedy_cuts`;
-* :mod:`perfmodel.pipeline.zoo`: model graphs priced on catalogue hardware.
+* :mod:`perfmodel.pipeline.zoo`: model graphs priced on catalogue hardware, and
+  :mod:`perfmodel.pipeline.networks`: Inception-v3, NASNet-A Mobile and GNMT as published;
+  :meth:`perfmodel.pipeline.model.Model.with_memory` gives their stages a device capacity.
 
-The submodules (``graph``, ``split``, ``search``, ``mip``, ``bounds``, ``cover``,
-``baselines``, ``schedule``, ``zoo``) each hold one part; pictures live in
-:mod:`perfmodel.plotting.pipeline`.
+The submodules (``graph``, ``split``, ``lattice``, ``search``, ``mip``, ``bounds``,
+``cover``, ``baselines``, ``schedule``, ``model``, ``zoo``, ``networks``) each hold one part;
+pictures live in :mod:`perfmodel.plotting.pipeline`.
 
 >>> from perfmodel.pipeline import Graph, partition
 >>> partition(Graph.chain([4.0, 1.0, 1.0, 4.0], [0.5] * 4), 2).bottleneck
