@@ -254,3 +254,61 @@ def test_each_bound_says_which_method_proved_it():
     chain_like = pl.Graph([1, 1, 1], [0, 0, 0], [(0, 1), (0, 2)])
     trivial = pl.mip_lower_bound(chain_like, 3, 1.0)
     assert trivial.source in {"combinatorial bound", "window bound"}
+
+
+# what an attack found ------------------------------------------------------------------------
+
+
+def test_a_stage_that_fills_the_device_exactly_fits_whichever_way_it_is_summed():
+    chain = pl.Graph.chain([0.36, 0.12, 0.15], [0.15, 0.31, 0.16],
+                           memory=[0.4, 0.2, 1.1], capacity=1.3)  # fmt: skip
+    assert pl.partition(chain, 3).bottleneck == pytest.approx(pl.brute_force(chain, 3).bottleneck)
+    assert pl.partition(chain, 3).stages == ((0,), (1, 2))
+    g = pl.Graph([1.0, 0.25, 0.75, 0.0, 0.0], [0.25, 0.5, 0.5, 0.5, 0.5],
+                 [(0, 2), (1, 2), (2, 3), (2, 4)],
+                 memory=[0.2, 0.7, 1.1, 0.6, 0.3], capacity=2.6999999999999997)  # fmt: skip
+    assert pl.partition(g, 2).bottleneck == pytest.approx(pl.brute_force(g, 2).bottleneck)
+    tiny = pl.Graph.chain([1.0, 1.0], [0.0, 0.0], memory=[0.1, 0.3], capacity=0.3)
+    assert pl.partition(tiny, 2).stages == ((0,), (1,))
+    loose = pl.Graph([1.0] * 3, [0.0] * 3, [], memory=[0.2] * 3, capacity=0.2)
+    found = split_lattice(loose, 3, upper=1.0)
+    assert found is not None and found.bottleneck == 1.0
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_capacities_that_are_sums_of_memories_give_the_optimum(seed):
+    rng = np.random.default_rng(seed)
+    base = series_graph(seed, 3, 2)
+    if base.n > 8:
+        base = series_graph(seed, 2, 2)
+    held = np.round(rng.uniform(0.1, 1.2, base.n), 1)  # decimal sizes: sums round
+    pick = rng.choice(base.n, size=max(2, base.n // 2), replace=False)
+    capacity = max(float(sum(held[pick])), float(held.max()))
+    g = pl.Graph(base.work, base.comm, base.edges, memory=held.tolist(), capacity=capacity)
+    for k in range(1, min(4, g.n) + 1):
+        oracle = pl.brute_force(g, k).bottleneck
+        try:
+            found = pl.partition(g, k)
+        except ValueError:
+            assert math.isinf(oracle)
+            continue
+        assert found.bottleneck == pytest.approx(oracle, rel=1e-9)
+        assert found.lower_bound <= oracle * (1 + 1e-9)
+
+
+def test_running_out_of_time_with_nothing_that_fits_says_so():
+    g = pl.Graph([1.0] * 4, [0.5] * 4, [(0, 2), (1, 3)], memory=[2, 2, 1, 1], capacity=3)
+    assert pl.partition(g, 2).bottleneck < math.inf  # ((0, 2), (1, 3)) fits
+    with pytest.raises(ValueError, match="`time_limit_s` ran out before any split"):
+        pl.partition(g, 2, time_limit_s=1e-9)
+
+
+def test_memory_must_be_an_ordered_sequence():
+    for bad in ({0: 1, 1: 2, 2: 3}, {1, 2, 3}):
+        with pytest.raises(TypeError, match="`memory` must be a sequence of bytes"):
+            pl.Graph([1, 1, 1], [0, 0, 0], [], memory=bad)
+
+
+def test_lattice_size_keeps_its_limit():
+    chain = pl.Graph.chain([1.0] * 3, [0.0] * 3)
+    assert lattice_size(chain) == 4 and lattice_size(chain, limit=3) is None

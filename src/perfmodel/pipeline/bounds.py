@@ -37,6 +37,7 @@ from perfmodel._validate import count, non_negative
 from perfmodel.pipeline.budget import Deadline
 from perfmodel.pipeline.cover import LP_ROUNDS, Verdict, connected_pool, cover_probe
 from perfmodel.pipeline.graph import (
+    MEMORY_SLACK,
     Graph,
     Partition,
     bisect_threshold,
@@ -208,7 +209,7 @@ def _feasibility_mip(
         add(terms, -math.inf, 1.0)
         if graph.limited:  # and every stage within the device's memory
             memory = [t for i in range(n) for t in x(i, s, graph.memory[i] / graph.capacity)]
-            add(memory, -math.inf, 1.0)
+            add(memory, -math.inf, 1.0 + MEMORY_SLACK)
     low, high = np.zeros(size), np.ones(size)
     for i in range(n):
         for s in range(k):
@@ -359,6 +360,9 @@ def mip_lower_bound(
         elif status is Verdict.FEASIBLE and labels is not None:
             stages = stages_from_labels(labels, k)
             found = bottleneck_of(graph, stages)
+            if math.isinf(found):  # over capacity within HiGHS's tolerance: no answer
+                ceiling = probe
+                continue
             if found < high:
                 high = found
                 split = Partition(

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from perfmodel.pipeline.budget import Deadline
-from perfmodel.pipeline.graph import Graph, node_masks, stage_cost
+from perfmodel.pipeline.graph import MEMORY_SLACK, Graph, node_masks, stage_cost
 from perfmodel.pipeline.mip import SparseRows
 from perfmodel.pipeline.split import order_segment_costs
 
@@ -112,7 +112,8 @@ def _price_exactly(
     cost += [(n + m + j, graph.comm[u] / limit) for j, u in enumerate(senders)]
     add(cost, -math.inf, 1.0)
     if graph.limited:  # a set that cannot fit on one device is no stage
-        add([(v, graph.memory[v] / graph.capacity) for v in range(n)], -math.inf, 1.0)
+        memory = [(v, graph.memory[v] / graph.capacity) for v in range(n)]
+        add(memory, -math.inf, 1.0 + MEMORY_SLACK)
     size = n + 2 * m
     objective = np.zeros(size)
     objective[:n] = -prices

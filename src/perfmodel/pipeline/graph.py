@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, cast, overload
+
+import numpy as np
 
 from perfmodel._validate import count, non_negative, positive
 
 __all__ = [
+    "MEMORY_SLACK",
     "MIP_REL_GAP",
     "Graph",
     "Partition",
@@ -27,6 +30,7 @@ __all__ = [
     "check_k",
     "check_time_limit",
     "combinatorial_lower_bound",
+    "fits_memory",
     "is_feasible",
     "node_masks",
     "stage_cost",
@@ -39,11 +43,44 @@ __all__ = [
 MIP_REL_GAP = 1e-6
 
 
+#: A stage fits its device when its memory is at most ``capacity * (1 + MEMORY_SLACK)``: every
+#: solver sums a stage's memory in its own order, and the slack keeps their last-bit rounding
+#: from deciding whether a stage that fills the device exactly fits.
+MEMORY_SLACK = 1e-9
+
+
+@overload
+def fits_memory(total: float, capacity: float) -> bool: ...
+@overload
+def fits_memory(total: np.ndarray, capacity: float) -> np.ndarray: ...
+def fits_memory(total: float | np.ndarray, capacity: float) -> bool | np.ndarray:
+    """Whether ``total`` bytes fit in ``capacity`` bytes, up to :data:`MEMORY_SLACK`.
+
+    Parameters
+    ----------
+    total : float or numpy.ndarray
+        A stage's memory, B (or an array of them).
+    capacity : float
+        One device's memory, B.
+
+    Returns
+    -------
+    bool or numpy.ndarray
+        ``total <= capacity * (1 + MEMORY_SLACK)``, elementwise for an array.
+
+    Examples
+    --------
+    >>> fits_memory(0.4 + 0.2 + 1.1 - 0.4, 1.3)  # 1.3000000000000003
+    True
+    """
+    return total <= capacity * (1 + MEMORY_SLACK)
+
+
 def _bytes_per_node(memory: object, n: int) -> tuple[float, ...]:
     """Bytes per node: ``n`` non-negative finite numbers, zeros when ``memory`` is None."""
     if memory is None:
         return (0.0,) * n
-    if isinstance(memory, (str, bytes)) or not isinstance(memory, Iterable):
+    if isinstance(memory, (str, bytes, Mapping, Set)) or not isinstance(memory, Iterable):
         raise TypeError(
             f"`memory` must be a sequence of bytes, one per node (got {type(memory).__name__})."
         )
@@ -102,6 +139,7 @@ class Graph:
     edges: tuple[tuple[int, int], ...]
     memory: tuple[float, ...]
     capacity: float
+    _limited: bool = field(init=False, repr=False, compare=False)
     successors: tuple[tuple[int, ...], ...] = field(init=False, repr=False)
     predecessors: tuple[tuple[int, ...], ...] = field(init=False, repr=False)
     order: tuple[int, ...] = field(init=False, repr=False)
@@ -126,7 +164,7 @@ class Graph:
         n = len(work_t)
         memory_t = _bytes_per_node(memory, n)
         capacity = positive("capacity", capacity, allow_infinity=True)
-        if memory_t and max(memory_t) > capacity:
+        if memory_t and not fits_memory(max(memory_t), capacity):
             node = memory_t.index(max(memory_t))
             raise ValueError(
                 f"`capacity` must hold every node on its own: node {node} needs "
@@ -167,6 +205,7 @@ class Graph:
         object.__setattr__(self, "edges", unique)
         object.__setattr__(self, "memory", memory_t)
         object.__setattr__(self, "capacity", capacity)
+        object.__setattr__(self, "_limited", not fits_memory(math.fsum(memory_t), capacity))
         object.__setattr__(self, "successors", tuple(tuple(s) for s in succ))
         object.__setattr__(self, "predecessors", tuple(tuple(p) for p in pred))
         object.__setattr__(self, "order", self._topological_order())
@@ -221,7 +260,7 @@ class Graph:
     @property
     def limited(self) -> bool:
         """Whether the device capacity can bind: some stage could need more than it."""
-        return sum(self.memory) > self.capacity
+        return self._limited
 
     @property
     def n(self) -> int:
@@ -362,7 +401,7 @@ def stage_cost(graph: Graph, stage: Iterable[int]) -> float:
         The stage's time per input, s: the sum of :func:`stage_parts`, or ``inf``.
     """
     members = set(stage)
-    if graph.limited and sum(graph.memory[i] for i in members) > graph.capacity:
+    if graph.limited and not fits_memory(sum(graph.memory[i] for i in members), graph.capacity):
         return math.inf
     compute, receive, send = stage_parts(graph, members)
     return compute + receive + send

@@ -42,7 +42,7 @@ import numpy as np
 
 from perfmodel._validate import count
 from perfmodel.pipeline.budget import Deadline
-from perfmodel.pipeline.graph import Graph, Partition, bottleneck_of, check_k
+from perfmodel.pipeline.graph import Graph, Partition, bottleneck_of, check_k, fits_memory
 
 __all__ = [
     "BLOCK_LIMIT",
@@ -223,7 +223,7 @@ def lattice_blocks(
     blocks, total = [], 0
     for nodes, entry, exit_ in _interiors(graph):
         packed = _local_downsets(graph, nodes, min(BLOCK_LIMIT, limit - total), deadline)
-        if packed is None:
+        if packed is None or total + len(packed) > limit:
             return None
         total += len(packed)
         member = _unpack(packed, len(nodes))
@@ -371,7 +371,7 @@ def _through_all(
         leave = start.starts_here[alive, None] + extra[None, low:high]
         candidates = np.maximum(best[alive, None], leave)
         memory = start.memory_starts[alive, None] + extra_memory[None, low:high]
-        candidates[memory > capacity] = math.inf
+        candidates[~fits_memory(memory, capacity)] = math.inf
         picked = np.argmin(candidates, axis=0)
         value[low:high] = candidates[picked, np.arange(high - low)]
         origin[low:high] = alive[picked]
@@ -438,7 +438,7 @@ def split_lattice(
     for b, (block, price) in enumerate(zip(blocks, prices, strict=True)):
         between = between_memory = 0.0  # work and memory of the whole blocks between a and b
         for a in range(b - 1, -1, -1):
-            if between > reach or between_memory > graph.capacity:
+            if between > reach or not fits_memory(between_memory, graph.capacity):
                 break
             extra = between + price.ends_here
             if deadline is not None and deadline.expired():
@@ -456,6 +456,8 @@ def split_lattice(
                 else:
                     if (a, j) not in fronts:
                         fronts[a, j] = _front(best[a][j - 1], prices[a].starts_here, reach)
+                    if not len(fronts[a, j][0]):  # no split of j - 1 stages ends in block a
+                        continue
                     value, origin = _through_front(fronts[a, j], extra)
                 better = value < best[b][j]
                 best[b][j, better] = value[better]
@@ -496,19 +498,22 @@ def _inside(
 ) -> bool:
     """Stages that start and end inside one block; False if the deadline passed."""
     member, packed, held = block.member, block.packed, price.held
-    k = best.shape[0] - 1
     size = member.sum(axis=1)
     by_work = np.argsort(held, kind="stable")
     sorted_work = held[by_work]
     lows = np.searchsorted(sorted_work, held - reach, side="left")
     highs = np.searchsorted(sorted_work, held * (1 + 1e-12) + 1e-300, side="right")
+    # the stage counts j at which each downset is reached within ``reach``: first[d]..last[d]
+    alive = best <= reach
+    first = np.where(alive.any(axis=0), alive.argmax(axis=0), len(best))
+    last = np.where(alive.any(axis=0), len(best) - 1 - alive[::-1].argmax(axis=0), -1)
     for i in range(1, len(packed)):
         if deadline is not None and i % 256 == 0 and deadline.expired():
             return False
         band = by_work[lows[i] : highs[i]]
-        band = band[size[band] < size[i]]
+        band = band[(size[band] < size[i]) & (last[band] >= 0)]
         smaller = band[~(packed[band] & ~packed[i]).any(axis=1)]
-        smaller = smaller[(best[:-1, smaller] <= reach).any(axis=0)]
+        smaller = smaller[first[smaller] < len(best) - 1]  # a stage more must still fit in k
         if not len(smaller):
             continue
         inside = member[i]
@@ -522,14 +527,20 @@ def _inside(
             + price.entry_comm * (stage & price.entry_readers).any(axis=1)
         )
         if capacity < math.inf:
-            cost[price.memory_held[i] - price.memory_held[smaller] > capacity] = math.inf
-        candidates = np.maximum(best[:-1, smaller], cost)
+            stage_memory = price.memory_held[i] - price.memory_held[smaller]
+            cost[~fits_memory(stage_memory, capacity)] = math.inf
+        rows = np.arange(first[smaller].min(), min(last[smaller].max(), len(best) - 2) + 1)
+        candidates = np.maximum(best[np.ix_(rows, smaller)], cost)
         picked = np.argmin(candidates, axis=1)
-        value = candidates[np.arange(k), picked]
-        better = value < best[1:, i]
-        best[1:, i] = np.where(better, value, best[1:, i])
-        came_block[1:, i] = np.where(better, b, came_block[1:, i])
-        came_local[1:, i] = np.where(better, smaller[picked], came_local[1:, i])
+        value = candidates[np.arange(len(rows)), picked]
+        better = value < best[rows + 1, i]
+        update = rows[better] + 1
+        best[update, i] = value[better]
+        came_block[update, i] = b
+        came_local[update, i] = smaller[picked[better]]
+        reached = np.flatnonzero(best[:, i] <= reach)
+        if len(reached):
+            first[i], last[i] = reached[0], reached[-1]
     return True
 
 

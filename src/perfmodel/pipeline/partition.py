@@ -153,7 +153,7 @@ def partition(graph: Graph, k: int, *, seed: int = 0, time_limit_s: float = 60.0
     seed = count("seed", seed, minimum=0)
     deadline = Deadline(check_time_limit(time_limit_s))
     if graph.is_chain:
-        return _fits(graph, k, split_chain(graph, k))
+        return _fits(graph, k, split_chain(graph, k), deadline)
     upper = split_order(graph, graph.order, k).bottleneck
     blocks = lattice_blocks(graph, deadline=deadline)
     skipped = f"over {LATTICE_LIMIT:,} downsets, or {BLOCK_LIMIT:,} in one block"
@@ -166,7 +166,7 @@ def partition(graph: Graph, k: int, *, seed: int = 0, time_limit_s: float = 60.0
         skipped = (
             "out of time" if deadline.reached else f"over {LATTICE_PAIR_LIMIT:,} pairs in one block"
         )
-    found = _fits(graph, k, search_orders(graph, k, seed=seed, deadline=deadline))
+    found = _fits(graph, k, search_orders(graph, k, seed=seed, deadline=deadline), deadline)
     if blocks is not None and found.bottleneck < upper and not deadline.expired():
         # too many pairs under the order's split: try again under the search's, tighter
         exact = split_lattice(graph, k, upper=found.bottleneck, blocks=blocks, deadline=deadline)
@@ -186,8 +186,13 @@ def partition(graph: Graph, k: int, *, seed: int = 0, time_limit_s: float = 60.0
     )
 
 
-def _fits(graph: Graph, k: int, found: Partition) -> Partition:
+def _fits(graph: Graph, k: int, found: Partition, deadline: Deadline) -> Partition:
     """``found``, or a ValueError when it does not fit the devices' memory."""
+    if math.isinf(found.bottleneck) and deadline.reached:
+        raise ValueError(
+            f"`time_limit_s` ran out before any split into at most {k} stages that fits "
+            f"`capacity` ({graph.capacity:.3g} B) was found; raise the limit."
+        )
     if math.isinf(found.bottleneck):
         raise ValueError(
             f"`k` must allow a split whose every stage fits `capacity`: none found into at "

@@ -37,6 +37,7 @@ from perfmodel.pipeline.graph import (
     bottleneck_of,
     check_k,
     combinatorial_lower_bound,
+    fits_memory,
     node_masks,
 )
 
@@ -202,7 +203,7 @@ def order_segment_costs(graph: Graph, order: Sequence[int]) -> np.ndarray:
     costs = prefix[None, 1:] - prefix[:-1, None] + comm
     if graph.limited:  # a piece that cannot fit on one device cannot run
         held = np.concatenate(([0.0], np.cumsum(np.array(graph.memory)[list(order)])))
-        costs[held[None, 1:] - held[:-1, None] > graph.capacity] = math.inf
+        costs[~fits_memory(held[None, 1:] - held[:-1, None], graph.capacity)] = math.inf
     costs[np.tril_indices(n, -1)] = math.inf
     return costs
 
@@ -416,7 +417,7 @@ def split_downsets(
         feeds = (stage.astype(np.float32) @ adjacency.T) > 0  # u feeds the candidate stage
         cost = stage @ work + (stage & sends) @ comm + (member[smaller] & feeds) @ comm
         if graph.limited:
-            cost[stage @ memory > graph.capacity] = math.inf
+            cost[~fits_memory(stage @ memory, graph.capacity)] = math.inf
         candidates = np.maximum(best[:-1, smaller], cost)
         picked = np.argmin(candidates, axis=1)
         best[1:, i] = candidates[np.arange(k), picked]
