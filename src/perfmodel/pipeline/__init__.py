@@ -6,10 +6,12 @@ This package's top level is its public face, everything lecture 10 and a learner
   (a split with its bottleneck and lower bound), :func:`stage_cost`, :func:`is_feasible`;
 * the solvers: :func:`partition` (picks the strongest method the graph allows),
   :func:`brute_force` (the oracle for tiny graphs), :func:`split_chain`,
-  :func:`split_order`, :func:`split_downsets`, :func:`search_orders`, :func:`solve_mip`;
+  :func:`split_order`, :func:`split_downsets`, :func:`split_lattice` (the downset program
+  block by block), :func:`search_orders`, :func:`solve_mip`;
 * the proofs: :func:`combinatorial_lower_bound`, :func:`mip_lower_bound`,
   :func:`downsets` (the sets a stage prefix can be, counted to see whether the exact
-  dynamic program fits);
+  dynamic program fits), :func:`series_points` and :func:`lattice_size` (how the block
+  program sees a graph);
 * the schedule: :func:`bubble_fraction`, :func:`simulate`, :func:`simulate_batch`;
 * the baselines: :func:`equal_layers`, :func:`balance_by_params`, :func:`balance_by_time`,
   :func:`greedy_cuts`;
@@ -28,7 +30,7 @@ pictures live in :mod:`perfmodel.plotting.pipeline`.
 
 from __future__ import annotations
 
-from perfmodel.pipeline import zoo
+from perfmodel.pipeline import networks, zoo
 from perfmodel.pipeline.baselines import (
     balance_by_params,
     balance_by_time,
@@ -44,6 +46,7 @@ from perfmodel.pipeline.graph import (
     is_feasible,
     stage_cost,
 )
+from perfmodel.pipeline.lattice import lattice_size, series_points, split_lattice
 from perfmodel.pipeline.mip import solve_mip
 from perfmodel.pipeline.partition import EXACT_NODE_LIMIT, brute_force, partition
 from perfmodel.pipeline.schedule import Schedule, bubble_fraction, simulate, simulate_batch
@@ -66,14 +69,18 @@ __all__ = [
     "downsets",
     "equal_layers",
     "is_feasible",
+    "lattice_size",
     "mip_lower_bound",
+    "networks",
     "partition",
     "search_orders",
+    "series_points",
     "simulate",
     "simulate_batch",
     "solve_mip",
     "split_chain",
     "split_downsets",
+    "split_lattice",
     "split_order",
     "stage_cost",
     "zoo",
