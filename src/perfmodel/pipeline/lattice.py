@@ -485,6 +485,16 @@ def split_lattice(
     )
 
 
+def _drop_dominated(best: np.ndarray) -> None:
+    """Forget reaching a downset in j stages when fewer stages reach it no worse.
+
+    Whatever follows j stages can follow the fewer, with no more stages in all and no worse
+    bottleneck, so the optimum never needs the dominated entry (set to ``inf`` in place).
+    """
+    fewer = np.minimum.accumulate(best[:-1], axis=0)
+    best[1:][best[1:] >= fewer] = math.inf
+
+
 def _inside(
     block: Block,
     price: _Prices,
@@ -503,6 +513,7 @@ def _inside(
     sorted_work = held[by_work]
     lows = np.searchsorted(sorted_work, held - reach, side="left")
     highs = np.searchsorted(sorted_work, held * (1 + 1e-12) + 1e-300, side="right")
+    _drop_dominated(best)
     # the stage counts j at which each downset is reached within ``reach``: first[d]..last[d]
     alive = best <= reach
     first = np.where(alive.any(axis=0), alive.argmax(axis=0), len(best))
@@ -538,6 +549,7 @@ def _inside(
         best[update, i] = value[better]
         came_block[update, i] = b
         came_local[update, i] = smaller[picked[better]]
+        _drop_dominated(best[:, i : i + 1])
         reached = np.flatnonzero(best[:, i] <= reach)
         if len(reached):
             first[i], last[i] = reached[0], reached[-1]
