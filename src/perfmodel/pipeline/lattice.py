@@ -23,9 +23,9 @@ the Pareto front of ``(best, out)`` over block ``a`` and a binary search: ``O(d 
 instead of ``O(d²)`` per pair of blocks. Pairs inside one block are priced directly, with
 the block's own small bit masks.
 
-A graph with no series points is one block and the program is the plain one. Memory is
-bounded by ``(k + 1)`` floats and two back-pointers per downset: at most
-:data:`LATTICE_LIMIT` downsets, about 1.3 GiB at ``k = 64``.
+A graph with no series points is one block and the program is the plain one. Its memory
+is ``(k + 1)`` float64 values and two int32 back-pointers per downset, 16 B each: for
+:data:`LATTICE_LIMIT` downsets at ``k = 64``, about 1.0 GB.
 
 >>> from perfmodel.pipeline import zoo
 >>> g = zoo.inception_like(modules=3)
