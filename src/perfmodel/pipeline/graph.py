@@ -36,6 +36,7 @@ __all__ = [
     "stage_cost",
     "stage_order",
     "stage_parts",
+    "unpack_masks",
 ]
 
 #: The MIP's split is proven within this relative distance of the optimum; a result whose
@@ -445,6 +446,31 @@ def node_masks(graph: Graph) -> tuple[list[int], list[int]]:
     needs = [sum(1 << u for u in graph.predecessors[v]) for v in range(graph.n)]
     feeds = [sum(1 << w for w in graph.successors[v]) for v in range(graph.n)]
     return needs, feeds
+
+
+def unpack_masks(packed: np.ndarray, n: int) -> np.ndarray:
+    """Bit masks packed as 64-bit words, as a boolean matrix.
+
+    Parameters
+    ----------
+    packed : numpy.ndarray
+        A (rows, words) array of uint64: bit t of row r (word ``t // 64``, bit ``t % 64``)
+        set when row r holds node t.
+    n : int
+        The nodes, count.
+
+    Returns
+    -------
+    numpy.ndarray
+        A (rows, n) bool array.
+
+    Examples
+    --------
+    >>> unpack_masks(np.array([[0b101]], dtype=np.uint64), 3).tolist()
+    [[True, False, True]]
+    """
+    raw = packed.astype("<u8").view(np.uint8)
+    return np.unpackbits(raw, axis=1, bitorder="little")[:, :n] > 0
 
 
 def is_feasible(graph: Graph, stages: Sequence[Sequence[int]]) -> bool:

@@ -42,7 +42,14 @@ import numpy as np
 
 from perfmodel._validate import count
 from perfmodel.pipeline.budget import Deadline
-from perfmodel.pipeline.graph import Graph, Partition, bottleneck_of, check_k, fits_memory
+from perfmodel.pipeline.graph import (
+    Graph,
+    Partition,
+    bottleneck_of,
+    check_k,
+    fits_memory,
+    unpack_masks,
+)
 
 __all__ = [
     "BLOCK_LIMIT",
@@ -194,11 +201,6 @@ def _local_downsets(
     return np.concatenate(levels)
 
 
-def _unpack(packed: np.ndarray, s: int) -> np.ndarray:
-    raw = packed.astype("<u8").view(np.uint8)
-    return np.unpackbits(raw, axis=1, bitorder="little")[:, :s] > 0
-
-
 def lattice_blocks(
     graph: Graph, limit: int = LATTICE_LIMIT, *, deadline: Deadline | None = None
 ) -> list[Block] | None:
@@ -226,7 +228,7 @@ def lattice_blocks(
         if packed is None or total + len(packed) > limit:
             return None
         total += len(packed)
-        member = _unpack(packed, len(nodes))
+        member = unpack_masks(packed, len(nodes))
         blocks.append(Block(np.array(nodes, dtype=int), entry, exit_, member, packed))
     return blocks
 

@@ -39,6 +39,7 @@ from perfmodel.pipeline.graph import (
     combinatorial_lower_bound,
     fits_memory,
     node_masks,
+    unpack_masks,
 )
 
 __all__ = [
@@ -317,12 +318,6 @@ def _packed(masks: list[int], n: int) -> np.ndarray:
     return np.frombuffer(raw, dtype="<u8").reshape(len(masks), words)
 
 
-def _bits(packed: np.ndarray, n: int) -> np.ndarray:
-    """Packed masks as a (rows, n) boolean matrix."""
-    raw = packed.astype("<u8").view(np.uint8)
-    return np.unpackbits(raw, axis=1, bitorder="little")[:, :n] > 0
-
-
 def split_downsets(
     graph: Graph,
     k: int,
@@ -385,7 +380,7 @@ def split_downsets(
         upper = split_order(graph, graph.order, k).bottleneck
     n = graph.n
     packed = _packed(masks, n)
-    member = _bits(packed, n)
+    member = unpack_masks(packed, n)
     adjacency = np.zeros((n, n), dtype=np.float32)  # adjacency[u, v]: v reads u
     for u, v in graph.edges:
         adjacency[u, v] = 1.0
