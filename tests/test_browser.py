@@ -175,12 +175,6 @@ def _chromium() -> str:
 @pytest.fixture
 def slides(tmp_path):
     """`perfmodel demo 04` (what `make demo LECTURE=04` runs) on a free port, no browser."""
-    from perfmodel.present import demo
-
-    try:
-        demo.fetch_reveal()
-    except OSError as error:  # offline and never fetched: nothing to present with
-        pytest.skip(f"reveal.js is not installed and cannot be fetched: {error}")
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "perfmodel.cli", "demo", "04", "--no-browser",

@@ -122,13 +122,40 @@ def test_headings_get_cells_of_their_own():
 def test_the_presenter_copy_styles_the_deck_and_leaves_the_lecture_alone(tmp_path):
     lecture = find_lecture("4", ROOT / "notebooks")
     before = lecture.read_bytes()
-    deck = presenter_copy(lecture, tmp_path, reveal=tmp_path / "no-reveal-here")
+    deck = presenter_copy(lecture, tmp_path)
     assert lecture.read_bytes() == before
     copied = read(deck)
     assert "".join(copied["cells"][0]["source"]).startswith("<style>")
     settings = json.loads((tmp_path / "voila.json").read_text())["VoilaConfiguration"]
     assert settings["resources"]["reveal"]["width"] == slides.PROJECTOR.width_px
     assert settings["resources"]["reveal"]["height"] == slides.PROJECTOR.height_px
+    assert settings["preheat_kernel"] is True
+    # reveal.js's styles ship with the package: nothing is fetched, and the deck has them.
+    assert (tmp_path / "reveal.js" / "dist" / "theme" / "white.css").is_file()
+    # Only the explorer's cell runs live; every other cell keeps its stored outputs.
+    original = read(lecture)
+    live = [c for c in copied["cells"] if c["cell_type"] == "code" and c["source"]]
+    assert ["roofline_explorer()" in c["source"] for c in live] == [True]
+    for mine, theirs in zip(copied["cells"][1:], original["cells"][1:], strict=True):
+        if mine["cell_type"] == "code" and not mine["source"]:
+            assert mine["outputs"] == theirs["outputs"]
+
+
+def test_a_rerun_deck_runs_every_cell(tmp_path):
+    lecture = find_lecture("4", ROOT / "notebooks")
+    copied = read(presenter_copy(lecture, tmp_path, rerun=True))
+    code = [c for c in copied["cells"] if c["cell_type"] == "code"]
+    assert code and all(c["source"] for c in code)
+
+
+def test_the_deck_template_links_nothing_outside():
+    from perfmodel.present.demo import TEMPLATE, _data
+
+    template = _data("jupyter", "voila", "templates", TEMPLATE)
+    assert json.loads((template / "conf.json").read_text()) == {"base_template": "reveal"}
+    text = (template / "index.html.j2").read_text()
+    assert "https://" in text  # only inside the replace() that removes Voilà's CDN links
+    assert text.count("https://") == 1 and "replace(" in text
 
 
 def test_an_unknown_lecture_lists_the_ones_there_are():

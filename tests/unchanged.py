@@ -44,6 +44,7 @@ EXPENSIVE = {
     "tests/test_grading*.py": ("exercises", "tests/test_grading_hostile.py"),  # its helpers
     "tests/test_workbooks.py": ("exercises",),
     "tests/test_browser.py": ("notebooks", "exercises", "jupyter"),
+    "tests/test_decks.py": ("notebooks", "tests/test_browser.py"),  # its helpers
     "tests/test_explorer_controls.py": (),
     "tests/test_headless.py": ("notebooks", "benchmarks/headless.py"),
     "tests/test_core_install.py": (),

@@ -98,6 +98,11 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--folder", type=Path, default=Path("build/demo"), help="deck folder")
     demo.add_argument("--port", type=_positive(int), default=8866)
     demo.add_argument("--no-browser", action="store_true", help="print the URL only")
+    demo.add_argument(
+        "--rerun",
+        action="store_true",
+        help="run every cell live (this machine's measurements), not only the explorers",
+    )
 
     book = commands.add_parser("book", help="build the static, offline HTML book")
     book.add_argument("--notebooks", type=Path, default=Path("notebooks"))
@@ -112,7 +117,7 @@ def _parser() -> argparse.ArgumentParser:
 def _demo(args: argparse.Namespace) -> int:
     from perfmodel.present.demo import find_lecture, presenter_copy, serve
 
-    deck = presenter_copy(find_lecture(args.lecture, args.notebooks), args.folder)
+    deck = presenter_copy(find_lecture(args.lecture, args.notebooks), args.folder, rerun=args.rerun)
     print(f"slides: http://localhost:{args.port}/ (Ctrl-C stops the server)")
     return serve(deck, port=args.port, open_browser=not args.no_browser)
 
