@@ -11,17 +11,38 @@ Every move is then made a second time, and the slowest of those repeats is repor
 an explorer keeps the figures it has drawn, so going back to a setting answers from memory.
 The goal (issue 15) is every answer within 200 ms on 2 cores.
 
+``--browser`` measures what the audience sees instead: each explorer is served by Voilà and
+driven in headless Chromium with Playwright, as a lecturer drives it. Every control is moved
+to its ends and its middle (a slider dragged with the mouse, a dropdown set to its first,
+middle and last options, each toggle clicked) and back, and each move is timed from the
+input event (the mouse released, the option chosen) to the first frame painted after the
+explorer's picture changed: the new image decoded, or its text replaced. Kernel, comm
+messages, the browser's decoding and painting are all inside. It prints, per control, the
+first move, the median and the worst.
+
 Run from the repository root::
 
     .venv/bin/python benchmarks/widgets.py
     .venv/bin/python benchmarks/widgets.py --explorer capstone_explorer
+    .venv/bin/python benchmarks/widgets.py --browser            # needs Debian's chromium
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import shutil
+import socket
+import statistics
+import subprocess
+import tempfile
 import textwrap
+import time
+import urllib.request
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from jupyter_client.manager import start_new_kernel
@@ -114,13 +135,240 @@ def measure(client: Any, module: str, explorer: str, arguments: str) -> dict[str
     raise RuntimeError(f"{explorer} printed no timings: {''.join(printed)[-500:]}")
 
 
+#: Runs in the page before anything else: note when each input happens, and when a frame is
+#: painted after the explorer's picture (an image, an HTML line, an output widget) changes:
+#: two animation frames after the change (the first runs before that frame paints, the
+#: second after it). A move that changes the picture twice (a device whose dtypes differ
+#: redraws once for each control) is timed to the last change.
+_WATCH = """
+window.__move = {inputAt: null, changedAt: null, paintedAt: null};
+for (const type of ["mouseup", "change", "click", "keyup"]) {
+    document.addEventListener(type, () => {
+        if (window.__move.inputAt === null) window.__move.inputAt = performance.now();
+    }, true);
+}
+new MutationObserver(records => {
+    const move = window.__move;
+    if (move.inputAt === null) return;
+    const hit = records.find(r => {
+        const node = r.target.nodeType === 1 ? r.target : r.target.parentElement;
+        if (!node) return false;
+        if (node.tagName === "IMG") return r.attributeName === "src";
+        return r.type !== "attributes" && node.closest(".widget-html, .widget-output") !== null;
+    });
+    if (!hit) return;
+    const changedAt = move.changedAt = performance.now();
+    const painted = () => requestAnimationFrame(() => requestAnimationFrame(() => {
+        if (move.changedAt === changedAt) move.paintedAt = performance.now();
+    }));
+    if (hit.target.tagName === "IMG") hit.target.decode().then(painted, painted);
+    else painted();
+}).observe(document, {subtree: true, childList: true, characterData: true, attributes: true,
+                      attributeFilter: ["src"]});
+"""
+
+#: A move's picture is final once it has not changed for this long, ms.
+SETTLE_MS = 400
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextlib.contextmanager
+def voila_explorers(chosen: list[tuple[str, str, str]]) -> Iterator[str]:
+    """Voilà serving one notebook per explorer (``<explorer>.ipynb``) as ``perfmodel demo``
+    serves a deck; yields its base URL."""
+    from perfmodel.present.demo import voila_command, write_settings
+
+    folder = Path(tempfile.mkdtemp(prefix="explorers-"))
+    css = (resources.files("perfmodel") / "data" / "slides.css").read_text(encoding="utf-8")
+    for module, explorer, arguments in chosen:
+        code = f"from perfmodel.widgets.{module} import {explorer}\n\n{explorer}({arguments})"
+        cells = [{"cell_type": "markdown", "id": "style", "metadata": {},
+                  "source": f"<style>\n{css}</style>\n\n# {explorer}"},
+                 {"cell_type": "code", "id": "explorer", "metadata": {}, "source": code,
+                  "outputs": [], "execution_count": None}]  # fmt: skip
+        notebook = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+        (folder / f"{explorer}.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
+    write_settings(folder)
+    port = _free_port()
+    command, env = voila_command(".", port=port, open_browser=False)
+    env |= {"JUPYTER_CONFIG_DIR": str(folder / ".jupyter"),
+            "JUPYTER_RUNTIME_DIR": str(folder / ".runtime")}  # fmt: skip
+    server = subprocess.Popen(
+        command, cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/", timeout=2):
+                    break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("Voilà did not start") from None
+                time.sleep(0.3)
+        yield base
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _moves(page: Any, every: bool) -> Iterator[tuple[str, str, Any, Any]]:
+    """Each move to make: (control, target, the element moved, a function of it that makes
+    the move). ``every``: the ends, the middle and back for each control; else one move per
+    control. Controls are found as the moves go, so one that an earlier move disabled (a
+    dtype dropdown on a device with one dtype) is seen as it is then."""
+    sliders = page.locator(".widget-slider")
+    for i in range(sliders.count()):
+        slider = sliders.nth(i)
+        name = slider.locator(".widget-label").first.inner_text() or f"slider {i}"
+        handle = slider.locator(".noUi-handle").first
+        start = handle.bounding_box()
+        track = slider.locator(".noUi-target").first.bounding_box()
+        targets = [("low end", -0.05), ("middle", 0.5), ("high end", 1.05)]
+        back = ("back", (start["x"] + start["width"] / 2 - track["x"]) / track["width"])
+        for label, fraction in [*targets, back] if every else targets[1:2]:
+
+            def drag(handle: Any, track: Any = track, fraction: float = fraction) -> None:
+                box = handle.bounding_box()
+                y = box["y"] + box["height"] / 2
+                page.mouse.move(box["x"] + box["width"] / 2, y)
+                page.mouse.down()
+                page.mouse.move(track["x"] + fraction * track["width"], y, steps=4)
+                page.mouse.up()
+
+            yield name, label, handle, drag
+    dropdowns = page.locator(".widget-dropdown")
+    for i in range(dropdowns.count()):
+        select = dropdowns.nth(i).locator("select").first
+        name = dropdowns.nth(i).locator(".widget-label").first.inner_text() or f"dropdown {i}"
+        options = select.locator("option").all_inner_texts()
+        start = select.evaluate("s => s.options[s.selectedIndex].text")
+        picks = [options[0], options[len(options) // 2], options[-1], start]
+        picks = [p for k, p in enumerate(picks) if p != (picks[k - 1] if k else start)]
+        for option in picks if every else picks[:1]:
+            yield name, option, select, lambda s, option=option: s.select_option(label=option)
+    toggles = page.locator(".widget-toggle-buttons")
+    for i in range(toggles.count()):
+        group = toggles.nth(i)
+        name = group.locator(".widget-label").first.inner_text() or f"toggle {i}"
+        buttons = group.locator("button")
+        labels = buttons.all_inner_texts()
+        active = group.locator("button.mod-active").first.inner_text()
+        picks = [b for b in labels if b != active] + [active]
+        for label in picks if every else picks[:1]:
+            yield name, label, buttons.nth(labels.index(label)), lambda b: b.click()
+    boxes = page.locator(".widget-checkbox input")
+    for i in range(boxes.count()):
+        for label in ("flip", "back") if every else ("flip",):
+            yield f"checkbox {i}", label, boxes.nth(i), lambda box: box.click()
+
+
+def browser_timings(
+    chosen: list[tuple[str, str, str]], *, every: bool = True, wait_ms: int = 10_000
+) -> list[dict[str, Any]]:
+    """Drive each explorer in ``chosen`` in Chromium; one row per move.
+
+    Each row has the explorer, the control, the target, ``ms`` (input to paint, or None when
+    the picture did not change within ``wait_ms``) and the console errors of its page.
+    """
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        raise RuntimeError("Debian's `chromium` is not on the PATH (apt-get install chromium)")
+    rows: list[dict[str, Any]] = []
+    with voila_explorers(chosen) as base, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=chromium, args=["--headless", "--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            for _, explorer, _ in chosen:
+                page = browser.new_page(viewport={"width": 1920, "height": 1080})
+                errors: list[str] = []
+
+                def note(message: Any, errors: list[str] = errors) -> None:
+                    if message.type == "error":
+                        errors.append(message.text)
+
+                def failed(error: Any, errors: list[str] = errors) -> None:
+                    errors.append(str(error))
+
+                page.on("console", note)
+                page.on("pageerror", failed)
+                page.add_init_script(_WATCH)
+                page.goto(f"{base}/voila/render/{explorer}.ipynb", timeout=120_000)
+                page.wait_for_selector(
+                    ".widget-slider, .widget-dropdown, .widget-toggle-buttons", timeout=120_000
+                )
+                page.wait_for_timeout(500)  # the first figure arrives and settles
+                for control, target, element, move in _moves(page, every):
+                    if not element.is_enabled():
+                        continue
+                    page.evaluate(
+                        "window.__move = {inputAt: null, changedAt: null, paintedAt: null}"
+                    )
+                    move(element)
+                    try:
+                        page.wait_for_function(
+                            f"""() => window.__move.paintedAt !== null
+                                && performance.now() - window.__move.changedAt > {SETTLE_MS}""",
+                            timeout=wait_ms,
+                        )
+                        ms = page.evaluate("window.__move.paintedAt - window.__move.inputAt")
+                    except Exception:  # no change: a move to where the control already was
+                        ms = None
+                    rows.append({"explorer": explorer, "control": control, "target": target,
+                                 "ms": ms, "errors": list(errors)})  # fmt: skip
+                page.close()
+        finally:
+            browser.close()
+    return rows
+
+
+def print_browser_table(rows: list[dict[str, Any]]) -> None:
+    """Per control: moves timed, the first, the median and the worst input-to-paint."""
+    print(f"{'explorer':<24}{'control':<18}{'moves':>6}{'first':>8}{'median':>8}{'worst':>8}")
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault((row["explorer"], row["control"]), []).append(row)
+    worst_all = (0.0, "")
+    for (explorer, control), moves in groups.items():
+        timed = [m["ms"] for m in moves if m["ms"] is not None]
+        if not timed:
+            print(f"{explorer:<24}{control[:17]:<18}{0:>6}  picture never changed")
+            continue
+        worst = max(timed)
+        print(f"{explorer:<24}{control[:17]:<18}{len(timed):>6}{timed[0]:6.0f}ms"
+              f"{statistics.median(timed):6.0f}ms{worst:6.0f}ms")  # fmt: skip
+        if worst > worst_all[0]:
+            worst_all = (worst, f"{explorer}: {control}")
+    unchanged = sum(r["ms"] is None for r in rows)
+    errors = sorted({e for r in rows for e in r["errors"]})
+    print(f"worst input-to-paint: {worst_all[0]:.0f} ms ({worst_all[1]}); goal 200 ms")
+    print(f"{len(rows)} moves, {unchanged} left the picture unchanged; console errors: {errors}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--explorer", help="only this explorer (its function name)")
+    parser.add_argument("--browser", action="store_true", help="time input to paint in Chromium")
     args = parser.parse_args()
     chosen = [e for e in EXPLORERS if args.explorer in (None, e[1])]
     if not chosen:
         parser.error(f"no explorer named {args.explorer!r}")
+    if args.browser:
+        print_browser_table(browser_timings(chosen))
+        return
     manager, client = start_new_kernel(kernel_name="python3")
     try:
         client.execute_interactive("%matplotlib inline", timeout=60)
