@@ -196,6 +196,9 @@ def voila_explorers(chosen: list[tuple[str, str, str]]) -> Iterator[str]:
     write_settings(folder)
     port = _free_port()
     command, env = voila_command(".", port=port, open_browser=False)
+    # A deck pre-heats its one notebook; here that would run every explorer at once, beside
+    # the measurements. Each page starts its kernel when it is opened instead.
+    command.append("--VoilaConfiguration.preheat_kernel=False")
     env |= {"JUPYTER_CONFIG_DIR": str(folder / ".jupyter"),
             "JUPYTER_RUNTIME_DIR": str(folder / ".runtime")}  # fmt: skip
     server = subprocess.Popen(
@@ -225,8 +228,10 @@ def voila_explorers(chosen: list[tuple[str, str, str]]) -> Iterator[str]:
 def _moves(page: Any, every: bool) -> Iterator[tuple[str, str, Any, Any]]:
     """Each move to make: (control, target, the element moved, a function of it that makes
     the move). ``every``: the ends, the middle and back for each control; else one move per
-    control. Controls are found as the moves go, so one that an earlier move disabled (a
-    dtype dropdown on a device with one dtype) is seen as it is then."""
+    control, to somewhere else than where it starts (a slider to its farther end), and back,
+    so that each control is tried from the explorer's starting state. Controls are found as
+    the moves go, so one that an earlier move disabled (a dtype dropdown on a device with one
+    dtype) is seen as it is then."""
     sliders = page.locator(".widget-slider")
     for i in range(sliders.count()):
         slider = sliders.nth(i)
@@ -236,7 +241,8 @@ def _moves(page: Any, every: bool) -> Iterator[tuple[str, str, Any, Any]]:
         track = slider.locator(".noUi-target").first.bounding_box()
         targets = [("low end", -0.05), ("middle", 0.5), ("high end", 1.05)]
         back = ("back", (start["x"] + start["width"] / 2 - track["x"]) / track["width"])
-        for label, fraction in [*targets, back] if every else targets[1:2]:
+        farther = targets[0] if back[1] > 0.5 else targets[2]  # never a move to where it is
+        for label, fraction in [*targets, back] if every else [farther, back]:
 
             def drag(handle: Any, track: Any = track, fraction: float = fraction) -> None:
                 box = handle.bounding_box()
@@ -255,7 +261,9 @@ def _moves(page: Any, every: bool) -> Iterator[tuple[str, str, Any, Any]]:
         start = select.evaluate("s => s.options[s.selectedIndex].text")
         picks = [options[0], options[len(options) // 2], options[-1], start]
         picks = [p for k, p in enumerate(picks) if p != (picks[k - 1] if k else start)]
-        for option in picks if every else picks[:1]:
+        if not picks:  # a single option: nothing to move to
+            continue
+        for option in picks if every else [picks[0], start]:
             yield name, option, select, lambda s, option=option: s.select_option(label=option)
     toggles = page.locator(".widget-toggle-buttons")
     for i in range(toggles.count()):
@@ -265,11 +273,11 @@ def _moves(page: Any, every: bool) -> Iterator[tuple[str, str, Any, Any]]:
         labels = buttons.all_inner_texts()
         active = group.locator("button.mod-active").first.inner_text()
         picks = [b for b in labels if b != active] + [active]
-        for label in picks if every else picks[:1]:
+        for label in picks if every else [picks[0], active]:
             yield name, label, buttons.nth(labels.index(label)), lambda b: b.click()
     boxes = page.locator(".widget-checkbox input")
     for i in range(boxes.count()):
-        for label in ("flip", "back") if every else ("flip",):
+        for label in ("flip", "back"):
             yield f"checkbox {i}", label, boxes.nth(i), lambda box: box.click()
 
 

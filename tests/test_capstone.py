@@ -598,3 +598,20 @@ def test_a_pipeline_plan_built_without_its_states_names_them():
                                   capacity_bytes=None, method="by hand",
                                   stage_state_bytes=(6.0, 9.0))  # fmt: skip
     assert given.stage_activation_bytes == (4.0, 3.0)
+
+
+def test_a_prediction_asked_again_is_the_one_kept_and_never_another_models():
+    from perfmodel.capstone import devices
+
+    small = capstone.import_onnx(builders.mlp(batch=4, widths=(8, 2)))
+    large = capstone.import_onnx(builders.mlp(batch=4, widths=(64, 64, 2)))
+    first = capstone.predict_on(small, "H100 SXM", training=True)
+    assert capstone.predict_on(small, "H100 SXM", training=True) is first
+    assert capstone.predict_on(small, "H100 SXM") is not first  # other settings
+    assert capstone.predict_on(small, "T4", dtype="fp16", training=True).device.name == "T4"
+    other = capstone.predict_on(large, "H100 SXM", training=True)
+    assert other.nodes == large.nodes and other.time_s > first.time_s
+    for _ in range(devices.PREDICTIONS_KEPT + 5):  # the oldest make way; each kept holds its model
+        capstone.predict_on(capstone.import_onnx(builders.mlp(batch=2, widths=(4, 2))), "B200")
+    assert len(devices._PREDICTIONS) == devices.PREDICTIONS_KEPT
+    assert all(kept[2].nodes == kept[0].nodes for kept in devices._PREDICTIONS.values())

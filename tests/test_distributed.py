@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perfmodel import comms, distributed
-from perfmodel.transformer import Transformer
+from perfmodel.transformer import PRESETS, Transformer
 
 SMALL = Transformer(width=1024, layers=8, heads=16, vocab=32000)
 LLAMA2_7B = Transformer(width=4096, layers=32, heads=32, vocab=32000, mlp_width=11008,
@@ -273,3 +273,21 @@ def test_mfu_and_the_published_runs():
     assert math.isclose(
         {run.name: run.utilization for run in distributed.PUBLISHED_RUNS}["PaLM 540B"], 0.462
     )
+
+
+@given(
+    st.sampled_from(sorted(PRESETS)), st.integers(1, 1 << 16), st.sampled_from(["H100 SXM", "B200"])
+)
+@settings(max_examples=25, deadline=None)
+def test_compute_time_prices_each_repeated_shape_once_and_counts_it(name, tokens, device):
+    from perfmodel import ops
+    from perfmodel.roofline import estimate
+
+    model = PRESETS[name]
+    forward = backward = 0.0
+    for k, n in model.weight_shapes():  # the oracle: every matmul priced on its own
+        forward += estimate(ops.matmul(tokens, k, n, dtype="bf16"), device).time_s
+        backward += estimate(ops.matmul(tokens, n, k, dtype="bf16"), device).time_s
+        backward += estimate(ops.matmul(k, tokens, n, dtype="bf16"), device).time_s
+    fast = distributed.compute_time(model, tokens, device)
+    assert fast == pytest.approx((forward, backward), rel=1e-12)

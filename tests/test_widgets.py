@@ -149,3 +149,32 @@ def test_the_capstone_slider_offers_32_devices():
     box = capstone_explorer(devices=32)  # failed when the slider was built, 32 not among it
     (slider,) = [c for c in box.children if getattr(c, "description", "") == "devices"]
     assert slider.value == 32 and list(slider.options) == [1, 2, 4, 8, 16, 32, 64, 256, 1024]
+
+
+def test_a_device_whose_dtypes_differ_redraws_the_figure_once(monkeypatch):
+    drawn = []
+    real = controls.render_png
+    monkeypatch.setattr(controls, "render_png", lambda v, values: (drawn.append(dict(values)),
+                                                                   real(v, values))[1])  # fmt: skip
+    box = roofline_explorer(device="H100 SXM")
+    first, _, dtype = box.children[0].children
+    dtype.value = "fp8"
+    drawn.clear()
+    first.value = "V100 SXM2"  # no fp8: the dtype dropdown moves to bf16's fallback
+    assert len(drawn) == 1, drawn
+    assert drawn[0]["device"] == "V100 SXM2" and drawn[0]["dtype"] == dtype.value != "fp8"
+
+
+def test_held_redraws_nest_and_draw_each_figure_once_at_the_end():
+    calls = []
+
+    def redraw() -> None:
+        calls.append(1)
+
+    with controls.held_redraws():
+        with controls.held_redraws():
+            assert controls._held is not None
+        controls._held.extend([redraw, redraw])  # the same figure asked for twice
+        assert calls == []
+    assert controls._held is None
+    assert calls == [1]

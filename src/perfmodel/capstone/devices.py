@@ -21,7 +21,9 @@ True
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from dataclasses import dataclass, replace
+from typing import Any
 
 from perfmodel import hardware, ops
 from perfmodel._validate import count, flag, non_negative, text
@@ -231,12 +233,17 @@ def predict_on(
     training = flag("training", training)
     overhead_s = non_negative("overhead_s", overhead_s)
     node = hardware.get(device, argument="device")
+    key = (id(model), id(node), dtype, str(ceiling), training, overhead_s)
+    kept = _PREDICTIONS.get(key)
+    if kept is not None and kept[0] is model and kept[1] is node:
+        _PREDICTIONS.move_to_end(key)
+        return kept[2]
     factor = TRAINING_FACTOR if training else 1
     estimates = tuple(
         estimate(retyped(n.cost, dtype) * factor, node, dtype=dtype, ceiling=ceiling)
         for n in model.nodes
     )
-    return DevicePrediction(
+    prediction = DevicePrediction(
         device=node,
         dtype=dtype,
         ceiling=estimates[0].ceiling if estimates else str(ceiling),
@@ -245,6 +252,22 @@ def predict_on(
         nodes=model.nodes,
         estimates=estimates,
     )
+    _PREDICTIONS[key] = (model, node, prediction)
+    if len(_PREDICTIONS) > PREDICTIONS_KEPT:
+        _PREDICTIONS.popitem(last=False)
+    return prediction
+
+
+#: How many of the latest predictions :func:`predict_on` keeps: an explorer prices the same
+#: model on the same device again and again (for every device count, every network...).
+PREDICTIONS_KEPT = 32
+
+#: The latest predictions, by the identity of the model and the device they price (both are
+#: immutable, and each entry holds them, so an identity cannot be reused while it is kept)
+#: and the settings.
+_PREDICTIONS: OrderedDict[tuple[object, ...], tuple[ImportedModel, Any, DevicePrediction]] = (
+    OrderedDict()
+)
 
 
 @dataclass(frozen=True, slots=True)

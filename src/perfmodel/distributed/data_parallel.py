@@ -32,6 +32,7 @@ backward pass the gradients are summed across devices with an all-reduce. The st
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -87,11 +88,15 @@ def compute_time(
         raise TypeError(f"`model` must be a Transformer (got {type(model).__name__}).")
     tokens = count("tokens", tokens)
     device = get(device, argument="device")
+
+    def matmul_s(m: int, k: int, n: int) -> float:
+        return estimate(ops.matmul(m, k, n, dtype=dtype), device, ceiling=ceiling).time_s
+
     forward = backward = 0.0
-    for k, n in model.weight_shapes():
-        forward += estimate(ops.matmul(tokens, k, n, dtype=dtype), device, ceiling=ceiling).time_s
-        backward += estimate(ops.matmul(tokens, n, k, dtype=dtype), device, ceiling=ceiling).time_s
-        backward += estimate(ops.matmul(k, tokens, n, dtype=dtype), device, ceiling=ceiling).time_s
+    # Every layer repeats the same few shapes: each is priced once and counted.
+    for (k, n), repeats in Counter(model.weight_shapes()).items():
+        forward += repeats * matmul_s(tokens, k, n)
+        backward += repeats * (matmul_s(tokens, n, k) + matmul_s(k, tokens, n))
     return forward, backward
 
 

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 from perfmodel.hardware import get
 from perfmodel.minibatch import crossover_batch, step_time_s
 from perfmodel.ops import dense_forward
-from perfmodel.plotting import COLOURS, style
+from perfmodel.plotting import COLOURS, LOG_MINOR, plain_formatter, si_formatter, style
 
 __all__ = ["batch_size_plot"]
 
@@ -49,9 +49,13 @@ def batch_size_plot(width: int = 4096, device: str = "GPU circa 2015", dtype: st
         left.axhline(node_ridge, color=COLOURS[1], linestyle="--", label=f"ridge {node_ridge:.3g}")
         if math.isfinite(crossover):
             left.axvline(crossover, color="grey", linestyle=":", label=f"M* = {crossover:.3g}")
+        for ax in (left, right):
+            ax.set_xscale("log", subs=LOG_MINOR)
+            ax.set_yscale("log", subs=LOG_MINOR)
+            ax.xaxis.set_major_formatter(plain_formatter())
+        left.yaxis.set_major_formatter(plain_formatter())
+        right.yaxis.set_major_formatter(si_formatter("s"))
         left.set(
-            xscale="log",
-            yscale="log",
             xlabel="minibatch M",
             ylabel="FLOP / byte",
             title=f"{width}x{width} layer, {dtype}",
@@ -59,8 +63,6 @@ def batch_size_plot(width: int = 4096, device: str = "GPU circa 2015", dtype: st
         left.legend()
         right.plot(batches, per_sample, "o-", color=COLOURS[2])
         right.set(
-            xscale="log",
-            yscale="log",
             xlabel="minibatch M",
             ylabel="seconds per sample",
             title=f"time per sample on {device}",

@@ -9,7 +9,7 @@ import numpy as np
 
 from perfmodel.hardware import Device, get, op_unit
 from perfmodel.ops import Cost
-from perfmodel.plotting import COLOURS, new_axes, si_formatter, style
+from perfmodel.plotting import COLOURS, LOG_MINOR, new_axes, plain_formatter, si_formatter, style
 from perfmodel.roofline import estimate
 
 __all__ = ["roofline_plot"]
@@ -81,14 +81,15 @@ def roofline_plot(
             )
         # An int8 operation is not a floating-point one: integer-only roofs read OP/s.
         unit = "OP" if dtypes and all(op_unit(d) == "OP" for d in dtypes) else "FLOP"
+        ax.set_xscale("log", subs=LOG_MINOR)
+        ax.set_yscale("log", subs=LOG_MINOR)
         ax.set(
-            xscale="log",
-            yscale="log",
             xlabel=f"arithmetic intensity ({unit} / byte)",
             ylabel=f"attainable {unit}/s",
             title=f"Roofline: {node.name}" + (f" vs {get(compare).name}" if compare else ""),
         )
         ax.set_xlim(low, high)
+        ax.xaxis.set_major_formatter(plain_formatter())
         ax.yaxis.set_major_formatter(si_formatter(f"{unit}/s"))
         ax.legend(loc="lower right")
     return ax

@@ -92,7 +92,7 @@ def latency_plot(run: Any, *, ax: Any = None) -> Any:
     latencies = np.asarray(run.latencies)
     with style():
         ax = new_axes(ax, (8, 6))
-        ax.hist(latencies, bins=60, color=COLOURS[5], alpha=0.8)
+        ax.hist(latencies, bins=60, histtype="stepfilled", color=COLOURS[5], alpha=0.8)
         for q, colour in ((50, COLOURS[0]), (90, COLOURS[3]), (99, COLOURS[1])):
             value = run.percentile(q)
             ax.axvline(value, color=colour, linewidth=2.5,

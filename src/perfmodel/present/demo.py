@@ -38,6 +38,8 @@ __all__ = [
     "find_lecture",
     "presenter_copy",
     "serve",
+    "voila_command",
+    "write_settings",
 ]
 
 #: reveal.js settings for every deck: laid out for a 1080p projector (smaller screens scale
@@ -141,9 +143,25 @@ def presenter_copy(lecture: Path, folder: Path, *, rerun: bool = False) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     deck = folder / lecture.name
     nbformat.write(notebook, deck)  # type: ignore[no-untyped-call]
+    write_settings(folder)
+    return deck
+
+
+def write_settings(folder: Path) -> None:
+    """Write Voilà's settings for decks served from ``folder``, with reveal.js's styles.
+
+    The settings (``voila.json``, which Voilà reads from the folder it starts in): reveal.js
+    laid out for the projector and served from the folder, the widget manager as the only
+    JupyterLab extension, and a pre-heated kernel.
+
+    Parameters
+    ----------
+    folder : pathlib.Path
+        The folder Voilà will serve and start in; it must exist.
+    """
     settings = {
         "VoilaConfiguration": {
-            "resources": {"reveal": {**REVEAL_SETTINGS, "url_prefix": "voila/files/reveal.js"}},
+            "resources": {"reveal": {**REVEAL_SETTINGS, "url_prefix": "/voila/files/reveal.js"}},
             "file_allowlist": [r"reveal\.js/.*"],
             "extension_allowlist": WIDGET_EXTENSIONS,
             "preheat_kernel": True,
@@ -151,7 +169,34 @@ def presenter_copy(lecture: Path, folder: Path, *, rerun: bool = False) -> Path:
     }
     (folder / "voila.json").write_text(json.dumps(settings, indent=1), encoding="utf-8")
     shutil.copytree(_data("reveal"), folder / "reveal.js", dirs_exist_ok=True)
-    return deck
+
+
+def voila_command(
+    target: str, *, port: int, open_browser: bool
+) -> tuple[list[str], dict[str, str]]:
+    """The command that serves ``target`` (a deck, or a folder of them) with the course's
+    template, and the environment it needs (``JUPYTER_PATH`` finds the template).
+
+    Parameters
+    ----------
+    target : str
+        A notebook or a folder, relative to the folder Voilà starts in.
+    port : int
+        The TCP port Voilà listens on.
+    open_browser : bool
+        Whether Voilà opens a browser.
+
+    Returns
+    -------
+    tuple of (list of str, dict of str to str)
+        The argument vector (this Python running ``-m voila``) and the environment.
+    """
+    command = [
+        sys.executable, "-m", "voila", target, f"--template={TEMPLATE}",
+        f"--port={port}", *([] if open_browser else ["--no-browser"]),
+    ]  # fmt: skip
+    paths = [str(_data("jupyter")), *filter(None, [os.environ.get("JUPYTER_PATH")])]
+    return command, {**os.environ, "JUPYTER_PATH": os.pathsep.join(paths)}
 
 
 def serve(deck: Path, *, port: int = 8866, open_browser: bool = True) -> NoReturn:
@@ -174,10 +219,6 @@ def serve(deck: Path, *, port: int = 8866, open_browser: bool = True) -> NoRetur
     from perfmodel._extras import require
 
     require("course", "voila", feature="`perfmodel demo`")
-    command = [
-        sys.executable, "-m", "voila", deck.name, f"--template={TEMPLATE}",
-        f"--port={port}", *([] if open_browser else ["--no-browser"]),
-    ]  # fmt: skip
-    paths = [str(_data("jupyter")), *filter(None, [os.environ.get("JUPYTER_PATH")])]
+    command, environment = voila_command(deck.name, port=port, open_browser=open_browser)
     os.chdir(deck.parent)
-    os.execve(sys.executable, command, {**os.environ, "JUPYTER_PATH": os.pathsep.join(paths)})
+    os.execve(sys.executable, command, environment)

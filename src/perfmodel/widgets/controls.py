@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import html
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from perfmodel._validate import positive
@@ -13,6 +14,7 @@ from perfmodel.units import format_quantity
 __all__ = [
     "LOG_STEP",
     "PLOT_CACHE",
+    "held_redraws",
     "int_slider",
     "live_plot",
     "live_text",
@@ -175,8 +177,9 @@ def dtype_dropdown(device: Any, value: str) -> Any:
         now = offered(change["new"])
         following = True
         try:
-            dropdown.options = now  # the value moves to the first option, a valid one
-            dropdown.value = next(d for d in (wanted, value, now[0]) if d in now)
+            with held_redraws():  # a figure drawn once, for the final dtype, not per step
+                dropdown.options = now  # the value moves to the first option, a valid one
+                dropdown.value = next(d for d in (wanted, value, now[0]) if d in now)
         finally:
             following = False
         dropdown.disabled = len(now) == 1
@@ -220,13 +223,40 @@ def live_text(controls: tuple[Any, ...], render: Callable[[], str], css_class: s
 #: Figures an explorer keeps, keyed by its controls' values: going back is instant.
 PLOT_CACHE = 64
 
+#: The redraws asked for while :func:`held_redraws` holds them, or None.
+_held: list[Callable[[], None]] | None = None
+
+
+@contextlib.contextmanager
+def held_redraws() -> Iterator[None]:
+    """Hold every :func:`live_plot` redraw asked for inside the block, then redraw each
+    figure once, for the controls' values at the end.
+
+    A control that resets another (a dtype dropdown following its device) would otherwise
+    draw the figure for every step in between.
+    """
+    global _held
+    if _held is not None:  # already held further out: that block redraws
+        yield
+        return
+    _held = []
+    try:
+        yield
+    finally:
+        waiting, _held = _held, None
+        for redraw in dict.fromkeys(waiting):
+            redraw()
+
 
 def render_png(view: Callable[..., Any], values: Mapping[str, Any]) -> bytes:
-    """``view(**values)``'s figure as PNG bytes: drawn once, at the house ``savefig.dpi``.
+    """``view(**values)``'s figure as PNG bytes: laid out and drawn once, at the house
+    ``savefig.dpi``.
 
-    The notebook's own display path draws a figure two or three times (``bbox_inches=
-    "tight"`` measures it first); every figure here has a constrained layout already, so
-    one draw is enough, and a light compression keeps the encoding to a few milliseconds.
+    ``Figure.savefig`` draws a laid-out figure twice (once to place it, once to paint it) and
+    the notebook's display path three times (``bbox_inches="tight"`` measures it first); a
+    canvas draw lays the figure out and paints it in one pass, and the pixels it leaves are
+    encoded as they are, with light compression, in a few milliseconds. On 2 cores this takes
+    a third off an explorer's answer (``benchmarks/widgets.py``).
 
     Parameters
     ----------
@@ -244,6 +274,8 @@ def render_png(view: Callable[..., Any], values: Mapping[str, Any]) -> bytes:
     import io
 
     import matplotlib.pyplot as plt
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from PIL import Image
 
     from perfmodel.plotting import STYLE
 
@@ -251,10 +283,14 @@ def render_png(view: Callable[..., Any], values: Mapping[str, Any]) -> bytes:
     try:
         view(**values)
         figure = plt.gcf()
-        buffer = io.BytesIO()
-        figure.savefig(
-            buffer, format="png", dpi=STYLE["savefig.dpi"], pil_kwargs={"compress_level": 1}
+        figure.set_dpi(STYLE["savefig.dpi"])
+        canvas: Any = FigureCanvasAgg(figure)  # Agg whatever the backend: its pixels are read
+        canvas.draw()
+        pixels = Image.frombuffer(
+            "RGBA", canvas.get_width_height(physical=True), canvas.buffer_rgba()
         )
+        buffer = io.BytesIO()
+        pixels.save(buffer, format="png", compress_level=1)
         return buffer.getvalue()
     finally:
         for number in set(plt.get_fignums()) - before:
@@ -307,6 +343,9 @@ def live_plot(view: Callable[..., Any], controls: Mapping[str, Any]) -> Any:
     drawn: OrderedDict[str, bytes] = OrderedDict()
 
     def update(_: object = None) -> None:
+        if _held is not None:
+            _held.append(update)
+            return
         values = {name: control.value for name, control in controls.items()}
         key = repr(sorted(values.items()))
         png = drawn.get(key)

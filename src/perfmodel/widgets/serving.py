@@ -8,6 +8,7 @@ seeded simulation, so the same settings always draw the same picture.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from perfmodel.widgets.controls import int_slider, live_plot, view_settings
@@ -19,6 +20,35 @@ SETUP_S, PER_REQUEST_S = 0.008, 0.002  # 10 ms for one request, 24 ms for eight
 
 def _capacity(workers: int, servers: int, max_batch: int) -> float:
     return workers * servers * max_batch / (SETUP_S + PER_REQUEST_S * max_batch)
+
+
+def _simulate(
+    rate: float,
+    requests: int,
+    workers: int,
+    max_batch: int,
+    max_wait_ms: float,
+    servers: int,
+    policy: str,
+) -> Any:
+    from perfmodel.serving import linear_batch_time, simulate
+
+    cost = linear_batch_time(SETUP_S, PER_REQUEST_S)
+    return simulate(rate, SETUP_S + PER_REQUEST_S, workers, servers=servers, policy=policy,
+                    max_batch=max_batch, max_wait_s=max_wait_ms / 1e3, batch_time=cost,
+                    requests=requests, seed=0)  # fmt: skip
+
+
+@lru_cache(maxsize=16)
+def _load_curve(
+    workers: int, max_batch: int, max_wait_ms: float, servers: int, policy: str
+) -> tuple[list[float], list[Any]]:
+    """The load curve's rates and runs (4000 requests each), which do not depend on the
+    arrival rate chosen: moving the rate's slider runs one simulation, not eleven."""
+    capacity = _capacity(workers, servers, max_batch)
+    rates = [share * capacity for share in (0.1, 0.3, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98)]
+    return rates, [_simulate(r, 4000, workers, max_batch, max_wait_ms, servers, policy)
+                   for r in rates]  # fmt: skip
 
 
 def serving_view(
@@ -60,25 +90,17 @@ def serving_view(
 
     from perfmodel.plotting import style
     from perfmodel.plotting.serving import latency_plot, load_curve_plot
-    from perfmodel.serving import linear_batch_time, simulate
 
-    cost = linear_batch_time(SETUP_S, PER_REQUEST_S)
     capacity = _capacity(workers, servers, max_batch)
-
-    def run(rate: float, requests: int) -> Any:
-        return simulate(rate, SETUP_S + PER_REQUEST_S, workers, servers=servers, policy=policy,
-                        max_batch=max_batch, max_wait_s=max_wait_ms / 1e3, batch_time=cost,
-                        requests=requests, seed=0)  # fmt: skip
-
-    rates = [share * capacity for share in (0.1, 0.3, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98)]
+    setup = (workers, max_batch, max_wait_ms, servers, policy)
     with style():
         figure, (left, right) = plt.subplots(1, 2, figsize=(15, 6), layout="constrained",
                                              width_ratios=(3, 2))  # fmt: skip
-    load_curve_plot(rates, [run(rate, 4000) for rate in rates], capacity=capacity,
-                    marker=arrival_rate, ax=left)  # fmt: skip
+    rates, runs = _load_curve(*setup)
+    load_curve_plot(rates, runs, capacity=capacity, marker=arrival_rate, ax=left)
     left.set_xlabel(f"load (arrival rate / {capacity:,.0f} requests/s, the capacity at full "
                     f"batches of {max_batch})")  # fmt: skip
-    chosen = run(arrival_rate, 8000)
+    chosen = _simulate(arrival_rate, 8000, *setup)
     latency_plot(chosen, ax=right)
     figure.suptitle(
         f"{arrival_rate:.0f} requests/s on {servers} x {workers} workers ({policy}), batches of "
