@@ -282,12 +282,17 @@ def _moves(page: Any, every: bool) -> Iterator[tuple[str, str, Any, Any]]:
 
 
 def browser_timings(
-    chosen: list[tuple[str, str, str]], *, every: bool = True, wait_ms: int = 10_000
+    chosen: list[tuple[str, str, str]],
+    *,
+    every: bool = True,
+    wait_ms: int = 10_000,
+    settle_ms: int = SETTLE_MS,
 ) -> list[dict[str, Any]]:
     """Drive each explorer in ``chosen`` in Chromium; one row per move.
 
     Each row has the explorer, the control, the target, ``ms`` (input to paint, or None when
-    the picture did not change within ``wait_ms``) and the console errors of its page.
+    the picture did not change within ``wait_ms``) and the console errors of its page. A
+    move's picture is final once unchanged for ``settle_ms``.
     """
     from playwright.sync_api import sync_playwright
 
@@ -329,12 +334,16 @@ def browser_timings(
                     try:
                         page.wait_for_function(
                             f"""() => window.__move.paintedAt !== null
-                                && performance.now() - window.__move.changedAt > {SETTLE_MS}""",
+                                && performance.now() - window.__move.changedAt > {settle_ms}""",
                             timeout=wait_ms,
                         )
                         ms = page.evaluate("window.__move.paintedAt - window.__move.inputAt")
                     except Exception:  # no change: a move to where the control already was
                         ms = None
+                    # An explorer shows a view's ValueError as a message in place of its figure:
+                    # a changed picture, but an error all the same.
+                    for message in page.locator(".widget-html pre").all_inner_texts():
+                        errors.append(f"{control} -> {target}: {message}")
                     rows.append({"explorer": explorer, "control": control, "target": target,
                                  "ms": ms, "errors": list(errors)})  # fmt: skip
                 page.close()

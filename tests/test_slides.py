@@ -148,6 +148,28 @@ def test_a_rerun_deck_runs_every_cell(tmp_path):
     assert code and all(c["source"] for c in code)
 
 
+def test_the_voila_template_still_has_what_the_deck_template_removes():
+    # The deck template strips Voilà's CDN links by their exact text and empties its jQuery
+    # block by name: if a Voilà release changes either, this fails before a talk does.
+    from pathlib import Path
+
+    import voila
+
+    from perfmodel.present.demo import _data
+
+    ours = (
+        _data("jupyter", "voila", "templates", "perfmodel-reveal") / "index.html.j2"
+    ).read_text()
+    share = Path(voila.__file__).parents[4] / "share" / "jupyter" / "voila" / "templates"
+    theirs = (share / "reveal" / "index.html.j2").read_text()
+    cdn = "https://cdn.jsdelivr.net/npm/@fortawesome/fontawesome-free@^5/css/"
+    assert f"{{%- set cdn = '{cdn}' -%}}" in ours
+    for sheet in ("all.min.css", "v4-shims.min.css"):
+        assert f'<link rel="stylesheet" href="{cdn}{sheet}" type="text/css" />' in theirs
+    assert "{%- block html_head_js_jquery -%}" in theirs
+    assert "window.MathJax" in (share / "base" / "static" / "reveal.js").read_text()
+
+
 def test_the_deck_template_links_nothing_outside():
     from perfmodel.present.demo import TEMPLATE, _data
 

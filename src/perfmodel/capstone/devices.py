@@ -233,8 +233,12 @@ def predict_on(
     training = flag("training", training)
     overhead_s = non_negative("overhead_s", overhead_s)
     node = hardware.get(device, argument="device")
-    key = (id(model), id(node), dtype, str(ceiling), training, overhead_s)
-    kept = _PREDICTIONS.get(key)
+    dtype = text("dtype", dtype)
+    # Kept only for settings of plain types, each tagged with its type: "0.7" is not 0.7
+    # (one is refused, the other a fraction), nor is numpy's float32(0.7).
+    plain = type(ceiling) in (str, float, int) and type(overhead_s) in (float, int)
+    key = (id(model), id(node), dtype, type(ceiling).__name__, ceiling, training, overhead_s)
+    kept = _PREDICTIONS.get(key) if plain else None
     if kept is not None and kept[0] is model and kept[1] is node:
         _PREDICTIONS.move_to_end(key)
         return kept[2]
@@ -252,9 +256,10 @@ def predict_on(
         nodes=model.nodes,
         estimates=estimates,
     )
-    _PREDICTIONS[key] = (model, node, prediction)
-    if len(_PREDICTIONS) > PREDICTIONS_KEPT:
-        _PREDICTIONS.popitem(last=False)
+    if plain:
+        _PREDICTIONS[key] = (model, node, prediction)
+        if len(_PREDICTIONS) > PREDICTIONS_KEPT:
+            _PREDICTIONS.popitem(last=False)
     return prediction
 
 

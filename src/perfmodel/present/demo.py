@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 __all__ = [
+    "REVEAL_FILES",
     "REVEAL_SETTINGS",
     "TEMPLATE",
     "WIDGET_EXTENSIONS",
@@ -54,6 +55,10 @@ REVEAL_SETTINGS: dict[str, Any] = {
     "scroll": False,
     "number": "c/t",
 }
+
+#: The only files a deck's server hands out: reveal.js's styles and fonts, by names that
+#: cannot climb out of their folder (no ``..``, no hidden file).
+REVEAL_FILES = r"reveal\.js/dist/(?:[\w-]+/)*[\w-]+(?:\.[\w-]+)*\.(?:css|woff)"
 
 #: The Voilà template every deck is served with (``perfmodel/data/jupyter/voila/templates``).
 TEMPLATE = "perfmodel-reveal"
@@ -162,7 +167,7 @@ def write_settings(folder: Path) -> None:
     settings = {
         "VoilaConfiguration": {
             "resources": {"reveal": {**REVEAL_SETTINGS, "url_prefix": "/voila/files/reveal.js"}},
-            "file_allowlist": [r"reveal\.js/.*"],
+            "file_allowlist": [REVEAL_FILES],
             "extension_allowlist": WIDGET_EXTENSIONS,
             "preheat_kernel": True,
         }

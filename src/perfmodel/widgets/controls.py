@@ -242,10 +242,12 @@ def held_redraws() -> Iterator[None]:
     _held = []
     try:
         yield
-    finally:
-        waiting, _held = _held, None
-        for redraw in dict.fromkeys(waiting):
-            redraw()
+    except BaseException:
+        _held = None  # the block failed: nothing to draw for it
+        raise
+    waiting, _held = _held, None
+    for redraw in dict.fromkeys(waiting):
+        redraw()
 
 
 def render_png(view: Callable[..., Any], values: Mapping[str, Any]) -> bytes:

@@ -9,7 +9,7 @@ seeded simulation, so the same settings always draw the same picture.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from perfmodel.widgets.controls import int_slider, live_plot, view_settings
 
@@ -20,6 +20,13 @@ SETUP_S, PER_REQUEST_S = 0.008, 0.002  # 10 ms for one request, 24 ms for eight
 
 def _capacity(workers: int, servers: int, max_batch: int) -> float:
     return workers * servers * max_batch / (SETUP_S + PER_REQUEST_S * max_batch)
+
+
+class _Percentiles(NamedTuple):
+    """What the load curve plots of a run."""
+
+    p50_latency_s: float
+    p99_latency_s: float
 
 
 def _simulate(
@@ -42,13 +49,15 @@ def _simulate(
 @lru_cache(maxsize=16)
 def _load_curve(
     workers: int, max_batch: int, max_wait_ms: float, servers: int, policy: str
-) -> tuple[list[float], list[Any]]:
-    """The load curve's rates and runs (4000 requests each), which do not depend on the
-    arrival rate chosen: moving the rate's slider runs one simulation, not eleven."""
+) -> tuple[list[float], list[_Percentiles]]:
+    """The load curve's rates and its runs' percentiles (4000 requests each), which do not
+    depend on the arrival rate chosen: moving the rate's slider runs one simulation, not
+    eleven."""
     capacity = _capacity(workers, servers, max_batch)
     rates = [share * capacity for share in (0.1, 0.3, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98)]
-    return rates, [_simulate(r, 4000, workers, max_batch, max_wait_ms, servers, policy)
-                   for r in rates]  # fmt: skip
+    runs = (_simulate(r, 4000, workers, max_batch, max_wait_ms, servers, policy) for r in rates)
+    # Only the percentiles are kept: a run holds every request's latency (about 1 MB).
+    return rates, [_Percentiles(r.p50_latency_s, r.p99_latency_s) for r in runs]
 
 
 def serving_view(
