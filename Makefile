@@ -36,7 +36,8 @@ lab: $(VENV)/.installed-lab
 		--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate notebooks/00_start_here.ipynb
 
 # A lecture as live slides for a lecturer: `make demo LECTURE=04` (Voilà's reveal.js
-# template; reveal.js is fetched from the npm registry once, into .venv).
+# template, with reveal.js's styles from the package: nothing is fetched). `make demo
+# LECTURE="06 --rerun"` runs every cell live.
 demo: $(VENV)/.installed-lab
 	$(BIN)/perfmodel demo $(LECTURE)
 

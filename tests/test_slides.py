@@ -129,7 +129,7 @@ def test_the_presenter_copy_styles_the_deck_and_leaves_the_lecture_alone(tmp_pat
     settings = json.loads((tmp_path / "voila.json").read_text())["VoilaConfiguration"]
     assert settings["resources"]["reveal"]["width"] == slides.PROJECTOR.width_px
     assert settings["resources"]["reveal"]["height"] == slides.PROJECTOR.height_px
-    assert settings["preheat_kernel"] is True
+    assert "preheat_kernel" not in settings  # it would run lecture 08's measurements twice
     # reveal.js's styles ship with the package: nothing is fetched, and the deck has them.
     assert (tmp_path / "reveal.js" / "dist" / "theme" / "white.css").is_file()
     # Only the explorer's cell runs live; every other cell keeps its stored outputs.

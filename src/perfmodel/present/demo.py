@@ -12,9 +12,8 @@ package (``perfmodel/data/reveal``, MIT and OFL licences beside them), and Voil�
 the widget manager among the JupyterLab extensions installed, so that another extension
 built for a different JupyterLab cannot fail in the presenter's console.
 
-The deck opens at once: Voilà runs the lecture on a pre-heated kernel as soon as it starts,
-and a browser that connects is handed the cells already rendered (while the lecture is
-still running it gets those, then the rest as they come).
+A deck opens in the time its live part takes: about 3 s for a lecture whose explorer reads
+nothing else, about 10 s for lecture 08, whose explorer plots this machine's measurements.
 
 Why Voilà and not jupyterlab-rise: RISE's presenter app (0.43) is built against JupyterLab
 4.3 and does not load ipywidgets 8's manager, so its explorers show as text (upstream issues
@@ -156,8 +155,11 @@ def write_settings(folder: Path) -> None:
     """Write Voilà's settings for decks served from ``folder``, with reveal.js's styles.
 
     The settings (``voila.json``, which Voilà reads from the folder it starts in): reveal.js
-    laid out for the projector and served from the folder, the widget manager as the only
-    JupyterLab extension, and a pre-heated kernel.
+    laid out for the projector and served from the folder, and the widget manager as the
+    only JupyterLab extension. No kernel is pre-heated: a browser that connects before it is
+    ready (``make demo`` opens one at once) gets a second kernel running the same cells, and
+    Voilà refills its pool behind every page, so lecture 08's live measurements would run
+    twice, beside each other and beside the talk.
 
     Parameters
     ----------
@@ -169,7 +171,6 @@ def write_settings(folder: Path) -> None:
             "resources": {"reveal": {**REVEAL_SETTINGS, "url_prefix": "/voila/files/reveal.js"}},
             "file_allowlist": [REVEAL_FILES],
             "extension_allowlist": WIDGET_EXTENSIONS,
-            "preheat_kernel": True,
         }
     }
     (folder / "voila.json").write_text(json.dumps(settings, indent=1), encoding="utf-8")
@@ -198,7 +199,8 @@ def voila_command(
     """
     command = [
         sys.executable, "-m", "voila", target, f"--template={TEMPLATE}",
-        f"--port={port}", *([] if open_browser else ["--no-browser"]),
+        f"--port={port}", "--port_retries=0",  # a busy port fails: the URL printed stays true
+        *([] if open_browser else ["--no-browser"]),
     ]  # fmt: skip
     paths = [str(_data("jupyter")), *filter(None, [os.environ.get("JUPYTER_PATH")])]
     return command, {**os.environ, "JUPYTER_PATH": os.pathsep.join(paths)}
@@ -207,10 +209,10 @@ def voila_command(
 def serve(deck: Path, *, port: int = 8866, open_browser: bool = True) -> NoReturn:
     """Become Voilà's server for ``deck`` (written by :func:`presenter_copy`).
 
-    This process is replaced by Voilà (``os.execve``), so whatever stops it (Ctrl-C, or a
-    SIGTERM from a test or a process manager) reaches the server itself, which then shuts its
-    kernels down: a child server would outlive a terminated parent, kernel and all. The
-    course's template is found through ``JUPYTER_PATH``.
+    This process is replaced by Voilà (``os.execve``), so whatever stops it reaches the server
+    itself: a child server would outlive a terminated parent, kernel and all. Ctrl-C (SIGINT)
+    shuts the kernels down; after a SIGTERM they see their parent gone and exit on their own.
+    The course's template is found through ``JUPYTER_PATH``.
 
     Parameters
     ----------
