@@ -34,7 +34,7 @@ def benchmark():
 def test_every_control_of_every_explorer_changes_its_picture_with_no_console_error():
     _chromium()
     bench = benchmark()
-    rows = bench.browser_timings(bench.EXPLORERS, every=False, wait_ms=30_000, settle_ms=150)
+    rows = bench.browser_timings(bench.EXPLORERS, every=False, wait_ms=30_000, settle_ms=100)
     assert {row["explorer"] for row in rows} == {e[1] for e in bench.EXPLORERS}
     errors = {row["explorer"]: row["errors"] for row in rows if row["errors"]}
     assert not errors, errors
