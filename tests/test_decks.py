@@ -2,7 +2,8 @@
 
 Each test starts `perfmodel demo NN`, opens the deck, steps through every slide, moves one
 control of the lecture's explorer and waits for its picture to change, then stops the server
-with one SIGINT (Ctrl-C). It fails on any console error, any request that leaves localhost,
+with one signal (SIGINT, Ctrl-C, for the first half of the lectures; SIGTERM for the
+second). It fails on any console error, any request that leaves localhost,
 and any process the server leaves behind.
 
 The lectures are split over two classes so that pytest-xdist's ``loadscope`` can run the two
@@ -91,7 +92,7 @@ def move_one_control(page) -> str:
     return "toggle"
 
 
-def present_and_step_through(lecture: str, tmp_path: Path) -> None:
+def present_and_step_through(lecture: str, tmp_path: Path, stop: signal.Signals) -> None:
     from playwright.sync_api import sync_playwright
 
     from perfmodel.present import slides as deck
@@ -154,7 +155,7 @@ def present_and_step_through(lecture: str, tmp_path: Path) -> None:
             finally:
                 browser.close()
     finally:
-        server.send_signal(signal.SIGINT)  # one Ctrl-C
+        server.send_signal(stop)  # one Ctrl-C, or one SIGTERM from a process manager
         try:
             stopped = server.wait(timeout=30)
         except subprocess.TimeoutExpired:
@@ -164,7 +165,7 @@ def present_and_step_through(lecture: str, tmp_path: Path) -> None:
     outside = [u for u in requests if not u.startswith((base, "data:", "blob:", "about:"))]
     outside = [u for u in outside if not u.startswith(base.replace("http", "ws"))]
     assert not outside, f"deck {lecture} fetched from outside: {outside}"
-    assert stopped is not None, f"deck {lecture}: one SIGINT did not stop `perfmodel demo`"
+    assert stopped is not None, f"deck {lecture}: one {stop.name} did not stop `perfmodel demo`"
     marker = f"JUPYTER_RUNTIME_DIR={runtime}".encode()
     deadline = time.monotonic() + 15
     while (left := processes_whose_environment_holds(marker)) and time.monotonic() < deadline:
@@ -176,11 +177,11 @@ def present_and_step_through(lecture: str, tmp_path: Path) -> None:
 class TestFirstHalf:
     @pytest.mark.parametrize("lecture", LECTURES[: len(LECTURES) // 2])
     def test_deck_opens_steps_answers_and_stops_clean(self, lecture, tmp_path):
-        present_and_step_through(lecture, tmp_path)
+        present_and_step_through(lecture, tmp_path, signal.SIGINT)
 
 
 @pytest.mark.browser
 class TestSecondHalf:
     @pytest.mark.parametrize("lecture", LECTURES[len(LECTURES) // 2 :])
     def test_deck_opens_steps_answers_and_stops_clean(self, lecture, tmp_path):
-        present_and_step_through(lecture, tmp_path)
+        present_and_step_through(lecture, tmp_path, signal.SIGTERM)
