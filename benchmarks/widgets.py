@@ -41,7 +41,6 @@ import textwrap
 import time
 import urllib.request
 from collections.abc import Iterator
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -181,14 +180,14 @@ def _free_port() -> int:
 def voila_explorers(chosen: list[tuple[str, str, str]]) -> Iterator[str]:
     """Voilà serving one notebook per explorer (``<explorer>.ipynb``) as ``perfmodel demo``
     serves a deck; yields its base URL."""
-    from perfmodel.present.demo import voila_command, write_settings
+    from perfmodel.present.demo import projector_styles, voila_command, write_settings
 
     folder = Path(tempfile.mkdtemp(prefix="explorers-"))
-    css = (resources.files("perfmodel") / "data" / "slides.css").read_text(encoding="utf-8")
+    styles = projector_styles()  # the deck's, so each explorer is laid out as on a slide
     for module, explorer, arguments in chosen:
         code = f"from perfmodel.widgets.{module} import {explorer}\n\n{explorer}({arguments})"
         cells = [{"cell_type": "markdown", "id": "style", "metadata": {},
-                  "source": f"<style>\n{css}</style>\n\n# {explorer}"},
+                  "source": f"{styles}# {explorer}"},
                  {"cell_type": "code", "id": "explorer", "metadata": {}, "source": code,
                   "outputs": [], "execution_count": None}]  # fmt: skip
         notebook = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}

@@ -37,6 +37,7 @@ __all__ = [
     "WIDGET_EXTENSIONS",
     "find_lecture",
     "presenter_copy",
+    "projector_styles",
     "serve",
     "voila_command",
     "write_settings",
@@ -109,6 +110,18 @@ def find_lecture(lecture: str, notebooks: Path) -> Path:
     return found[0]
 
 
+def projector_styles() -> str:
+    """The course's ``slides.css`` as a ``<style>`` block, to open a deck's first cell.
+
+    Returns
+    -------
+    str
+        ``<style>`` with the styles, ``</style>`` and a blank line.
+    """
+    css = (_data() / "slides.css").read_text(encoding="utf-8")
+    return f"<style>\n{css}</style>\n\n"
+
+
 def presenter_copy(lecture: Path, folder: Path, *, rerun: bool = False) -> Path:
     """Write ``lecture``'s deck into ``folder``; return the deck's path.
 
@@ -141,9 +154,8 @@ def presenter_copy(lecture: Path, folder: Path, *, rerun: bool = False) -> Path:
     notebook = nbformat.read(lecture, as_version=4)  # type: ignore[no-untyped-call]
     if not rerun:
         freeze_outputs(notebook)
-    css = (_data() / "slides.css").read_text(encoding="utf-8")
     title = notebook.cells[0]
-    title.source = f"<style>\n{css}</style>\n\n{title.source}"
+    title.source = projector_styles() + title.source
     folder.mkdir(parents=True, exist_ok=True)
     deck = folder / lecture.name
     nbformat.write(notebook, deck)  # type: ignore[no-untyped-call]

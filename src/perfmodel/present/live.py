@@ -15,7 +15,7 @@ its kernel only what its explorers need:
 Both are repeated until nothing changes. The analysis is conservative where Python is
 dynamic: a cell that stores into a name (``x[i] = ...``, ``x.a = ...``, ``x += ...``) counts
 as changing it and every such cell is kept, not only the last; a cell that does not parse,
-or imports ``*``, or runs a cell magic, is kept whenever anything is.
+or imports ``*``, or runs a cell magic, is kept when an explorer comes after it.
 
 A cell is left out of the live part by emptying its source: Voilà (like nbclient) does not
 execute a code cell without source, and shows the outputs it holds. A stored widget view has
@@ -48,7 +48,7 @@ class _Cell:
     modules: set[str] = field(default_factory=set)  # bound by an import
     reads: set[str] = field(default_factory=set)  # read from before the cell
     deferred: set[str] = field(default_factory=set)  # read when a function it defines runs
-    opaque: bool = False  # not analysable: kept whenever anything is
+    opaque: bool = False  # not analysable: kept when an explorer comes after it
 
 
 def _python(source: str) -> ast.Module | None:
