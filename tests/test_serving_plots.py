@@ -10,6 +10,7 @@ import pytest  # noqa: E402
 
 from perfmodel import serving  # noqa: E402
 from perfmodel.plotting.serving import latency_plot, load_curve_plot  # noqa: E402
+from perfmodel.units import format_quantity  # noqa: E402
 from perfmodel.widgets.serving import serving_explorer, serving_view  # noqa: E402
 
 
@@ -28,7 +29,9 @@ def test_the_latency_plot_marks_the_percentiles():
     run = serving.simulate(0.7, 1.0, 1, requests=3000, seed=2)
     ax = latency_plot(run)
     marked = {line.get_label(): line.get_xdata()[0] for line in ax.get_lines()}
-    assert marked[f"p99 = {run.p99_latency_s * 1e3:.3g} ms"] == pytest.approx(run.p99_latency_s)
+    assert marked[f"p99 = {format_quantity(run.p99_latency_s, 's')}"] == pytest.approx(
+        run.p99_latency_s
+    )
 
 
 def test_the_explorer_view_titles_what_it_simulated():

@@ -14,6 +14,7 @@ import numpy as np
 from matplotlib.ticker import MaxNLocator
 
 from perfmodel.plotting import COLOURS, legend_beside, new_axes, si_formatter, style
+from perfmodel.units import format_quantity
 
 __all__ = ["latency_plot", "load_curve_plot"]
 
@@ -96,7 +97,7 @@ def latency_plot(run: Any, *, ax: Any = None) -> Any:
         for q, colour in ((50, COLOURS[0]), (90, COLOURS[3]), (99, COLOURS[1])):
             value = run.percentile(q)
             ax.axvline(value, color=colour, linewidth=2.5,
-                       label=f"p{q} = {value * 1e3:.3g} ms")  # fmt: skip
+                       label=f"p{q} = {format_quantity(value, 's')}")  # fmt: skip
         ax.set(xlabel="latency", ylabel="requests", title="Where the requests' latencies fall")
         ax.xaxis.set_major_formatter(si_formatter("s"))
         ax.xaxis.set_major_locator(MaxNLocator(4))  # room for "100 ms" beside its neighbours

@@ -10,6 +10,7 @@ from typing import Any
 
 from perfmodel._validate import positive
 from perfmodel.units import format_quantity
+from perfmodel.widgets.layout import FrozenLayout
 
 __all__ = [
     "LOG_STEP",
@@ -250,7 +251,9 @@ def held_redraws() -> Iterator[None]:
         redraw()
 
 
-def render_png(view: Callable[..., Any], values: Mapping[str, Any]) -> bytes:
+def render_png(
+    view: Callable[..., Any], values: Mapping[str, Any], layout: FrozenLayout | None = None
+) -> bytes:
     """``view(**values)``'s figure as PNG bytes: laid out and drawn once, at the house
     ``savefig.dpi``.
 
@@ -267,6 +270,9 @@ def render_png(view: Callable[..., Any], values: Mapping[str, Any]) -> bytes:
         figure afterwards is the one saved. Every figure it opens is closed.
     values : Mapping of str to object
         The keyword arguments for ``view``.
+    layout : FrozenLayout, optional
+        The explorer's kept layouts: the figure is placed as an earlier one of its shape
+        was, and not laid out again, while its decorations fit (:mod:`.layout`).
 
     Returns
     -------
@@ -287,7 +293,10 @@ def render_png(view: Callable[..., Any], values: Mapping[str, Any]) -> bytes:
         figure = plt.gcf()
         figure.set_dpi(STYLE["savefig.dpi"])
         canvas: Any = FigureCanvasAgg(figure)  # Agg whatever the backend: its pixels are read
-        canvas.draw()
+        if layout is None:
+            canvas.draw()
+        else:
+            layout.draw(canvas)
         pixels = Image.frombuffer(
             "RGBA", canvas.get_width_height(physical=True), canvas.buffer_rgba()
         )
@@ -307,6 +316,9 @@ def live_plot(view: Callable[..., Any], controls: Mapping[str, Any]) -> Any:
     * the figure is an image updated in place (no flicker, nothing cleared);
     * each figure is drawn once and kept (the last :data:`PLOT_CACHE` of them), so moving
       a control back to a value already seen answers at once;
+    * a figure is laid out once and later ones placed the same way while their labels fit
+      (:class:`~perfmodel.widgets.layout.FrozenLayout`), which saves a third of a draw and
+      keeps the axes still as a control moves;
     * sliders redraw when released, not at every step of a drag, so a drag never queues up
       a stack of figures nobody will see.
 
@@ -343,6 +355,7 @@ def live_plot(view: Callable[..., Any], controls: Mapping[str, Any]) -> Any:
     message = widgets.HTML()
     box = widgets.Box([image])
     drawn: OrderedDict[str, bytes] = OrderedDict()
+    layout = FrozenLayout()
 
     def update(_: object = None) -> None:
         if _held is not None:
@@ -353,7 +366,7 @@ def live_plot(view: Callable[..., Any], controls: Mapping[str, Any]) -> Any:
         png = drawn.get(key)
         if png is None:
             try:
-                png = render_png(view, values)
+                png = render_png(view, values, layout)
             except ValueError as error:
                 message.value = f"<pre>{html.escape(str(error), quote=False)}</pre>"
                 box.children = (message,)

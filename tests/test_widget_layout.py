@@ -1,0 +1,152 @@
+"""Explorers keep their figure's layout while it fits, and lay it out afresh when it does not."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
+
+from perfmodel.widgets import controls  # noqa: E402
+from perfmodel.widgets.layout import MOST_PADDING, FrozenLayout  # noqa: E402
+
+
+def two_panels(left_label: str, right_top: float, title: str = "A title") -> FigureCanvasAgg:
+    """A 1 x 2 figure whose right panel's tick labels are as wide as ``right_top`` needs."""
+    figure, (left, right) = plt.subplots(1, 2, figsize=(8, 3), layout="constrained")
+    left.plot([0, 1], [0, 1], label=left_label)
+    left.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    right.plot([0, 1], [0, right_top])
+    right.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:,.0f}"))
+    figure.suptitle(title)
+    return FigureCanvasAgg(figure)
+
+
+def ink_on_edges(canvas: FigureCanvasAgg) -> bool:
+    pixels = np.asarray(canvas.buffer_rgba())
+    edges = np.concatenate([pixels[0], pixels[-1], pixels[:, 0], pixels[:, -1]])
+    return bool((edges != 255).any())
+
+
+def overlapping_panels(canvas: FigureCanvasAgg) -> bool:
+    """Whether the two panels' decorated boxes overlap by more than a text box's margin."""
+    renderer = canvas.get_renderer()
+    first, second = (ax.get_tightbbox(renderer) for ax in canvas.figure.axes)
+    return first.x1 > second.x0 + TEXT_MARGIN_PX
+
+
+#: How far a text's box reaches past its ink, px: two boxes may overlap this much.
+TEXT_MARGIN_PX = 4
+
+
+def test_a_figure_like_the_last_is_placed_where_the_last_was_and_not_laid_out():
+    layout = FrozenLayout()
+    canvas = two_panels("line", 10)
+    layout.draw(canvas)
+    kept = [ax.get_position().bounds for ax in canvas.figure.axes]
+    plt.close(canvas.figure)
+    canvas = two_panels("line", 20)  # the same labels' widths: "20" for "10"
+    layout.draw(canvas)
+    assert (layout.laid_out, layout.reused) == (1, 1)
+    assert [ax.get_position().bounds for ax in canvas.figure.axes] == kept
+    plt.close(canvas.figure)
+
+
+def test_a_wider_label_is_laid_out_afresh_and_its_layout_kept():
+    layout = FrozenLayout()
+    for top in (10, 10**12):  # "1,000,000,000,000" runs into the left panel's legend
+        canvas = two_panels("line", top)
+        layout.draw(canvas)
+        assert not ink_on_edges(canvas) and not overlapping_panels(canvas)
+        plt.close(canvas.figure)
+    assert (layout.laid_out, layout.reused) == (2, 0)
+    canvas = two_panels("line", 2 * 10**12)
+    layout.draw(canvas)
+    assert (layout.laid_out, layout.reused) == (2, 1)
+    plt.close(canvas.figure)
+
+
+def test_a_figure_of_another_shape_gets_its_own_layout():
+    layout = FrozenLayout()
+    for size in ((8, 3), (6, 4), (8, 3)):
+        figure, ax = plt.subplots(figsize=size, layout="constrained")
+        ax.plot([0, 1])
+        layout.draw(FigureCanvasAgg(figure))
+        plt.close(figure)
+    assert (layout.laid_out, layout.reused) == (2, 1)
+
+
+def test_a_figure_without_a_layout_engine_is_drawn_as_it_comes():
+    layout = FrozenLayout()
+    for _ in range(2):
+        figure, ax = plt.subplots(figsize=(4, 3))
+        ax.plot([0, 1])
+        bounds = ax.get_position().bounds
+        layout.draw(FigureCanvasAgg(figure))
+        assert ax.get_position().bounds == bounds
+        plt.close(figure)
+    assert (layout.laid_out, layout.reused) == (2, 0)
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.text(alphabet="abcdefgh ", min_size=1, max_size=40),
+            st.sampled_from([1, 10, 10**3, 10**6, 10**9, 10**12]),
+            st.text(alphabet="xyz ", min_size=1, max_size=60),
+        ),
+        min_size=2,
+        max_size=5,
+    )
+)
+def test_no_kept_layout_ever_cuts_a_label_off_or_runs_two_panels_together(figures):
+    layout = FrozenLayout()
+    for legend, top, title in figures:
+        canvas = two_panels(legend, top, title)
+        layout.draw(canvas)
+        try:
+            assert not ink_on_edges(canvas), (legend, top, title)
+            assert not overlapping_panels(canvas), (legend, top, title)
+        finally:
+            plt.close(canvas.figure)
+    assert layout.laid_out + layout.reused == len(figures)
+
+
+def test_each_layout_that_fails_doubles_the_padding_up_to_its_cap():
+    layout = FrozenLayout()
+    for digits in range(1, 40, 3):  # ever wider labels: most outgrow the layout before them
+        canvas = two_panels("line", 10**digits)
+        layout.draw(canvas)
+        plt.close(canvas.figure)
+    (padding,) = layout._padding.values()
+    assert padding == min(2 ** (layout.laid_out - 1), MOST_PADDING)
+    assert layout.laid_out > 4  # the cap was reached
+
+
+def test_an_explorer_lays_its_figure_out_once_for_moves_that_fit():
+    layouts = []
+    real = FrozenLayout.__init__
+
+    def keep(self):
+        real(self)
+        layouts.append(self)
+
+    import pytest
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(FrozenLayout, "__init__", keep)
+        from perfmodel.widgets.roofline import roofline_explorer
+
+        box = roofline_explorer()
+    size = box.children[1]
+    for n in (512, 2048, 4096):
+        size.value = n
+    (layout,) = layouts
+    assert layout.laid_out == 1 and layout.reused == 3
+    assert controls.PLOT_CACHE >= 4
