@@ -4,20 +4,21 @@ Constrained layout measures every tick label, title and legend before it places 
 and on a live figure that measuring is over half the drawing time. Between two moves of a
 slider the decorations barely change, so :class:`FrozenLayout` lays a figure out once,
 then places the next figure of the same shape where the first one went and draws it in a
-single pass. Whether the decorations still fit is read off the pixels, which costs almost
-nothing: the layout left every edge of the figure and a band down the middle of every gap
-between neighbouring axes blank, and they must still be blank. The band is
-:data:`BAND_PX` wide, wider than the space between two letters, so that no label can
-cross it unseen. A figure that inks one (a
-wider tick label or title) is laid out afresh with twice the padding around its axes, up to
-:data:`MOST_PADDING` times the usual, so that a control swinging between wide and narrow
-labels soon finds a layout with room for both. The axes also stop jumping about as a
-control moves, which a room watching them notices.
+single pass. After the draw it checks what constrained layout would have ensured: every
+text and legend lies inside the figure, and the decorated boxes (each axes with its tick
+labels, axis labels, titles, legend and notes; each figure title, legend and text) do not
+run into one another. The texts were just drawn, so measuring them costs little. A figure
+that fails is laid out afresh with twice the padding around its axes (up to
+:data:`MOST_PADDING` times the usual), so that a control swinging between wide and narrow
+labels soon finds a layout with room for both, and that layout is kept. The axes also
+stop jumping about as a control moves, which a room watching them notices.
+
+Only constrained-layout figures without subfigures are kept; any other is drawn as it comes.
 
 >>> import matplotlib.pyplot as plt
 >>> from matplotlib.backends.backend_agg import FigureCanvasAgg
 >>> layout = FrozenLayout()
->>> for top in (10, 20):
+>>> for top in (10, 12):  # labels up to "10", then "12": as wide
 ...     figure, ax = plt.subplots(layout="constrained")
 ...     _ = ax.plot([0, top])
 ...     layout.draw(FigureCanvasAgg(figure))
@@ -31,30 +32,34 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-__all__ = ["BAND_PX", "MOST_PADDING", "FrozenLayout"]
+__all__ = ["MOST_PADDING", "FrozenLayout"]
 
 _TITLES = ("_suptitle", "_supxlabel", "_supylabel")
-#: Width of the band kept blank down the middle of a gap, px (or the whole gap, if narrower).
-BAND_PX = 8
 #: A layout that failed is redone with its padding doubled, up to this many times the usual.
-MOST_PADDING = 8
+MOST_PADDING = 4
+_SLACK_PX = 0.5  # rounding in text extents: boxes may touch or cross an edge by this much
 
 
 @dataclass(frozen=True, slots=True)
 class _Placement:
-    """Where a laid-out figure put its axes and titles, and the pixels it left blank."""
+    """Where a laid-out figure put its axes and titles."""
 
     axes: tuple[Any, ...]  # each axes' original position, a Bbox in figure fractions
     titles: tuple[tuple[tuple[float, float], ...], ...]  # each axes' three title positions
     figure_titles: tuple[tuple[float, float] | None, ...]  # suptitle, supxlabel, supylabel
-    blank: tuple[tuple[slice, slice], ...]  # (rows, columns) of the image left blank
+
+
+def _shown(artist: Any) -> bool:
+    return artist is not None and artist.get_visible()
+
+
+def _has_text(text: Any) -> bool:
+    return _shown(text) and bool(text.get_text())
 
 
 def _figure_title(figure: Any, name: str) -> Any:
     text = getattr(figure, name, None)
-    return text if text is not None and text.get_visible() and text.get_text() else None
+    return text if _has_text(text) else None
 
 
 def _axes_titles(ax: Any) -> tuple[Any, ...]:
@@ -71,6 +76,16 @@ def _shape(figure: Any) -> tuple[Any, ...]:
     return (tuple(figure.get_size_inches()), figure.dpi, tuple(grid), titles)
 
 
+def _constrained(figure: Any) -> Any:
+    """The figure's constrained-layout engine, or None for any other layout."""
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+
+    engine = figure.get_layout_engine()
+    if isinstance(engine, ConstrainedLayoutEngine) and not figure.subfigs:
+        return engine
+    return None
+
+
 class FrozenLayout:
     """Lays out the first figure of each shape, then places later ones the same way.
 
@@ -79,7 +94,7 @@ class FrozenLayout:
     Attributes
     ----------
     laid_out : int
-        Draws that ran the figure's own layout engine, count.
+        Draws that ran the figure's own layout engine (or none), count.
     reused : int
         Draws placed by a kept layout, count.
     """
@@ -100,34 +115,35 @@ class FrozenLayout:
             no longer fits it.
         """
         figure = canvas.figure
+        engine = _constrained(figure)
+        if engine is None:  # nothing to keep: draw it as it comes
+            canvas.draw()
+            self.laid_out += 1
+            return
         shape = _shape(figure)
         kept = self._kept.get(shape)
-        engine = figure.get_layout_engine()
-        if kept is not None and engine is not None:
+        padding = self._padding.get(shape, 1)
+        if kept is not None:
             figure.set_layout_engine("none")
             _place(figure, kept)
             canvas.draw()
-            if _still_blank(canvas, kept.blank):
+            if _fits(figure, canvas.get_renderer()):
                 self.reused += 1
                 return
             # A decoration grew: lay it out afresh, with more room around every axes.
-            self._padding[shape] = min(2 * self._padding.get(shape, 1), MOST_PADDING)
             figure.set_layout_engine(engine)
             for ax in figure.axes:
                 ax.set_in_layout(True)  # ``set_position`` took it out of the layout
                 ax._autotitlepos = None  # and let it place its titles again
-        times = self._padding.get(shape, 1)
-        if times > 1 and hasattr(engine, "get") and "w_pad" in engine.get():
-            padding = engine.get()
-            engine.set(w_pad=padding["w_pad"] * times, h_pad=padding["h_pad"] * times)
+            padding = min(2 * padding, MOST_PADDING)
+        if padding > 1:
+            usual = engine.get()
+            engine.set(w_pad=usual["w_pad"] * padding, h_pad=usual["h_pad"] * padding)
         canvas.draw()
         self.laid_out += 1
-        if engine is None:
-            return  # nothing laid it out: nothing to keep
-        blank = _gaps(figure, canvas)
-        if blank is None:  # its own layout inks an edge: keep nothing, try the next one
-            self._kept.pop(shape, None)
-            return
+        if not _fits(figure, canvas.get_renderer()):
+            return  # not even its own layout fits it (a title wider than the figure)
+        self._padding[shape] = padding
         self._kept[shape] = _Placement(
             axes=tuple(ax.get_position(original=True).frozen() for ax in figure.axes),
             titles=tuple(
@@ -137,7 +153,6 @@ class FrozenLayout:
                 None if (text := _figure_title(figure, name)) is None else text.get_position()
                 for name in _TITLES
             ),
-            blank=blank,
         )
 
 
@@ -156,76 +171,53 @@ def _place(figure: Any, kept: _Placement) -> None:
             text.set_position(where)
 
 
-def _pixels(canvas: Any) -> np.ndarray:
-    return np.asarray(canvas.buffer_rgba())
+def _labels(tick: Any) -> tuple[Any, ...]:
+    return (tick.label1, tick.label2)
 
 
-def _background(canvas: Any) -> np.ndarray:
-    from matplotlib.colors import to_rgba_array
+def _decorated_boxes(figure: Any, renderer: Any) -> list[Any]:
+    """One box per visible axes (its frame and every text and legend it owns), and one per
+    figure title, figure legend and figure text, in display pixels."""
+    from matplotlib.transforms import Bbox
 
-    rgba: np.ndarray = to_rgba_array(canvas.figure.get_facecolor())[0]
-    return np.round(rgba * 255).astype(np.uint8)
-
-
-def _still_blank(canvas: Any, blank: tuple[tuple[slice, slice], ...]) -> bool:
-    """Whether every region the layout left blank is still the figure's background."""
-    pixels, background = _pixels(canvas), _background(canvas)
-    return all(bool((pixels[rows, columns] == background).all()) for rows, columns in blank)
-
-
-def _gaps(figure: Any, canvas: Any) -> tuple[tuple[slice, slice], ...] | None:
-    """The lines a laid-out figure must keep blank, or None if it inks one already.
-
-    The figure's four edges, one pixel wide, and the middle band of the gap between every
-    two decorated boxes (axes with their labels and legends, figure titles) that do not
-    overlap, across the span they share.
-    """
-    renderer = canvas.get_renderer()
-    height, width = _pixels(canvas).shape[:2]
-    boxes = [ax.get_tightbbox(renderer) for ax in figure.axes]
-    boxes += [
-        text.get_window_extent(renderer)
-        for name in _TITLES
-        if (text := _figure_title(figure, name)) is not None
-    ]
-    # Display coordinates count rows from the bottom; the image counts them from the top.
-    spans = [(height - box.y1, height - box.y0, box.x0, box.x1) for box in boxes if box is not None]
-    blank = [
-        (slice(0, 1), slice(0, width)),
-        (slice(height - 1, height), slice(0, width)),
-        (slice(0, height), slice(0, 1)),
-        (slice(0, height), slice(width - 1, width)),
-    ]
-    for index, (top, bottom, left, right) in enumerate(spans):
-        for other_top, other_bottom, other_left, other_right in spans[index + 1 :]:
-            rows = (max(top, other_top), min(bottom, other_bottom))
-            columns = (max(left, other_left), min(right, other_right))
-            if rows[0] < rows[1] and (gap := _between(left, right, other_left, other_right)):
-                blank.append((_pixel_span(*rows, height), _band(*gap)))
-            elif columns[0] < columns[1] and (
-                gap := _between(top, bottom, other_top, other_bottom)
-            ):
-                blank.append((_band(*gap), _pixel_span(*columns, width)))
-    if not _still_blank(canvas, tuple(blank)):
-        return None
-    return tuple(blank)
+    boxes = []
+    for ax in figure.axes:
+        if not ax.get_visible():
+            continue
+        parts = [ax.get_window_extent(renderer)]
+        texts = [*_axes_titles(ax), *ax.texts]
+        for axis in (ax.xaxis, ax.yaxis) if ax.axison else ():  # ``axis("off")`` hides both
+            if axis.get_visible():
+                texts += [axis.label, axis.get_offset_text()]
+                # the ticks just drawn, those inside the view (what ``Axis.draw`` draws)
+                texts += [label for tick in axis._update_ticks() for label in _labels(tick)]
+        shown = [t for t in texts if _has_text(t) and t.get_in_layout()]
+        parts += [t.get_window_extent(renderer) for t in shown]
+        legend = ax.get_legend()
+        if _shown(legend) and legend.get_in_layout():
+            parts.append(legend.get_window_extent(renderer))
+        boxes.append(Bbox.union(parts))
+    # ``figure.texts`` holds the figure titles too: each text once
+    boxes += [t.get_window_extent(renderer) for t in figure.texts if _has_text(t)]
+    boxes += [legend.get_window_extent(renderer) for legend in figure.legends if _shown(legend)]
+    return boxes
 
 
-def _between(low: float, high: float, other_low: float, other_high: float) -> tuple[float, ...]:
-    """The open gap between two spans on one axis, as (start, end), or () if they meet."""
-    if high < other_low - 2:
-        return (high + 1, other_low - 1)
-    if other_high < low - 2:
-        return (other_high + 1, low - 1)
-    return ()
-
-
-def _band(start: float, end: float) -> slice:
-    """The middle :data:`BAND_PX` pixels of a gap, or all of it when it is narrower."""
-    first, last = int(np.ceil(start)), int(end)
-    middle = (first + last) // 2
-    return slice(max(first, middle - BAND_PX // 2), min(last, middle + BAND_PX // 2))
-
-
-def _pixel_span(start: float, end: float, size: int) -> slice:
-    return slice(max(0, int(np.ceil(start))), min(size, int(end)))
+def _fits(figure: Any, renderer: Any) -> bool:
+    """Whether every decorated box lies inside the figure and clear of every other."""
+    boxes = _decorated_boxes(figure, renderer)
+    width, height = figure.bbox.width, figure.bbox.height
+    for index, box in enumerate(boxes):
+        if (
+            box.x0 < -_SLACK_PX
+            or box.y0 < -_SLACK_PX
+            or box.x1 > width + _SLACK_PX
+            or box.y1 > height + _SLACK_PX
+        ):
+            return False
+        for other in boxes[index + 1 :]:
+            across = min(box.x1, other.x1) - max(box.x0, other.x0)
+            up = min(box.y1, other.y1) - max(box.y0, other.y0)
+            if min(across, up) > _SLACK_PX:
+                return False
+    return True
