@@ -115,6 +115,11 @@ _MEASURE = textwrap.dedent(
 )
 
 
+#: Explorers whose controls act through a button (the cache sweep measures on *measure*):
+#: moving a control changes its readout, not the picture, so a move waits only a second.
+BUTTON_DRIVEN = {"cache_sweep_explorer"}
+
+
 def measure(client: Any, module: str, explorer: str, arguments: str) -> dict[str, Any]:
     """Build ``explorer`` in the kernel behind ``client`` and time every control's answers."""
     code = _MEASURE.format(module=module, explorer=explorer, arguments=arguments)
@@ -286,12 +291,14 @@ def browser_timings(
     every: bool = True,
     wait_ms: int = 10_000,
     settle_ms: int = SETTLE_MS,
+    waits: dict[str, int] | None = None,
 ) -> list[dict[str, Any]]:
     """Drive each explorer in ``chosen`` in Chromium; one row per move.
 
     Each row has the explorer, the control, the target, ``ms`` (input to paint, or None when
-    the picture did not change within ``wait_ms``) and the console errors of its page. A
-    move's picture is final once unchanged for ``settle_ms``.
+    the picture did not change within ``wait_ms``, or the explorer's own wait in ``waits``)
+    and the console errors of its page. A move's picture is final once unchanged for
+    ``settle_ms``.
     """
     from playwright.sync_api import sync_playwright
 
@@ -334,7 +341,7 @@ def browser_timings(
                         page.wait_for_function(
                             f"""() => window.__move.paintedAt !== null
                                 && performance.now() - window.__move.changedAt > {settle_ms}""",
-                            timeout=wait_ms,
+                            timeout=(waits or {}).get(explorer, wait_ms),
                         )
                         ms = page.evaluate("window.__move.paintedAt - window.__move.inputAt")
                     except Exception:  # no change: a move to where the control already was
@@ -383,7 +390,7 @@ def main() -> None:
     if not chosen:
         parser.error(f"no explorer named {args.explorer!r}")
     if args.browser:
-        print_browser_table(browser_timings(chosen))
+        print_browser_table(browser_timings(chosen, waits=dict.fromkeys(BUTTON_DRIVEN, 1_000)))
         return
     manager, client = start_new_kernel(kernel_name="python3")
     try:
