@@ -356,7 +356,8 @@ def _run(
     events: list[tuple[float, int, int, int]] = []  # (time, kind, server, batch size)
     sizes: list[int] = []
     busy = 0.0
-    picks = rng.integers(0, servers, size=(n, 2)) if servers > 1 else None
+    # as Python ints: indexing a numpy array once per arrival costs more than the rest
+    picks = rng.integers(0, servers, size=(n, 2)).tolist() if servers > 1 else None
     arrival_list = arrivals.tolist()
     factor_list = factors.tolist()
 
@@ -391,11 +392,11 @@ def _run(
             elif policy == "round_robin":
                 s = i % servers
             elif policy == "random":
-                s = int(picks[i, 0])  # type: ignore[index]
+                s = picks[i][0]  # type: ignore[index]
             elif policy == "least_loaded":
                 s = min(range(servers), key=present.__getitem__)
             else:  # power of two choices
-                a, b = int(picks[i, 0]), int(picks[i, 1])  # type: ignore[index]
+                a, b = picks[i]  # type: ignore[index]
                 s = a if present[a] <= present[b] else b
             present[s] += 1
             queues[s].append(i)
