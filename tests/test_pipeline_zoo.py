@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from perfmodel import hardware, ops
@@ -69,3 +71,58 @@ def test_zoo_models_carry_parameter_counts_and_pickle():
         resnet.labels,
     )
     assert resnet.labels[0] == "conv7x7 3->64"
+
+
+# --- Model and ModelBuilder reject what they cannot hold, and a failed add changes nothing ---
+
+
+def builder():
+    from perfmodel.pipeline.model import ModelBuilder
+
+    return ModelBuilder("H100 SXM", "NVLink 4", "bf16")
+
+
+def test_a_failed_add_leaves_the_builder_as_it_was():
+    b = builder()
+    first = b.add(ops.matmul(8, 64, 64, dtype="bf16"), 8 * 64, params=64 * 64)
+    before = (list(b.work), list(b.comm), list(b.edges), list(b.params), list(b.labels))
+    with pytest.raises(ValueError, match="`inputs` must be nodes already added, 0 to 0"):
+        b.add(ops.matmul(8, 64, 64, dtype="bf16"), 8 * 64, first, 5)
+    with pytest.raises(ValueError, match="`params` must be an integer >= 0"):
+        b.add(ops.matmul(8, 64, 64, dtype="bf16"), 8 * 64, first, params=-1)
+    with pytest.raises(TypeError, match="`cost` must be an ops.Cost"):
+        b.add("matmul", 8 * 64, first)
+    assert (b.work, b.comm, b.edges, b.params, b.labels) == before
+    b.add(ops.matmul(8, 64, 64, dtype="bf16"), 8 * 64, first)  # and it still builds
+    assert b.graph("one input").n == 2
+
+
+def test_numpy_parameter_counts_do_not_overflow_in_memory():
+    import numpy as np
+
+    b = builder()
+    b.add(ops.matmul(8, 64, 64, dtype="bf16"), 8 * 64, params=np.int32(2_000_000_000))
+    model = b.graph("one input").with_memory(capacity_bytes=math.inf, bytes_per_param=16)
+    assert model.params == (2_000_000_000,) and type(model.params[0]) is int
+    assert model.memory[0] == 2_000_000_000 * 16 + 8 * 64 * 2  # not wrapped around
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "error", "message"),
+    [
+        ("params", [1.5], TypeError, r"`params\[0\]` must be an integer"),
+        ("params", [-1], ValueError, r"`params\[0\]` must be an integer >= 0"),
+        ("params", [1, 2], ValueError, "`params` must have one entry per node: 1"),
+        ("params", 3, TypeError, "`params` must be a sequence"),
+        ("labels", [7], TypeError, r"`labels\[0\]` must be a string"),
+        ("out_bytes", [float("nan")], TypeError, r"`out_bytes\[0\]` must be an integer"),
+        ("input_description", 4, TypeError, "`input_description` must be a string"),
+    ],
+)
+def test_a_model_names_the_field_it_cannot_hold(field, value, error, message):
+    from perfmodel.pipeline.model import Model
+
+    fields = {"params": [0], "labels": ["a"], "input_description": "one input", "out_bytes": [1]}
+    fields[field] = value
+    with pytest.raises(error, match=message):
+        Model([1.0], [0.1], [], **fields)

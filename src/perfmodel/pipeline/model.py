@@ -20,10 +20,11 @@ device and a link.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from perfmodel import ops
-from perfmodel._validate import count, positive
+from perfmodel._validate import count, positive, text
 from perfmodel.comms import as_link
 from perfmodel.hardware import DeviceLike, LinkLike, dtype_bytes, get
 from perfmodel.metrics import transfer_time_s
@@ -84,11 +85,12 @@ class Model(Graph):
         capacity: float = math.inf,
     ) -> None:
         super().__init__(work, comm, edges, memory=memory, capacity=capacity)
-        object.__setattr__(self, "params", tuple(params))
-        object.__setattr__(self, "labels", tuple(labels))
-        object.__setattr__(self, "input_description", input_description)
-        object.__setattr__(self, "out_bytes", tuple(out_bytes or (0,) * self.n))
-        object.__setattr__(self, "weight_bytes", weight_bytes)
+        object.__setattr__(self, "params", _per_node("params", params, self.n, _counts))
+        object.__setattr__(self, "labels", _per_node("labels", labels, self.n, _string))
+        object.__setattr__(self, "input_description", text("input_description", input_description))
+        sizes = (0,) * self.n if out_bytes is None else out_bytes
+        object.__setattr__(self, "out_bytes", _per_node("out_bytes", sizes, self.n, _counts))
+        object.__setattr__(self, "weight_bytes", count("weight_bytes", weight_bytes))
 
     def __reduce__(self) -> tuple[type[Model], tuple[object, ...]]:  # for process pools
         fields = (self.work, self.comm, self.edges, self.params, self.labels)
@@ -148,6 +150,31 @@ class Model(Graph):
         )
 
 
+def _counts(name: str, value: object) -> int:
+    """A whole number of things, zero allowed, kept as a Python int (no numpy overflow)."""
+    return count(name, value, minimum=0)
+
+
+def _string(name: str, value: object) -> str:
+    """A string, empty allowed."""
+    if not isinstance(value, str):
+        raise TypeError(f"`{name}` must be a string (got {type(value).__name__}).")
+    return value
+
+
+def _per_node(
+    name: str, values: object, n: int, check: Callable[[str, object], Any]
+) -> tuple[Any, ...]:
+    """``values`` checked one by one, one per node: a TypeError or ValueError naming them."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        kind = type(values).__name__
+        raise TypeError(f"`{name}` must be a sequence, one entry per node (got {kind}).")
+    checked = tuple(check(f"{name}[{i}]", value) for i, value in enumerate(values))
+    if len(checked) != n:
+        raise ValueError(f"`{name}` must have one entry per node: {n} (got {len(checked)}).")
+    return checked
+
+
 class ModelBuilder:
     """Collects nodes (an operation's cost, its output's size) and edges, priced on a machine.
 
@@ -197,13 +224,27 @@ class ModelBuilder:
             The new node's index.
         """
         node = len(self.work)
-        self.params.append(params)
-        self.labels.append(label or cost.label)
-        self.work.append(estimate(cost, self.device, dtype=self.dtype).time_s)
-        nbytes = out_elements * self.width
+        # Everything is checked and priced before anything is kept, so that a bad node
+        # leaves the builder as it was.
+        if not isinstance(cost, ops.Cost):
+            raise TypeError(f"`cost` must be an ops.Cost (got {type(cost).__name__}).")
+        nbytes = _counts("out_elements", out_elements) * self.width
+        sources = [count(f"inputs[{j}]", i, minimum=0) for j, i in enumerate(inputs)]
+        later = [i for i in sources if i >= node]
+        if later:
+            raise ValueError(
+                f"`inputs` must be nodes already added, 0 to {node - 1} (got {later[0]})."
+            )
+        held = _counts("params", params)
+        name = _string("label", label) or cost.label
+        work = estimate(cost, self.device, dtype=self.dtype).time_s
+        comm = transfer_time_s(nbytes, self.link.bandwidth, latency_s=self.link.latency)
+        self.params.append(held)
+        self.labels.append(name)
+        self.work.append(work)
         self.out_bytes.append(nbytes)
-        self.comm.append(transfer_time_s(nbytes, self.link.bandwidth, latency_s=self.link.latency))
-        self.edges.extend((i, node) for i in inputs)
+        self.comm.append(comm)
+        self.edges.extend((i, node) for i in sources)
         return node
 
     def graph(self, input_description: str) -> Model:
