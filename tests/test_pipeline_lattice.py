@@ -312,3 +312,18 @@ def test_memory_must_be_an_ordered_sequence():
 def test_lattice_size_keeps_its_limit():
     chain = pl.Graph.chain([1.0] * 3, [0.0] * 3)
     assert lattice_size(chain) == 4 and lattice_size(chain, limit=3) is None
+
+
+def test_split_lattice_names_a_bad_upper_or_blocks():
+    from perfmodel.pipeline.lattice import split_lattice
+    from perfmodel.pipeline.zoo import inception_like
+
+    g = inception_like(modules=2)
+    with pytest.raises(ValueError, match="`upper`"):
+        split_lattice(g, 2, upper=float("nan"))
+    with pytest.raises(TypeError, match="`upper`"):
+        split_lattice(g, 2, upper="1.0")
+    with pytest.raises(TypeError, match="`blocks` must be the list of Block"):
+        split_lattice(g, 2, upper=1.0, blocks=[1, 2])
+    with pytest.raises(TypeError, match="`pair_limit`"):
+        split_lattice(g, 2, upper=1.0, pair_limit=1.5)

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfmodel._validate import count
+from perfmodel._validate import count, number
 from perfmodel.pipeline.budget import Deadline
 from perfmodel.pipeline.graph import (
     Graph,
@@ -421,6 +421,15 @@ def split_lattice(
         no split under ``upper``.
     """
     k = check_k(graph, k)
+    upper = number("upper", upper, minimum=0.0, allow_infinity=True, what="a bottleneck >= 0, s")
+    pair_limit = count("pair_limit", pair_limit)
+    if blocks is not None and (
+        not isinstance(blocks, list) or not all(isinstance(b, Block) for b in blocks)
+    ):
+        raise TypeError(
+            f"`blocks` must be the list of Block that lattice_blocks returns "
+            f"(got {type(blocks).__name__})."
+        )
     if blocks is None:
         blocks = lattice_blocks(graph, deadline=deadline)
     if blocks is None:
