@@ -124,6 +124,7 @@ class FrozenLayout:
         kept = self._kept.get(shape)
         padding = self._padding.get(shape, 1)
         if kept is not None:
+            in_layout = [ax.get_in_layout() for ax in figure.axes]
             figure.set_layout_engine("none")
             _place(figure, kept)
             canvas.draw()
@@ -132,8 +133,8 @@ class FrozenLayout:
                 return
             # A decoration grew: lay it out afresh, with more room around every axes.
             figure.set_layout_engine(engine)
-            for ax in figure.axes:
-                ax.set_in_layout(True)  # ``set_position`` took it out of the layout
+            for ax, was in zip(figure.axes, in_layout, strict=True):
+                ax.set_in_layout(was)  # ``set_position`` took it out of the layout
                 ax._autotitlepos = None  # and let it place its titles again
             padding = min(2 * padding, MOST_PADDING)
         if padding > 1:
