@@ -233,7 +233,7 @@ class ModelBuilder:
         later = [i for i in sources if i >= node]
         if later:
             raise ValueError(
-                f"`inputs` must be nodes already added, 0 to {node - 1} (got {later[0]})."
+                f"`inputs` must be nodes already added, numbered below {node} (got {later[0]})."
             )
         held = _counts("params", params)
         name = _string("label", label) or cost.label
