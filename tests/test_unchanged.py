@@ -35,7 +35,7 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
 
 
 def record(project: pytest.Pytester) -> Path:
-    return project.path / "test-output" / "passed" / "tests--test_grading_demo.py"
+    return project.path / "test-output" / "passed" / "tests--test_grading_demo.py.sha256"
 
 
 def test_a_file_that_passed_is_skipped_until_an_input_changes(project):

@@ -196,7 +196,9 @@ def test_each_layout_that_fails_doubles_the_padding_up_to_its_cap():
     assert layout.laid_out > 4  # the cap was reached
 
 
-def test_an_explorer_lays_its_figure_out_once_for_moves_that_fit():
+def test_an_explorer_lays_its_figure_out_once_for_moves_that_fit(monkeypatch):
+    from perfmodel.widgets.roofline import roofline_explorer
+
     layouts = []
     real = FrozenLayout.__init__
 
@@ -204,13 +206,8 @@ def test_an_explorer_lays_its_figure_out_once_for_moves_that_fit():
         real(self)
         layouts.append(self)
 
-    import pytest
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(FrozenLayout, "__init__", keep)
-        from perfmodel.widgets.roofline import roofline_explorer
-
-        box = roofline_explorer()
+    monkeypatch.setattr(FrozenLayout, "__init__", keep)
+    box = roofline_explorer()
     size = box.children[1]
     for n in (512, 2048, 4096):
         size.value = n

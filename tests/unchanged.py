@@ -126,8 +126,10 @@ class Unchanged:
         return self._keys[path]
 
     def record(self, path: Path) -> Path:
-        """Where the key of an expensive file's last passing run is kept."""
-        return self.passed_dir / path.relative_to(self.root).as_posix().replace("/", "--")
+        """Where the key of an expensive file's last passing run is kept: ``.sha256`` on the
+        file's own name, so that no tool takes a key for a notebook."""
+        name = path.relative_to(self.root).as_posix().replace("/", "--")
+        return self.passed_dir / f"{name}.sha256"
 
     @pytest.hookimpl(tryfirst=True)  # before -k and -m deselect: count every test of a file
     def pytest_collection_modifyitems(

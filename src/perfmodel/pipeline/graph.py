@@ -28,6 +28,7 @@ __all__ = [
     "Partition",
     "bottleneck_of",
     "check_k",
+    "check_per_node",
     "check_time_limit",
     "combinatorial_lower_bound",
     "fits_memory",
@@ -77,27 +78,42 @@ def fits_memory(total: float | np.ndarray, capacity: float) -> bool | np.ndarray
     return total <= capacity * (1 + MEMORY_SLACK)
 
 
-def _bytes_per_node(memory: object, n: int) -> tuple[float, ...]:
-    """Bytes per node: ``n`` non-negative finite numbers, zeros when ``memory`` is None."""
-    if memory is None:
-        return (0.0,) * n
-    if isinstance(memory, (str, bytes, Mapping, Set)) or not isinstance(memory, Iterable):
-        raise TypeError(
-            f"`memory` must be a sequence of bytes, one per node (got {type(memory).__name__})."
-        )
-    values = tuple(non_negative(f"memory[{i}]", value) for i, value in enumerate(memory))
-    if len(values) != n:
-        raise ValueError(f"`memory` must have one entry per node: {n} (got {len(values)}).")
-    return values
+def check_per_node(
+    name: str, values: object, check: Callable[[str, object], Any], unit: str, n: int | None = None
+) -> tuple[Any, ...]:
+    """``values`` as a tuple, each entry passed through ``check(f"{name}[i]", entry)``.
 
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the messages.
+    values : sequence
+        One entry per node (not a string, mapping or set: a TypeError).
+    check : callable
+        Checks one entry, given its name and value, and returns it as kept.
+    unit : str
+        What the entries are, for the TypeError (``"seconds"``, ``"bytes"``...).
+    n : int, optional
+        The node count the entries must match (a ValueError); unchecked when None.
 
-def _times(name: str, values: object) -> tuple[float, ...]:
-    """Seconds per node: a sequence of non-negative finite numbers."""
-    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+    Returns
+    -------
+    tuple
+        The checked entries, in order.
+
+    Examples
+    --------
+    >>> check_per_node("params", [3, 4], lambda name, v: count(name, v, minimum=0), "counts", 2)
+    (3, 4)
+    """
+    if isinstance(values, (str, bytes, Mapping, Set)) or not isinstance(values, Iterable):
         raise TypeError(
-            f"`{name}` must be a sequence of seconds, one per node (got {type(values).__name__})."
+            f"`{name}` must be a sequence of {unit}, one per node (got {type(values).__name__})."
         )
-    return tuple(non_negative(f"{name}[{index}]", value) for index, value in enumerate(values))
+    checked = tuple(check(f"{name}[{i}]", value) for i, value in enumerate(values))
+    if n is not None and len(checked) != n:
+        raise ValueError(f"`{name}` must have one entry per node: {n} (got {len(checked)}).")
+    return checked
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +170,8 @@ class Graph:
         memory: Sequence[float] | None = None,
         capacity: float = math.inf,
     ) -> None:
-        work_t, comm_t = _times("work", work), _times("comm", comm)
+        work_t = check_per_node("work", work, non_negative, "seconds")
+        comm_t = check_per_node("comm", comm, non_negative, "seconds")
         if not work_t:
             raise ValueError("`work` must list at least one node.")
         if len(work_t) != len(comm_t):
@@ -163,7 +180,9 @@ class Graph:
                 f"{len(comm_t)})."
             )
         n = len(work_t)
-        memory_t = _bytes_per_node(memory, n)
+        memory_t = (0.0,) * n
+        if memory is not None:
+            memory_t = check_per_node("memory", memory, non_negative, "bytes", n)
         capacity = positive("capacity", capacity, allow_infinity=True)
         if memory_t and not fits_memory(max(memory_t), capacity):
             node = memory_t.index(max(memory_t))

@@ -20,15 +20,14 @@ device and a link.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from perfmodel import ops
 from perfmodel._validate import count, positive, text
 from perfmodel.comms import as_link
 from perfmodel.hardware import DeviceLike, LinkLike, dtype_bytes, get
 from perfmodel.metrics import transfer_time_s
-from perfmodel.pipeline.graph import Graph
+from perfmodel.pipeline.graph import Graph, check_per_node
 from perfmodel.roofline import estimate
 
 __all__ = ["Model", "ModelBuilder"]
@@ -85,11 +84,13 @@ class Model(Graph):
         capacity: float = math.inf,
     ) -> None:
         super().__init__(work, comm, edges, memory=memory, capacity=capacity)
-        object.__setattr__(self, "params", _per_node("params", params, self.n, _counts))
-        object.__setattr__(self, "labels", _per_node("labels", labels, self.n, _string))
+        n = self.n
+        object.__setattr__(self, "params", check_per_node("params", params, _counts, "counts", n))
+        object.__setattr__(self, "labels", check_per_node("labels", labels, _string, "strings", n))
         object.__setattr__(self, "input_description", text("input_description", input_description))
-        sizes = (0,) * self.n if out_bytes is None else out_bytes
-        object.__setattr__(self, "out_bytes", _per_node("out_bytes", sizes, self.n, _counts))
+        sizes = check_per_node("out_bytes", (0,) * n if out_bytes is None else out_bytes,
+                               _counts, "bytes", n)  # fmt: skip
+        object.__setattr__(self, "out_bytes", sizes)
         object.__setattr__(self, "weight_bytes", count("weight_bytes", weight_bytes))
 
     def __reduce__(self) -> tuple[type[Model], tuple[object, ...]]:  # for process pools
@@ -160,19 +161,6 @@ def _string(name: str, value: object) -> str:
     if not isinstance(value, str):
         raise TypeError(f"`{name}` must be a string (got {type(value).__name__}).")
     return value
-
-
-def _per_node(
-    name: str, values: object, n: int, check: Callable[[str, object], Any]
-) -> tuple[Any, ...]:
-    """``values`` checked one by one, one per node: a TypeError or ValueError naming them."""
-    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        kind = type(values).__name__
-        raise TypeError(f"`{name}` must be a sequence, one entry per node (got {kind}).")
-    checked = tuple(check(f"{name}[{i}]", value) for i, value in enumerate(values))
-    if len(checked) != n:
-        raise ValueError(f"`{name}` must have one entry per node: {n} (got {len(checked)}).")
-    return checked
 
 
 class ModelBuilder:
