@@ -20,11 +20,17 @@ explorer's picture changed: the new image decoded, or its text replaced. Kernel,
 messages, the browser's decoding and painting are all inside. It prints, per control, the
 first move, the median and the worst.
 
+``--decks`` times every lecture's deck as ``perfmodel demo`` serves it: from the command to
+the server answering, from opening the page to its first slide showing, and from showing the
+explorer's slide, shown at once, to its controls (the deck's live cells run once it is open).
+The goal (issue 29) is a deck open in under 5 s.
+
 Run from the repository root::
 
     .venv/bin/python benchmarks/widgets.py
     .venv/bin/python benchmarks/widgets.py --explorer capstone_explorer
     .venv/bin/python benchmarks/widgets.py --browser            # needs Debian's chromium
+    .venv/bin/python benchmarks/widgets.py --decks              # needs Debian's chromium
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import shutil
 import socket
 import statistics
@@ -285,6 +292,23 @@ def _moves(page: Any, every: bool) -> Iterator[tuple[str, str, Any, Any]]:
             yield f"checkbox {i}", label, boxes.nth(i), lambda box: box.click()
 
 
+def _chromium() -> str:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        raise RuntimeError("Debian's `chromium` is not on the PATH (apt-get install chromium)")
+    return chromium
+
+
+def _console_errors(page: Any) -> list[str]:
+    """A list the page's console errors and uncaught exceptions will be added to."""
+    errors: list[str] = []
+    page.on(
+        "console", lambda message: errors.append(message.text) if message.type == "error" else None
+    )
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    return errors
+
+
 def browser_timings(
     chosen: list[tuple[str, str, str]],
     *,
@@ -302,9 +326,7 @@ def browser_timings(
     """
     from playwright.sync_api import sync_playwright
 
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        raise RuntimeError("Debian's `chromium` is not on the PATH (apt-get install chromium)")
+    chromium = _chromium()
     rows: list[dict[str, Any]] = []
     with voila_explorers(chosen) as base, sync_playwright() as playwright:
         browser = playwright.chromium.launch(
@@ -313,17 +335,7 @@ def browser_timings(
         try:
             for _, explorer, _ in chosen:
                 page = browser.new_page(viewport={"width": 1920, "height": 1080})
-                errors: list[str] = []
-
-                def note(message: Any, errors: list[str] = errors) -> None:
-                    if message.type == "error":
-                        errors.append(message.text)
-
-                def failed(error: Any, errors: list[str] = errors) -> None:
-                    errors.append(str(error))
-
-                page.on("console", note)
-                page.on("pageerror", failed)
+                errors = _console_errors(page)
                 page.add_init_script(_WATCH)
                 page.goto(f"{base}/voila/render/{explorer}.ipynb", timeout=120_000)
                 page.wait_for_selector(
@@ -381,11 +393,109 @@ def print_browser_table(rows: list[dict[str, Any]]) -> None:
     print(f"{len(rows)} moves, {unchanged} left the picture unchanged; console errors: {errors}")
 
 
+def deck_timings(lectures: list[str]) -> list[dict[str, Any]]:
+    """Serve each lecture's deck with ``perfmodel demo`` and time it in Chromium; one row per
+    lecture: ``server_s`` (command to the server answering), ``open_s`` (page requested to
+    its first slide showing), ``explorer_s`` (the explorer's slide, shown at once, to its
+    controls: the deck's live cells run once it is open) and the console errors."""
+    import signal
+    import sys
+
+    from playwright.sync_api import sync_playwright
+
+    from perfmodel.present import slides
+    from perfmodel.present.live import EXPLORER_CALL
+
+    chromium = _chromium()
+    notebooks = Path("notebooks").resolve()
+    controls = """() => {
+        const shown = [...document.querySelectorAll('.reveal .slides section.present')];
+        const controls = '.widget-slider, .widget-dropdown, .widget-toggle-buttons';
+        return shown.length > 0 && shown[shown.length - 1].querySelector(controls) !== null;
+    }"""
+    rows: list[dict[str, Any]] = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=chromium, args=["--headless", "--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            for lecture in lectures:
+                notebook = json.loads(next(notebooks.glob(f"{lecture}_*.ipynb")).read_text())
+                cells = notebook["cells"]
+                explorer = next(
+                    s.position for s in slides.slides(notebook)
+                    if any(EXPLORER_CALL.search("".join(cells[i]["source"])) for i in s.cells)
+                )  # fmt: skip
+                folder = Path(tempfile.mkdtemp(prefix=f"deck-{lecture}-"))
+                port = _free_port()
+                start = time.perf_counter()
+                server = subprocess.Popen(
+                    [sys.executable, "-m", "perfmodel.cli", "demo", lecture, "--no-browser",
+                     f"--port={port}", f"--folder={folder / 'deck'}", f"--notebooks={notebooks}"],
+                    env={**os.environ, "JUPYTER_CONFIG_DIR": str(folder / ".jupyter"),
+                         "JUPYTER_RUNTIME_DIR": str(folder / ".runtime")},
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                )  # fmt: skip
+                base = f"http://127.0.0.1:{port}"
+                try:
+                    while True:
+                        try:
+                            with urllib.request.urlopen(
+                                f"{base}/voila/files/reveal.js/dist/reveal.css", timeout=2
+                            ):
+                                break
+                        except OSError:
+                            if server.poll() is not None:
+                                raise RuntimeError(f"deck {lecture}: the server stopped") from None
+                            time.sleep(0.1)
+                    server_s = time.perf_counter() - start
+                    page = browser.new_page(viewport={"width": 1920, "height": 1080})
+                    errors = _console_errors(page)
+                    start = time.perf_counter()
+                    page.goto(base, timeout=120_000)
+                    page.wait_for_selector(
+                        ".reveal .slides section.present", state="visible", timeout=120_000
+                    )
+                    open_s = time.perf_counter() - start
+                    start = time.perf_counter()
+                    page.evaluate("location.hash = '#/{}/{}'".format(*explorer))
+                    page.wait_for_function(controls, timeout=120_000, polling=50)
+                    explorer_s = time.perf_counter() - start
+                    page.close()
+                finally:
+                    server.send_signal(signal.SIGINT)
+                    try:
+                        server.wait(timeout=30)
+                    except subprocess.TimeoutExpired:
+                        server.kill()
+                    shutil.rmtree(folder, ignore_errors=True)
+                rows.append({"lecture": lecture, "server_s": server_s, "open_s": open_s,
+                             "explorer_s": explorer_s, "errors": errors})  # fmt: skip
+        finally:
+            browser.close()
+    return rows
+
+
+def print_deck_table(rows: list[dict[str, Any]]) -> None:
+    """Print :func:`deck_timings`' rows and the slowest deck to open."""
+    print(f"{'deck':<6}{'server':>8}{'opens':>8}{'explorer':>10}  console errors")
+    for row in rows:
+        print(f"{row['lecture']:<6}{row['server_s']:7.1f}s{row['open_s']:7.1f}s"
+              f"{row['explorer_s']:9.1f}s  {len(row['errors'])}")  # fmt: skip
+    slowest = max(rows, key=lambda row: row["open_s"])
+    print(f"slowest to open: deck {slowest['lecture']}, {slowest['open_s']:.1f} s; goal 5 s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--explorer", help="only this explorer (its function name)")
     parser.add_argument("--browser", action="store_true", help="time input to paint in Chromium")
+    parser.add_argument("--decks", action="store_true", help="time every deck's opening")
     args = parser.parse_args()
+    if args.decks:
+        lectures = sorted(p.name[:2] for p in Path("notebooks").glob("[0-9][0-9]_*.ipynb"))
+        print_deck_table(deck_timings(lectures))
+        return
     chosen = [e for e in EXPLORERS if args.explorer in (None, e[1])]
     if not chosen:
         parser.error(f"no explorer named {args.explorer!r}")

@@ -1,7 +1,8 @@
 """Every lecture's deck, as `perfmodel demo` serves it, in a real headless Chromium.
 
-Each test starts `perfmodel demo NN`, opens the deck, steps through every slide, moves one
-control of the lecture's explorer and waits for its picture to change, then stops the server
+Each test starts `perfmodel demo NN`, opens the deck, steps through every slide, waits for
+the lecture's explorer (a deck runs its live cells once open), moves one of its controls and
+waits for its picture to change, then stops the server
 with one signal (SIGINT, Ctrl-C, for the first half of the lectures; SIGTERM for the
 second). It fails on any console error, any request that leaves localhost,
 and any process the server leaves behind.
@@ -46,8 +47,16 @@ _PICTURE = """() => {
     return JSON.stringify([images, texts]);
 }"""
 
-#: Lectures whose every slide is checked to fit the 1080p projector as it is served, live
-#: outputs included (the overflow test of tests/test_slides.py sees stored outputs only).
+#: Whether the slide showing holds an explorer's control.
+_CONTROLS = """() => {
+    const shown = [...document.querySelectorAll('.reveal .slides section.present')];
+    const controls = '.widget-slider, .widget-dropdown, .widget-toggle-buttons';
+    return shown[shown.length - 1].querySelector(controls) !== null;
+}"""
+
+#: Lectures whose every slide is checked to fit the 1080p projector as it is served, and the
+#: explorer's slide again once its live cells have run (the overflow test of
+#: tests/test_slides.py sees stored outputs only).
 FITTED = {"04"}
 
 #: Lectures whose explorer acts through a button (lecture 06's sweep measures on *measure*):
@@ -125,8 +134,6 @@ def present_and_step_through(lecture: str, tmp_path: Path, stop: signal.Signals)
             try:
                 page.goto(base, timeout=120_000)
                 page.wait_for_selector(".reveal .slides section", timeout=120_000)
-                controls = ".widget-slider, .widget-dropdown, .widget-toggle-buttons"
-                page.wait_for_selector(controls, state="attached", timeout=120_000)
                 layout = deck.slides(notebook)
                 for slide in layout:
                     page.evaluate("location.hash = '#/{}/{}'".format(*slide.position))
@@ -136,6 +143,13 @@ def present_and_step_through(lecture: str, tmp_path: Path, stop: signal.Signals)
                         assert bottom <= 1080, f"slide {slide.position} ends at {bottom}px"
                 assert page.locator(".reveal .slides section.present").count() >= 1
                 page.evaluate("location.hash = '#/{}/{}'".format(*explorer_slide(notebook)))
+                # The live cells run once the deck is open: the explorer's controls come
+                # when its cell has.
+                page.wait_for_function(_CONTROLS, timeout=120_000)
+                if lecture in FITTED:  # the explorer, drawn live, fits too
+                    page.wait_for_timeout(500)
+                    bottom = page.evaluate(_SLIDE_BOTTOM)
+                    assert bottom <= 1080, f"the explorer's slide ends at {bottom}px"
                 if lecture not in BUTTON_DRIVEN:
                     page.wait_for_function(f"() => ({_PICTURE})() !== '[[],[]]'", timeout=60_000)
                 before = page.evaluate(_PICTURE)

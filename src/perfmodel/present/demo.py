@@ -12,8 +12,10 @@ package (``perfmodel/data/reveal``, MIT and OFL licences beside them), and Voil�
 the widget manager among the JupyterLab extensions installed, so that another extension
 built for a different JupyterLab cannot fail in the presenter's console.
 
-A deck opens in the time its live part takes: about 3 s for a lecture whose explorer reads
-nothing else, about 10 s for lecture 08, whose explorer plots this machine's measurements.
+A deck opens in the time its kernel takes to start (about 2 s): its live part (the explorers
+and what they read) runs just after, while the presenter talks over the title slide, and
+until each live cell has run its slide shows the outputs the lecture stored
+(:mod:`perfmodel.present.later`).
 
 Why Voilà and not jupyterlab-rise: RISE's presenter app (0.43) is built against JupyterLab
 4.3 and does not load ipywidgets 8's manager, so its explorers show as text (upstream issues
@@ -127,7 +129,8 @@ def presenter_copy(lecture: Path, folder: Path, *, rerun: bool = False) -> Path:
 
     The deck is the lecture with the course's ``slides.css`` at the top of its title slide,
     and, unless ``rerun``, only its explorers and what they read left to run (the other
-    cells show the outputs the lecture stored; see :mod:`perfmodel.present.live`). Beside it
+    cells show the outputs the lecture stored; see :mod:`perfmodel.present.live`), and those
+    run once the deck has opened (:mod:`perfmodel.present.later`). Beside it
     go ``voila.json`` (reveal.js settings, the widget manager as the only
     extension, a pre-heated kernel) and the package's copy of reveal.js's styles (Voilà
     serves no file outside the deck's folder, a link included).
@@ -140,7 +143,7 @@ def presenter_copy(lecture: Path, folder: Path, *, rerun: bool = False) -> Path:
         Where the deck goes; made if missing.
     rerun : bool
         Run every cell live, as the learners' notebook does (measurements of this machine
-        included); the deck then opens only once the whole lecture has run.
+        included), and all before the deck opens, which then takes as long as the lecture.
 
     Returns
     -------
@@ -149,15 +152,17 @@ def presenter_copy(lecture: Path, folder: Path, *, rerun: bool = False) -> Path:
     """
     import nbformat
 
+    from perfmodel.present.later import defer_live_cells
     from perfmodel.present.live import freeze_outputs
 
     notebook = nbformat.read(lecture, as_version=4)  # type: ignore[no-untyped-call]
+    deck = folder / lecture.name
     if not rerun:
         freeze_outputs(notebook)
+        defer_live_cells(notebook, deck.name)
     title = notebook.cells[0]
     title.source = projector_styles() + title.source
     folder.mkdir(parents=True, exist_ok=True)
-    deck = folder / lecture.name
     nbformat.write(notebook, deck)  # type: ignore[no-untyped-call]
     write_settings(folder)
     return deck

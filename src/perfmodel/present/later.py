@@ -1,0 +1,264 @@
+"""A deck's live cells, run once the deck has opened instead of before.
+
+Voilà runs every cell with source before it sends a deck's first slide, so a lecture whose
+explorer plots this machine's measurements (lecture 08) would open only after those
+measurements ran. In a deck written by :func:`perfmodel.present.demo.presenter_copy`, each
+live cell (:mod:`perfmodel.present.live`) instead calls :func:`later`, which returns at once
+with a box showing the outputs the lecture stored, and queues the cell's own source.
+
+The box also holds a hidden button. Once the deck is open, its page (the
+``perfmodel-reveal`` template) clicks one, each second until the run disables the buttons as
+it starts (a click made before the page's connection to the kernel is up is lost). The
+first click that arrives runs the whole queue in the order the cells came, each on the
+kernel as the cell itself would run (its figures, its printing and its last value shown),
+and each cell's outputs replace its stored ones once it has run: the presenter talks over
+the title slide while lecture 08 measures. A cell that fails shows its traceback, and the
+cells after it keep their stored outputs: they would have read what it did not compute.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["TRIGGER_CLASS", "defer_live_cells", "later", "run_queued"]
+
+#: The CSS class of the hidden button the deck's page clicks when its slide is shown.
+TRIGGER_CLASS = "perfmodel-later"
+
+_WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+@dataclass
+class _Queued:
+    """A live cell waiting to run: its source and the box that shows its outputs."""
+
+    source: str
+    box: Any
+
+
+_queue: list[_Queued] = []
+_ran = False
+
+
+def _stored(cell: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+    """The cell's stored outputs as an output widget holds them: multi-line strings joined,
+    and no widget view (a stored view has no kernel behind it)."""
+
+    def joined(value: Any) -> Any:
+        return "".join(value) if isinstance(value, list) else value
+
+    outputs = []
+    for output in cell.get("outputs", []):
+        data = output.get("data", {})
+        if _WIDGET_VIEW in data:
+            continue
+        output = dict(output)
+        if "text" in output:
+            output["text"] = joined(output["text"])
+        if data:
+            output["data"] = {kind: joined(value) for kind, value in data.items()}
+        outputs.append(output)
+    return tuple(outputs)
+
+
+def later(deck: str, cell_id: str) -> Any:
+    """Queue the deck's cell ``cell_id``; return a box showing its stored outputs.
+
+    Parameters
+    ----------
+    deck : str
+        The deck notebook's path, relative to the kernel's folder (Voilà starts the kernel
+        in the deck's folder).
+    cell_id : str
+        The cell's id; its ``metadata["perfmodel"]["source"]`` holds the code to run.
+
+    Returns
+    -------
+    ipywidgets.VBox
+        The hidden button that runs the queue, and an output widget holding the cell's stored
+        outputs; once the cell has run, its outputs take that widget's place.
+        show in.
+    """
+    import ipywidgets as widgets
+
+    notebook = json.loads(Path(deck).read_text(encoding="utf-8"))
+    cell = next((c for c in notebook["cells"] if c.get("id") == cell_id), None)
+    if cell is None:
+        raise ValueError(f"`cell_id` must name a cell of {deck} (got {cell_id!r}).")
+    trigger = widgets.Button(description="run live", layout=widgets.Layout(display="none"))
+    trigger.add_class(TRIGGER_CLASS)
+    trigger.on_click(lambda _: run_queued())
+    box = widgets.VBox([trigger, *_shown(_stored(cell))])
+    _queue.append(_Queued(cell["metadata"]["perfmodel"]["source"], box))
+    return box
+
+
+def _shown(outputs: Sequence[dict[str, Any]]) -> list[Any]:
+    """Widgets that show ``outputs``: each widget view as its widget, and each run of other
+    outputs in an output widget (Voilà's output widget shows no widget view)."""
+    import ipywidgets as widgets
+    from ipywidgets.widgets.widget import _instances
+
+    shown: list[Any] = []
+    run: list[dict[str, Any]] = []
+    for output in [*outputs, None]:
+        view = None if output is None else output.get("data", {}).get(_WIDGET_VIEW)
+        if output is not None and view is None:
+            run.append(output)
+            continue
+        if run:
+            shown.append(widgets.Output(outputs=tuple(run)))
+            run = []
+        if view is not None and view["model_id"] in _instances:  # not a closed progress bar
+            shown.append(_instances[view["model_id"]])
+    return shown
+
+
+class _Recorder:
+    """Everything a cell shows, in the order it shows it, as notebook outputs: its printing
+    (``sys.stdout`` and ``sys.stderr``), its ``display`` calls (figures, widgets) and its
+    last value; ``clear_output`` empties it."""
+
+    def __init__(self, shell: Any) -> None:
+        from IPython.core.displaypub import DisplayPublisher
+
+        self.shell = shell
+        self.outputs: list[dict[str, Any]] = []
+        recorder = self
+
+        class Publisher(DisplayPublisher):
+            def publish(self, data: Any, metadata: Any = None, *args: Any, **kwargs: Any) -> None:
+                recorder.add("display_data", data, metadata)
+
+            def clear_output(self, wait: bool = False) -> None:
+                recorder.outputs.clear()
+
+        self.publisher = Publisher(shell=shell)  # type: ignore[no-untyped-call]
+
+    def add(self, kind: str, data: dict[str, Any], metadata: Any = None) -> None:
+        output: dict[str, Any] = {"output_type": kind, "data": data, "metadata": metadata or {}}
+        if kind == "execute_result":
+            output["execution_count"] = None
+        self.outputs.append(output)
+
+    def write(self, name: str, text: str) -> int:
+        last = self.outputs[-1] if self.outputs else {}
+        if last.get("output_type") == "stream" and last.get("name") == name:
+            last["text"] += text
+        else:
+            self.outputs.append({"output_type": "stream", "name": name, "text": text})
+        return len(text)
+
+    def show(self, value: Any) -> None:
+        """``sys.displayhook``: a cell's last value, shown as the notebook would."""
+        if value is None:
+            return
+        data, metadata = self.shell.display_formatter.format(value)
+        self.add("execute_result", data, metadata)
+
+    def run(self, source: str) -> Any:
+        """Run ``source`` on the shell, recording what it shows; return its ExecutionResult."""
+        import contextlib
+        import io
+        import sys
+
+        class Stream(io.TextIOBase):
+            def __init__(self, name: str, recorder: _Recorder) -> None:
+                self.name, self.recorder = name, recorder
+
+            def write(self, text: str) -> int:
+                return self.recorder.write(self.name, text)
+
+        shell = self.shell
+        publisher = shell.display_pub
+        shell.display_pub = self.publisher
+        try:
+            # Inside the shell's display trap, run_cell leaves sys.displayhook as set here
+            # (outside it, run_cell would set the kernel's own, which sends to no cell).
+            with (
+                shell.display_trap,
+                contextlib.redirect_stdout(Stream("stdout", self)),
+                contextlib.redirect_stderr(Stream("stderr", self)),
+            ):
+                sys.displayhook = self.show
+                result = shell.run_cell(source, store_history=False)
+        finally:
+            shell.display_pub = publisher
+        error = result.error_before_exec or result.error_in_exec
+        if error is not None:
+            import traceback
+
+            self.outputs.append(
+                {
+                    "output_type": "error",
+                    "ename": type(error).__name__,
+                    "evalue": str(error),
+                    "traceback": traceback.format_exception(error),
+                }  # fmt: skip
+            )
+        return result
+
+
+def run_queued() -> int:
+    """Run every queued cell, once, in order; return how many ran without an error.
+
+    Each cell's outputs replace its stored ones once it has run, so a slide never goes blank.
+
+    Returns
+    -------
+    int
+        The cells that ran and succeeded; later calls run nothing and return 0.
+    """
+    global _ran
+    if _ran:
+        return 0
+    _ran = True
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    for queued in _queue:  # the page stops clicking
+        queued.box.children[0].disabled = True
+    succeeded = 0
+    for queued in _queue:
+        recorder = _Recorder(shell)
+        result = recorder.run(queued.source)
+        queued.box.children = (queued.box.children[0], *_shown(recorder.outputs))
+        if not result.success:
+            break
+        succeeded += 1
+    return succeeded
+
+
+def defer_live_cells(notebook: Any, deck: str) -> int:
+    """Turn each code cell of ``notebook`` that has source into a call of :func:`later`;
+    return how many.
+
+    Parameters
+    ----------
+    notebook : nbformat.NotebookNode
+        A deck whose frozen cells have no source (:func:`perfmodel.present.live.freeze_outputs`),
+        changed in place: each live cell keeps its outputs and id, its source moves to
+        ``metadata["perfmodel"]["source"]``, and its new source calls :func:`later`.
+    deck : str
+        The deck's file name, as the kernel will find it from the deck's folder.
+
+    Returns
+    -------
+    int
+        The cells deferred.
+    """
+    deferred = 0
+    for cell in notebook.cells:
+        if cell.cell_type != "code" or not "".join(cell.source).strip():
+            continue
+        cell.metadata.setdefault("perfmodel", {})["source"] = "".join(cell.source)
+        cell.source = (
+            "from perfmodel.present.later import later\n\n"
+            f"later({json.dumps(deck)}, {json.dumps(cell.id)})"
+        )
+        deferred += 1
+    return deferred
