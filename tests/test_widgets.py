@@ -178,3 +178,32 @@ def test_held_redraws_nest_and_draw_each_figure_once_at_the_end():
         assert calls == []
     assert controls._held is None
     assert calls == [1]
+
+
+def test_a_kept_renderer_draws_the_same_pixels_as_a_fresh_one(monkeypatch):
+    from perfmodel.widgets.roofline import roofline_view
+
+    values = {"device": "H100 SXM", "compare": "A100 SXM4 80GB", "dtype": "bf16", "n": 4096}
+    monkeypatch.setattr(controls, "_RENDERERS", controls.OrderedDict())
+    fresh = controls.render_png(roofline_view, values)
+    (kept,) = controls._RENDERERS.values()
+    for n in (512, 4096):  # another figure drawn by the same renderer between the two
+        again = controls.render_png(roofline_view, {**values, "n": n})
+    assert list(controls._RENDERERS.values()) == [kept]
+    assert again == fresh  # the renderer's remembered text sizes are the sizes it measures
+
+
+def test_renderers_are_kept_for_a_few_sizes_the_latest_used(monkeypatch):
+    import matplotlib.pyplot as plt
+
+    monkeypatch.setattr(controls, "_RENDERERS", controls.OrderedDict())
+
+    def view(width: float) -> None:
+        figure, ax = plt.subplots(figsize=(width, 2))
+        ax.set(xlabel="time (s)", ylabel="rate (1/s)")
+
+    widths = [2 + i for i in range(controls.KEPT_RENDERERS + 2)]
+    for width in widths:
+        controls.render_png(view, {"width": width})
+    kept = [key[0] / controls.LIVE_DPI for key in controls._RENDERERS]
+    assert kept == widths[-controls.KEPT_RENDERERS :]
