@@ -9,18 +9,24 @@ import json
 import nbformat
 import pytest
 
-from perfmodel.present.later import TRIGGER_CLASS, defer_live_cells
+from perfmodel.present.later import NOT_RUN, TRIGGER_CLASS, defer_live_cells
 
 #: The live cells of the deck the kernel runs: a print, a figure beside its value, a widget
-#: (an explorer's stand-in), a failure, and a cell after it.
+#: (an explorer's stand-in), an output widget written to, a value silenced by ``;``, a
+#: display updated in place, a failure, and a cell after it.
 SOURCES = [
     "total = 40 + 2\nprint('total', total)",
     "import matplotlib.pyplot as plt\nplt.plot([1, 2], [total, 0])\n"
     "plt.xlabel('step (count)')\nplt.ylabel('total (count)')\ntotal + 1",
     "import ipywidgets\nipywidgets.IntSlider(value=total)",
+    "out = ipywidgets.Output()\nwith out:\n    print('for the output widget')\nout",
+    "total * 2;",
+    "from IPython.display import display\nshown = display('first', display_id=True)\n"
+    "shown.update('second')",
     "print('before the slip')\n1 / 0",
     "print('never')",
 ]
+FAILS = 6  # the index of the failing cell
 
 
 def deck_notebook() -> nbformat.NotebookNode:
@@ -29,6 +35,8 @@ def deck_notebook() -> nbformat.NotebookNode:
         cell = nbformat.v4.new_code_cell(source, id=f"live-{index}")
         cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"stored {index}\n")]
         cells.append(cell)
+    # JSON stays the value it is (only text is stored as lines).
+    cells[1].outputs.append(nbformat.v4.new_output("display_data", {"application/json": [1, 2]}))
     frozen = nbformat.v4.new_code_cell("", id="frozen")  # as freeze_outputs leaves it
     frozen.outputs = [nbformat.v4.new_output("stream", name="stdout", text="kept\n")]
     cells.append(frozen)
@@ -45,6 +53,15 @@ def test_deferring_moves_each_live_source_to_metadata_and_calls_later():
         assert cell.outputs[0]["text"] == f"stored {index}\n"
     assert notebook.cells[-1].source == ""
     assert "perfmodel" not in notebook.cells[-1].metadata
+
+
+def test_a_notebook_older_than_cell_ids_gets_them():
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x_explorer()")])
+    notebook.nbformat_minor = 4
+    del notebook.cells[0]["id"]
+    assert defer_live_cells(notebook, "deck.ipynb") == 1
+    nbformat.validate(notebook)
+    assert notebook.cells[0].id in notebook.cells[0].source
 
 
 @pytest.fixture(scope="module")
@@ -112,9 +129,16 @@ def test_stored_outputs_show_until_the_button_runs_the_queue_in_order_once(kerne
             run(client, cell.source)
     before = shown(client)
     assert [box[0][0] for box in before] == ["Button"] * len(SOURCES)
-    assert [box[1] for box in before] == [
-        ["Output", [["stream", f"stored {index}\n"]]] for index in range(len(SOURCES))
+    assert [box[1] for box in before[1:]] == [
+        ["Output", [["stream", f"stored {index}\n"]]] for index in range(1, len(SOURCES))
     ]
+    assert before[0][1] == [
+        "Output", [["stream", "stored 0\n"], ["display_data", ["application/json"]]]
+    ]  # fmt: skip
+    json_shown = (
+        "import json\nprint(json.dumps(_later._queue[0].box.children[1].outputs[1]['data']))"
+    )
+    assert json.loads(run(client, json_shown)) == {"application/json": [1, 2]}
     button = run(
         client,
         "from perfmodel.present import later as _later\n"
@@ -131,8 +155,17 @@ def test_stored_outputs_show_until_the_button_runs_the_queue_in_order_once(kerne
     assert value == ["execute_result", ["text/plain"]]
     assert figure == ["display_data", ["image/png", "text/plain"]]
     assert [kind for kind, _ in after[2]] == ["Button", "IntSlider"]
-    (printed, error) = after[3][1][1]
+    # What the output widget captured went to it (through the kernel), not to the cell.
+    assert after[3] == [["Button", []], ["Output", []]]
+    assert after[4] == [["Button", []]]  # the ; silenced the value
+    assert after[5][1] == ["Output", [["display_data", ["text/plain"]]]]
+    assert "second" in run(client, "print(_later._queue[5].box.children[1].outputs)")
+    (printed, error) = after[FAILS][1][1]
     assert printed == ["stream", "before the slip\n"]
     assert error[:2] == ["error", "ZeroDivisionError"]
-    assert after[4][1] == ["Output", [["stream", "stored 4\n"]]]  # never ran: stored stays
+    # The cell after the failure keeps its stored outputs, and says it did not run.
+    assert after[FAILS + 1][1:] == [
+        ["Output", [["stream", f"stored {FAILS + 1}\n"]]],
+        ["Output", [["stream", NOT_RUN]]],
+    ]
     assert run(client, "print(_later.run_queued())").strip() == "0"  # once only

@@ -207,3 +207,20 @@ def test_renderers_are_kept_for_a_few_sizes_the_latest_used(monkeypatch):
         controls.render_png(view, {"width": width})
     kept = [key[0] / controls.LIVE_DPI for key in controls._RENDERERS]
     assert kept == widths[-controls.KEPT_RENDERERS :]
+
+
+def test_a_renderer_is_not_kept_across_text_settings_that_change_text_sizes(monkeypatch):
+    import matplotlib as mpl
+    import matplotlib.pyplot as plt
+
+    from perfmodel.widgets.roofline import roofline_view
+
+    values = {"device": "H100 SXM", "compare": None, "dtype": "bf16", "n": 4096}
+    monkeypatch.setattr(controls, "_RENDERERS", controls.OrderedDict())
+    controls.render_png(roofline_view, values)  # measured with the default hinting
+    with mpl.rc_context({"text.hinting": "no_hinting"}):
+        after = controls.render_png(roofline_view, values)
+        monkeypatch.setattr(controls, "_RENDERERS", controls.OrderedDict())
+        fresh = controls.render_png(roofline_view, values)
+    plt.close("all")
+    assert after == fresh

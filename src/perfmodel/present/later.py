@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["TRIGGER_CLASS", "defer_live_cells", "later", "run_queued"]
+__all__ = ["NOT_RUN", "TRIGGER_CLASS", "defer_live_cells", "later", "run_queued"]
 
 #: The CSS class of the hidden button the deck's page clicks when its slide is shown.
 TRIGGER_CLASS = "perfmodel-later"
@@ -48,8 +48,10 @@ def _stored(cell: dict[str, Any]) -> tuple[dict[str, Any], ...]:
     """The cell's stored outputs as an output widget holds them: multi-line strings joined,
     and no widget view (a stored view has no kernel behind it)."""
 
-    def joined(value: Any) -> Any:
-        return "".join(value) if isinstance(value, list) else value
+    def joined(value: Any, kind: str = "text/plain") -> Any:
+        # A notebook splits text into lines; JSON stays the value it is (nbformat's rule).
+        json_kind = kind == "application/json" or kind.endswith("+json")
+        return "".join(value) if isinstance(value, list) and not json_kind else value
 
     outputs = []
     for output in cell.get("outputs", []):
@@ -60,7 +62,7 @@ def _stored(cell: dict[str, Any]) -> tuple[dict[str, Any], ...]:
         if "text" in output:
             output["text"] = joined(output["text"])
         if data:
-            output["data"] = {kind: joined(value) for kind, value in data.items()}
+            output["data"] = {kind: joined(value, kind) for kind, value in data.items()}
         outputs.append(output)
     return tuple(outputs)
 
@@ -120,87 +122,136 @@ def _shown(outputs: Sequence[dict[str, Any]]) -> list[Any]:
 
 class _Recorder:
     """Everything a cell shows, in the order it shows it, as notebook outputs: its printing
-    (``sys.stdout`` and ``sys.stderr``), its ``display`` calls (figures, widgets) and its
-    last value; ``clear_output`` empties it."""
+    (``sys.stdout`` and ``sys.stderr``), its ``display`` calls (figures, widgets; a display
+    updated by its ``display_id`` changes in place) and its last value (unless the cell ends
+    in ``;``); ``clear_output`` empties it.
 
-    def __init__(self, shell: Any) -> None:
+    While an output widget captures (a ``with Output():`` block, ``interact``), what the cell
+    shows goes to the kernel as usual, for that widget to show.
+    """
+
+    def __init__(self, shell: Any, source: str) -> None:
         from IPython.core.displaypub import DisplayPublisher
 
         self.shell = shell
+        self.source = source
         self.outputs: list[dict[str, Any]] = []
+        self.displays: dict[str, dict[str, Any]] = {}  # each display_id's output
+        kernels = shell.display_pub
         recorder = self
 
         class Publisher(DisplayPublisher):
             def publish(self, data: Any, metadata: Any = None, *args: Any, **kwargs: Any) -> None:
-                recorder.add("display_data", data, metadata)
+                if recorder.widget_captures():
+                    kernels.publish(data, metadata, *args, **kwargs)
+                    return
+                transient = kwargs.get("transient") or {}
+                recorder.add("display_data", data, metadata, transient.get("display_id"),
+                             update=bool(kwargs.get("update")))  # fmt: skip
 
             def clear_output(self, wait: bool = False) -> None:
-                recorder.outputs.clear()
+                if recorder.widget_captures():
+                    kernels.clear_output(wait)
+                else:
+                    recorder.outputs.clear()
 
+            def set_parent(self, parent: Any) -> None:  # an output widget entering
+                kernels.set_parent(parent)
+
+        self.kernels = kernels
         self.publisher = Publisher(shell=shell)  # type: ignore[no-untyped-call]
 
-    def add(self, kind: str, data: dict[str, Any], metadata: Any = None) -> None:
+    @staticmethod
+    def widget_captures() -> bool:
+        """Whether an output widget is capturing what the kernel shows."""
+        from ipywidgets import Output
+        from ipywidgets.widgets.widget import _instances
+
+        return any(isinstance(w, Output) and w.msg_id for w in list(_instances.values()))
+
+    def add(
+        self,
+        kind: str,
+        data: dict[str, Any],
+        metadata: Any = None,
+        display_id: str | None = None,
+        *,
+        update: bool = False,
+    ) -> None:
+        if update:
+            if display_id in self.displays:
+                self.displays[display_id].update(data=data, metadata=metadata or {})
+            return
         output: dict[str, Any] = {"output_type": kind, "data": data, "metadata": metadata or {}}
         if kind == "execute_result":
             output["execution_count"] = None
+        if display_id is not None:
+            self.displays[display_id] = output
         self.outputs.append(output)
 
-    def write(self, name: str, text: str) -> int:
+    def write(self, name: str, text: str) -> None:
         last = self.outputs[-1] if self.outputs else {}
         if last.get("output_type") == "stream" and last.get("name") == name:
             last["text"] += text
         else:
             self.outputs.append({"output_type": "stream", "name": name, "text": text})
-        return len(text)
 
     def show(self, value: Any) -> None:
         """``sys.displayhook``: a cell's last value, shown as the notebook would."""
-        if value is None:
+        from IPython.core.displayhook import DisplayHook
+
+        quiet = DisplayHook.semicolon_at_end_of_expression
+        if value is None or quiet(self.source):  # type: ignore[no-untyped-call]
             return
         data, metadata = self.shell.display_formatter.format(value)
         self.add("execute_result", data, metadata)
 
-    def run(self, source: str) -> Any:
-        """Run ``source`` on the shell, recording what it shows; return its ExecutionResult."""
+    def run(self) -> Any:
+        """Run the cell on the shell, recording what it shows; return its ExecutionResult."""
         import contextlib
         import io
         import sys
 
         class Stream(io.TextIOBase):
-            def __init__(self, name: str, recorder: _Recorder) -> None:
-                self.name, self.recorder = name, recorder
+            def __init__(self, name: str, recorder: _Recorder, kernels: Any) -> None:
+                self.name, self.recorder, self.kernels = name, recorder, kernels
 
             def write(self, text: str) -> int:
-                return self.recorder.write(self.name, text)
+                if self.recorder.widget_captures():
+                    self.kernels.write(text)
+                else:
+                    self.recorder.write(self.name, text)
+                return len(text)
+
+            def flush(self) -> None:
+                self.kernels.flush()
 
         shell = self.shell
-        publisher = shell.display_pub
         shell.display_pub = self.publisher
         try:
             # Inside the shell's display trap, run_cell leaves sys.displayhook as set here
             # (outside it, run_cell would set the kernel's own, which sends to no cell).
             with (
                 shell.display_trap,
-                contextlib.redirect_stdout(Stream("stdout", self)),
-                contextlib.redirect_stderr(Stream("stderr", self)),
+                contextlib.redirect_stdout(Stream("stdout", self, sys.stdout)),
+                contextlib.redirect_stderr(Stream("stderr", self, sys.stderr)),
             ):
                 sys.displayhook = self.show
-                result = shell.run_cell(source, store_history=False)
+                result = shell.run_cell(self.source, store_history=False)
         finally:
-            shell.display_pub = publisher
+            shell.display_pub = self.kernels
         error = result.error_before_exec or result.error_in_exec
-        if error is not None:
-            import traceback
-
-            self.outputs.append(
-                {
-                    "output_type": "error",
-                    "ename": type(error).__name__,
-                    "evalue": str(error),
-                    "traceback": traceback.format_exception(error),
-                }  # fmt: skip
+        if error is not None:  # shown as the notebook shows it, in IPython's colours
+            traceback = shell.InteractiveTB.structured_traceback(
+                type(error), error, error.__traceback__
             )
+            self.outputs.append({"output_type": "error", "ename": type(error).__name__,
+                                 "evalue": str(error), "traceback": traceback})  # fmt: skip
         return result
+
+
+#: Shown under the stored outputs of each cell left unrun after a live cell failed.
+NOT_RUN = "Not run live (a live cell above failed): this is what the lecture stored.\n"
 
 
 def run_queued() -> int:
@@ -223,11 +274,14 @@ def run_queued() -> int:
     for queued in _queue:  # the page stops clicking
         queued.box.children[0].disabled = True
     succeeded = 0
-    for queued in _queue:
-        recorder = _Recorder(shell)
-        result = recorder.run(queued.source)
+    for index, queued in enumerate(_queue):
+        recorder = _Recorder(shell, queued.source)
+        result = recorder.run()
         queued.box.children = (queued.box.children[0], *_shown(recorder.outputs))
         if not result.success:
+            note = {"output_type": "stream", "name": "stderr", "text": NOT_RUN}
+            for unrun in _queue[index + 1 :]:
+                unrun.box.children = (*unrun.box.children, *_shown([note]))
             break
         succeeded += 1
     return succeeded
@@ -242,7 +296,8 @@ def defer_live_cells(notebook: Any, deck: str) -> int:
     notebook : nbformat.NotebookNode
         A deck whose frozen cells have no source (:func:`perfmodel.present.live.freeze_outputs`),
         changed in place: each live cell keeps its outputs and id, its source moves to
-        ``metadata["perfmodel"]["source"]``, and its new source calls :func:`later`.
+        ``metadata["perfmodel"]["source"]``, and its new source calls :func:`later`. A
+        notebook older than nbformat 4.5 gets the cell ids it lacks.
     deck : str
         The deck's file name, as the kernel will find it from the deck's folder.
 
@@ -251,6 +306,12 @@ def defer_live_cells(notebook: Any, deck: str) -> int:
     int
         The cells deferred.
     """
+    from nbformat.corpus.words import generate_corpus_id
+
+    for cell in notebook.cells:  # a notebook older than nbformat 4.5 has no cell ids
+        if "id" not in cell:
+            cell["id"] = generate_corpus_id()  # type: ignore[no-untyped-call]
+    notebook.nbformat_minor = max(notebook.nbformat_minor, 5)
     deferred = 0
     for cell in notebook.cells:
         if cell.cell_type != "code" or not "".join(cell.source).strip():
