@@ -25,6 +25,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 __all__ = [
     "COLOURS",
     "STYLE",
+    "legend_below",
     "legend_beside",
     "new_axes",
     "LOG_MINOR",
@@ -113,6 +114,43 @@ def legend_beside(ax: Any, **options: Any) -> Any:
         The legend drawn.
     """
     return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **options)
+
+
+def legend_below(ax: Any, **options: Any) -> Any:
+    """A legend under ``ax``, across the figure, when ``ax`` is its figure's only axes and the
+    figure is laid out by constrained layout; else :func:`legend_beside`.
+
+    Below, long entries take the figure's whole width and the axes keep theirs; beside, a
+    legend of long entries leaves the axes a narrow strip.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The axes whose labelled artists the legend lists.
+    **options
+        Passed on to ``Figure.legend`` (or ``Axes.legend``); not ``loc``.
+
+    Returns
+    -------
+    matplotlib.legend.Legend
+        The legend drawn.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> figure, ax = plt.subplots(layout="constrained")
+    >>> _ = ax.plot([0, 1], label="a line")
+    >>> legend_below(ax) in figure.legends
+    True
+    >>> plt.close(figure)
+    """
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+
+    figure = ax.figure
+    if isinstance(figure.get_layout_engine(), ConstrainedLayoutEngine) and figure.axes == [ax]:
+        handles, labels = ax.get_legend_handles_labels()
+        return figure.legend(handles, labels, loc="outside lower center", **options)
+    return legend_beside(ax, **options)
 
 
 #: A log axis's minor ticks: 2 and 5 times each power of ten, the ones

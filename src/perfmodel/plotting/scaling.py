@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from perfmodel import scaling
-from perfmodel.plotting import COLOURS, legend_beside, new_axes, style
+from perfmodel.plotting import COLOURS, legend_below, new_axes, style
 
 __all__ = ["scaling_plot"]
 
@@ -47,7 +47,8 @@ def scaling_plot(
     ax : matplotlib.axes.Axes or None
         Axes to draw on: speedup against processors, the ideal line, Amdahl's curve and
         its ceiling (when it is below ``max_processors``), Gustafson's line and the
-        measured points, a legend beside; None makes a 10 x 6 inch figure.
+        measured points, a legend below (beside when the figure holds other axes); None
+        makes a 10 x 6 inch figure.
 
     Returns
     -------
@@ -79,8 +80,7 @@ def scaling_plot(
             ax.plot(xs, ys, "D", color="black", markersize=10, label=measured_label)
         ax.set(xlabel="processors p", ylabel="speedup (× one processor)",
                xlim=(1, max_processors), ylim=(0, max_processors * 1.05))  # fmt: skip
-        # From the axes' left edge: centred over axes squeezed by the legend beside them,
-        # the title ran off the figure's left edge.
         ax.set_title("Strong scaling saturates; weak scaling keeps growing", loc="left")
-        legend_beside(ax, fontsize=11)
+        # Below: beside the axes, the two-line Gustafson entry left them a third of the width.
+        legend_below(ax, fontsize=11)
     return ax
