@@ -309,5 +309,7 @@ def capstone_explorer(**defaults: Any) -> Any:
             options=list(NETWORKS), value=view["network"], description="network", **wide
         ),
     }
+    for name in MODELS:  # imported now, so that no first switch to a model waits for it
+        _model(name)
     out = live_plot(capstone_view, controls)
     return widgets.VBox([*controls.values(), out])
