@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,9 +47,9 @@ def scaling_plot(
         The legend's label for the measured points.
     ax : matplotlib.axes.Axes or None
         Axes to draw on: speedup against processors, the ideal line, Amdahl's curve and
-        its ceiling (when it is below ``max_processors``), Gustafson's line and the
-        measured points, a legend below (beside when the figure holds other axes); None
-        makes a 10 x 6 inch figure.
+        its ceiling (drawn when below ``max_processors``, always in the legend), Gustafson's
+        line and the measured points, a legend below (beside when the figure holds other
+        axes); None makes a 10 x 6 inch figure.
 
     Returns
     -------
@@ -72,9 +73,16 @@ def scaling_plot(
                 label=f"Amdahl: the problem stays; 1 − α = {percent} "
                       "of the one-processor run")  # fmt: skip
         limit = scaling.amdahl_limit(alpha)
+        ceiling = {"color": COLOURS[0], "linestyle": "--", "linewidth": 1.5}
         if limit < max_processors:
-            ax.axhline(limit, color=COLOURS[0], linestyle="--", linewidth=1.5,
-                       label=f"Amdahl's ceiling 1/(1 − α) = {limit:.3g}")  # fmt: skip
+            ax.axhline(limit, label=f"Amdahl's ceiling 1/(1 − α) = {limit:.3g}", **ceiling)
+        else:  # listed all the same, so the legend keeps its size as the sliders move
+            label = (
+                "Amdahl's ceiling: none (no serial part)"
+                if math.isinf(limit)
+                else f"Amdahl's ceiling 1/(1 − α) = {limit:.3g} (above the chart)"
+            )
+            ax.plot([], [], label=label, **ceiling)
         if measured:
             xs, ys = zip(*measured, strict=True)
             ax.plot(xs, ys, "D", color="black", markersize=10, label=measured_label)
