@@ -21,9 +21,9 @@ messages, the browser's decoding and painting are all inside. It prints, per con
 first move, the median and the worst.
 
 ``--decks`` times every lecture's deck as ``perfmodel demo`` serves it: from the command to
-the server answering, from opening the page to its first slide showing, and from showing the
-explorer's slide, shown at once, to its controls (the deck's live cells run once it is open).
-The goal (issue 29) is a deck open in under 5 s.
+the server answering; from opening the page to its first slide showing; and from then, with
+the explorer's slide shown at once, to the explorer's controls appearing (a deck runs its
+live cells once it is open). The goal (issue 29) is a deck open in under 5 s.
 
 Run from the repository root::
 
@@ -396,8 +396,9 @@ def print_browser_table(rows: list[dict[str, Any]]) -> None:
 def deck_timings(lectures: list[str]) -> list[dict[str, Any]]:
     """Serve each lecture's deck with ``perfmodel demo`` and time it in Chromium; one row per
     lecture: ``server_s`` (command to the server answering), ``open_s`` (page requested to
-    its first slide showing), ``explorer_s`` (the explorer's slide, shown at once, to its
-    controls: the deck's live cells run once it is open) and the console errors."""
+    its first slide showing), ``explorer_s`` (from then, with the explorer's slide shown at
+    once, to its controls appearing: a deck runs its live cells once open) and the console
+    errors."""
     import signal
     import sys
 

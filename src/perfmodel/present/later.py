@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,13 @@ def _stored(cell: dict[str, Any]) -> tuple[dict[str, Any], ...]:
     return tuple(outputs)
 
 
+@lru_cache(maxsize=4)
+def _cells(deck: str) -> dict[str, dict[str, Any]]:
+    """The deck's cells by id, read once for all its live cells."""
+    notebook = json.loads(Path(deck).read_text(encoding="utf-8"))
+    return {cell["id"]: cell for cell in notebook["cells"] if "id" in cell}
+
+
 def later(deck: str, cell_id: str) -> Any:
     """Queue the deck's cell ``cell_id``; return a box showing its stored outputs.
 
@@ -83,12 +91,10 @@ def later(deck: str, cell_id: str) -> Any:
     ipywidgets.VBox
         The hidden button that runs the queue, and an output widget holding the cell's stored
         outputs; once the cell has run, its outputs take that widget's place.
-        show in.
     """
     import ipywidgets as widgets
 
-    notebook = json.loads(Path(deck).read_text(encoding="utf-8"))
-    cell = next((c for c in notebook["cells"] if c.get("id") == cell_id), None)
+    cell = _cells(deck).get(cell_id)
     if cell is None:
         raise ValueError(f"`cell_id` must name a cell of {deck} (got {cell_id!r}).")
     trigger = widgets.Button(description="run live", layout=widgets.Layout(display="none"))
