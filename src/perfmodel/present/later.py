@@ -14,6 +14,10 @@ kernel as the cell itself would run (its figures, its printing and its last valu
 and each cell's outputs replace its stored ones once it has run: the presenter talks over
 the title slide while lecture 08 measures. A cell that fails shows its traceback, and the
 cells after it keep their stored outputs: they would have read what it did not compute.
+
+The cells run inside the kernel's own event loop, so a live cell cannot use top-level
+``await``; and what a program writes straight to a file descriptor (``os.system``, a C
+extension) reaches the kernel's log, not the slide. No lecture does either.
 """
 
 from __future__ import annotations
