@@ -188,6 +188,19 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def _wait_for_server(url: str, server: subprocess.Popen[bytes], timeout_s: float = 60) -> None:
+    """Wait until ``url`` answers; RuntimeError if the server stops or ``timeout_s`` passes."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"Voilà did not start (no answer from {url})") from None
+            time.sleep(0.1)
+
+
 @contextlib.contextmanager
 def voila_explorers(chosen: list[tuple[str, str, str]]) -> Iterator[str]:
     """Voilà serving one notebook per explorer (``<explorer>.ipynb``) as ``perfmodel demo``
@@ -217,15 +230,7 @@ def voila_explorers(chosen: list[tuple[str, str, str]]) -> Iterator[str]:
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/", timeout=2):
-                    break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("Voilà did not start") from None
-                time.sleep(0.3)
+        _wait_for_server(f"{base}/", server)
         yield base
     finally:
         server.terminate()
@@ -439,16 +444,7 @@ def deck_timings(lectures: list[str]) -> list[dict[str, Any]]:
                 )  # fmt: skip
                 base = f"http://127.0.0.1:{port}"
                 try:
-                    while True:
-                        try:
-                            with urllib.request.urlopen(
-                                f"{base}/voila/files/reveal.js/dist/reveal.css", timeout=2
-                            ):
-                                break
-                        except OSError:
-                            if server.poll() is not None:
-                                raise RuntimeError(f"deck {lecture}: the server stopped") from None
-                            time.sleep(0.1)
+                    _wait_for_server(f"{base}/voila/files/reveal.js/dist/reveal.css", server)
                     server_s = time.perf_counter() - start
                     page = browser.new_page(viewport={"width": 1920, "height": 1080})
                     errors = _console_errors(page)
