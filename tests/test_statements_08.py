@@ -380,3 +380,24 @@ def test_workbook_q5_describes_one_source_of_serial_time_only():
     )
     assert "with lock:" in prompt and "No file is read" in prompt
     assert not re.search(r"file handle|load|dataset", prompt), prompt
+
+
+def test_the_legend_says_above_the_chart_only_when_the_ceiling_is():
+    """Finding (newcomer): at 1.5% serial on 64 processors the ceiling, 66.7, is inside the
+    chart (its top is 1.05 x 64 = 67.2), yet the legend said "above the chart" and drew none."""
+    import matplotlib.pyplot as plt
+
+    from perfmodel.plotting.scaling import scaling_plot
+
+    for serial, drawn in ((0.015, True), (0.014, False), (0.0, False)):
+        ax = scaling_plot(serial, 64)
+        labels = [x for x in ax.get_legend_handles_labels()[1] if x.startswith("Amdahl's ceiling")]
+        ceilings = [line for line in ax.get_lines() if line.get_label() in labels]
+        limit = scaling.amdahl_limit(1 - serial)
+        on_chart = limit <= ax.get_ylim()[1]
+        assert on_chart == drawn
+        assert len(labels) == 1 and ("above the chart" in labels[0]) == (
+            drawn is False and serial > 0
+        )
+        assert (len(ceilings[0].get_ydata()) > 0) == drawn
+        plt.close("all")

@@ -47,7 +47,7 @@ def scaling_plot(
         The legend's label for the measured points.
     ax : matplotlib.axes.Axes or None
         Axes to draw on: speedup against processors, the ideal line, Amdahl's curve and
-        its ceiling (drawn when below ``max_processors``, always in the legend), Gustafson's
+        its ceiling (drawn when on the chart, always in the legend), Gustafson's
         line and the measured points, a legend below (beside when the figure holds other
         axes); None makes a 10 x 6 inch figure.
 
@@ -73,8 +73,9 @@ def scaling_plot(
                 label=f"Amdahl: the problem stays; 1 − α = {percent} "
                       "of the one-processor run")  # fmt: skip
         limit = scaling.amdahl_limit(alpha)
+        top = max_processors * 1.05  # the chart's top: a little headroom over the ideal line
         ceiling = {"color": COLOURS[0], "linestyle": "--", "linewidth": 1.5}
-        if limit < max_processors:
+        if limit <= top:
             ax.axhline(limit, label=f"Amdahl's ceiling 1/(1 − α) = {limit:.3g}", **ceiling)
         else:  # listed all the same, so the legend keeps its size as the sliders move
             label = (
@@ -87,7 +88,7 @@ def scaling_plot(
             xs, ys = zip(*measured, strict=True)
             ax.plot(xs, ys, "D", color="black", markersize=10, label=measured_label)
         ax.set(xlabel="processors p", ylabel="speedup (× one processor)",
-               xlim=(1, max_processors), ylim=(0, max_processors * 1.05))  # fmt: skip
+               xlim=(1, max_processors), ylim=(0, top))  # fmt: skip
         ax.set_title("Strong scaling saturates; weak scaling keeps growing", loc="left")
         # Below: beside the axes, the two-line Gustafson entry left them a third of the width.
         legend_below(ax, fontsize=11)
