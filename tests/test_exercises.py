@@ -93,7 +93,8 @@ ALL_SLIPS = [
     MINUTES_FOR_SECONDS,
     KWH_FOR_JOULES,
     PERCENT_FOR_FRACTION,
-    SPARSE_PEAK,
+    DTYPE_WIDTH,
+    COUNTED_TWICE,
 ]
 
 
@@ -121,11 +122,27 @@ def test_a_unit_slip_prints_its_exact_factor_and_no_measured_ratio():
 
 def test_a_conceptual_slip_names_the_concept_never_the_factor():
     key = number_key(100.0, rel_tol=0.01, salt=SALT)
-    peak = Slip(factor=1.6576, name="peak ratio", cause="the peak ratio alone")
+    peak = Slip(factor=1.6576, name="peak ratio", cause="the peak ratio alone", direction="large")
     message = fails(165.76, key, slips=(peak,))
     assert "it looks like the peak ratio alone" in message
     assert not re.search(r"\d\.\d", message.split("is 165.8")[-1]), message
     assert not peak.unit and BITS_FOR_BYTES.unit and not COUNTED_TWICE.unit
+
+
+def test_a_conceptual_slip_is_one_way_unless_it_says_both():
+    """The ideal speedup is always too large: a value as far below the answer is not it."""
+    key = number_key(9.142857, rel_tol=0.01, salt=SALT)
+    ideal = Slip(factor=1.75, name="ideal", cause="the ideal speedup", direction="large")
+    assert "the ideal speedup" in fails(16.0, key, slips=(ideal,))
+    assert "the ideal speedup" not in fails(9.142857 / 1.75, key, slips=(ideal,))
+    with pytest.raises(ValueError, match="`direction` must be given for the conceptual slip"):
+        Slip(factor=1.75, name="ideal", cause="the ideal speedup")
+    assert Slip(factor=8, name="b", cause="bits", unit=True).direction == "both"
+    assert SPARSE_PEAK.scales() == (("large", 2),)
+    assert SPARSE_PEAK.only("small").scales() == (("small", 0.5),)
+    assert SPARSE_PEAK.only("small").cause == SPARSE_PEAK.cause
+    with pytest.raises(ValueError, match="'large' or 'small' \\(got 'both'\\)"):
+        SPARSE_PEAK.only("both")
 
 
 def test_near_misses_are_not_called_a_binary_prefix_slip():
@@ -200,7 +217,7 @@ def test_bad_keys_and_definitions_raise_type_or_value_errors():
     with pytest.raises(TypeError, match="`key` must be a str"):
         check_number("x", 1.0, 1.0)
     with pytest.raises(ValueError, match="`factor` must be a finite number above 1"):
-        Slip(factor=0.5, name="n", cause="c")
+        Slip(factor=0.5, name="n", cause="c", direction="large")
 
 
 def test_default_slips_follow_the_unit():
@@ -239,7 +256,7 @@ def test_check_count_is_exact_and_names_off_by_one():
             check_count("stages", off_by_one, key)
     with pytest.raises(AnswerError, match="not yet. Recount"):
         check_count("stages", 9, key)
-    doubled = Slip(factor=2, name="doubled", cause="each stage counted twice")
+    doubled = Slip(factor=2, name="doubled", cause="each stage counted twice", direction="both")
     with pytest.raises(AnswerError, match="not yet, it looks like each stage counted twice"):
         check_count("stages", 6, key, slips=(doubled,))
     unit = Slip(factor=1000, name="k", cause="thousands for units", unit=True)
@@ -308,7 +325,7 @@ def implied(answer, rate=2.3e10, **kwargs):
 def test_a_time_at_the_learners_own_rate_is_checked_by_the_work_it_implies(rate):
     implied(2e9 / rate, rate=rate)
     implied(np.float32(2e9 / rate), rate=np.float64(rate))
-    with pytest.raises(AnswerError, match="it looks like a tensor counted twice"):
+    with pytest.raises(AnswerError, match="it looks like every tensor counted twice"):
         implied(1e9 / rate, rate=rate)
 
 

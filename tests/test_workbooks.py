@@ -88,9 +88,15 @@ def _master_namespace_and_checks(workbook):
     return master_namespace(workbook), checks
 
 
+#: How a conceptual slip checked both ways says so in its cause.
+_BOTH_WAYS = ("or the reverse", "down or up", "or half of them", "the wrong element width",
+              "a slip at the optimum", "or the one after")  # fmt: skip
+
+
 @pytest.mark.parametrize("workbook", WORKBOOKS, ids=lambda workbook: workbook.name)
 def test_every_declared_slip_is_named_for_the_masters_answer(workbook):
-    """Each question's slips, applied to the key's own answer, get that slip's hint."""
+    """Each question's slips, applied to the key's own answer, get that slip's hint; a one-way
+    slip's mirror does not, and a slip checked both ways says both in its words."""
     import ast
 
     from perfmodel import exercises
@@ -120,6 +126,15 @@ def test_every_declared_slip_is_named_for_the_masters_answer(workbook):
                 with pytest.raises(exercises.AnswerError) as caught:
                     exercises.check_number(name, answer, key, unit=unit, slips=slips)
                 assert slip.cause in str(caught.value), (workbook.name, name, slip.name)
+            if slip.direction != "both" and slip.distinguishable(rel_tol):
+                # The mirror of a one-way slip (as far off, the other way) is not that slip.
+                ((_, scale),) = slip.scales()
+                with pytest.raises(exercises.AnswerError) as caught:
+                    exercises.check_number(name, value / scale, key, unit=unit, slips=slips)
+                assert slip.cause not in str(caught.value), (workbook.name, name, slip.name)
+            if not (slip.unit or slip.reciprocal) and slip.direction == "both":
+                # Named both ways, a conceptual slip's words must cover both ways.
+                assert any(words in slip.cause for words in _BOTH_WAYS), (name, slip.cause)
 
 
 @pytest.mark.parametrize("workbook", WORKBOOKS, ids=lambda workbook: workbook.name)

@@ -50,7 +50,7 @@ import hashlib
 import math
 import numbers
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from perfmodel._validate import count
 
@@ -115,9 +115,22 @@ class Slip:
         by its ``cause`` alone, which must not state the factor.
     direction : {"both", "large", "small"}, optional
         Which way the slip moves the answer: ``"large"`` checks only ``answer * factor``,
-        ``"small"`` only ``answer / factor``. Give it when the slip can only go one way (one
-        link direction counted for both makes a time too small), so the hint never names it
-        for the opposite mistake.
+        ``"small"`` only ``answer / factor``, ``"both"`` either. A unit slip goes both ways
+        unless told otherwise. A conceptual slip must say: it is one mistake with one value
+        (the ideal speedup is always too large), so a hint that also named it for the
+        mirror value, ``answer / factor``, would name a mistake the learner did not make.
+        Give ``"both"`` only when its ``cause`` names both ways ("..., or the reverse").
+
+    Raises
+    ------
+    ValueError
+        If a conceptual slip (not ``unit``, not ``reciprocal``) gives no ``direction``.
+
+    Examples
+    --------
+    >>> ideal = Slip(factor=1.75, name="ideal", cause="the ideal speedup", direction="large")
+    >>> ideal.scales()
+    (('large', 1.75),)
     """
 
     factor: float = 1.0
@@ -125,13 +138,21 @@ class Slip:
     cause: str
     reciprocal: bool = False
     unit: bool = False
-    direction: str = "both"
+    direction: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.reciprocal, bool):
             raise TypeError(f"`reciprocal` must be a bool (got {self.reciprocal!r}).")
         if not isinstance(self.unit, bool):
             raise TypeError(f"`unit` must be a bool (got {self.unit!r}).")
+        if self.direction is None:
+            if not (self.unit or self.reciprocal):
+                raise ValueError(
+                    f"`direction` must be given for the conceptual slip {self.name!r}: "
+                    "'large' or 'small' (which way the mistake moves the answer), or 'both' "
+                    "when its cause names both ways (got None)."
+                )
+            object.__setattr__(self, "direction", "both")
         if self.direction not in ("both", "large", "small"):
             raise ValueError(
                 f"`direction` must be 'both', 'large' or 'small' (got {self.direction!r})."
@@ -140,6 +161,28 @@ class Slip:
             _is_real(self.factor) and math.isfinite(self.factor) and self.factor > 1
         ):
             raise ValueError(f"`factor` must be a finite number above 1 (got {self.factor!r}).")
+
+    def only(self, direction: str) -> Slip:
+        """This slip checked one way only, for a question where it can go no other way.
+
+        Parameters
+        ----------
+        direction : {"large", "small"}
+            Which way the slip moves this question's answer.
+
+        Returns
+        -------
+        Slip
+            A copy with ``direction`` set.
+
+        Examples
+        --------
+        >>> SPARSE_PEAK.only("small").scales()  # a time at the sparse peak is too short
+        (('small', 0.5),)
+        """
+        if direction not in ("large", "small"):
+            raise ValueError(f"`direction` must be 'large' or 'small' (got {direction!r}).")
+        return replace(self, direction=direction)
 
     def scales(self) -> tuple[tuple[str, float], ...]:
         """(direction, multiple of the right answer) for each way this slip is checked.
@@ -171,8 +214,10 @@ class Slip:
         return self.reciprocal or math.log(self.factor) > 2 * _window(rel_tol)
 
 
-def _slip(factor: float, name: str, cause: str, *, unit: bool = True) -> Slip:
-    return Slip(factor=factor, name=name, cause=cause, unit=unit)
+def _slip(
+    factor: float, name: str, cause: str, *, unit: bool = True, direction: str | None = None
+) -> Slip:
+    return Slip(factor=factor, name=name, cause=cause, unit=unit, direction=direction)
 
 
 PREFIX_SLIPS: tuple[Slip, ...] = (
@@ -215,25 +260,34 @@ MINUTES_FOR_SECONDS = _slip(60, "minutes vs seconds", "a factor of 60 is minutes
 HOURS_FOR_SECONDS = _slip(3600, "hours vs seconds", "a factor of 3600 is hours vs seconds")
 KWH_FOR_JOULES = _slip(3.6e6, "kWh vs J", "a factor of 3.6e6 is kWh vs J (1 kWh = 3.6e6 J)")
 PERCENT_FOR_FRACTION = _slip(
-    100, "percent vs fraction", "a factor of 100 is a percentage where a fraction was asked"
+    100,
+    "percent vs fraction",
+    "a factor of 100 is a percentage where a fraction was asked, or the reverse",
 )
+#: Too large, as a peak or a ridge point is; ``SPARSE_PEAK.only("small")`` for a quantity
+#: the peak divides (a time, a utilisation).
 SPARSE_PEAK = _slip(
     2,
     "sparse vs dense peak",
     "the sparse (structured-sparsity) peak where the dense one was meant",
     unit=False,
+    direction="large",
 )
 DTYPE_WIDTH = _slip(
     2,
     "element width",
     "the wrong element width: check how many bytes one element of this dtype takes",
     unit=False,
+    direction="both",
 )
+#: For an answer of two tensors of one size (a copy's read and its write): twice it counts
+#: both twice, half of it leaves one out.
 COUNTED_TWICE = _slip(
     2,
-    "a tensor counted twice",
-    "a tensor counted twice, or once too few: list every read and write",
+    "tensors counted twice or left out",
+    "every tensor counted twice, or half of them left out: list every read and write",
     unit=False,
+    direction="both",
 )
 RECIPROCAL = Slip(
     name="x vs 1/x", cause="1/x where x was asked, or the other way round", reciprocal=True
