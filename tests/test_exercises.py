@@ -145,6 +145,25 @@ def test_a_conceptual_slip_is_one_way_unless_it_says_both():
         SPARSE_PEAK.only("both")
 
 
+def test_a_keyed_slip_is_named_for_its_own_value_only():
+    """A slip of one question, keyed like the answer, ships no factor to work back from."""
+    key = number_key(9.142857, rel_tol=0.01, salt=SALT)
+    ideal = Slip(key=number_key(16, rel_tol=0.01, salt=f"{SALT}~ideal"), name="i", cause="ideal")
+    assert "it looks like ideal" in fails(16.05, key, slips=(ideal,))
+    assert "ideal" not in fails(9.142857 / 1.75, key, slips=(ideal,))
+    assert ideal.scales() == () and ideal.distinguishable(0.01)
+    stages = count_key(4, salt=SALT)
+    doubled = Slip(key=count_key(8, salt=f"{SALT}~x"), name="x", cause="each stage twice")
+    with pytest.raises(AnswerError, match="it looks like each stage twice"):
+        check_count("k", 8, stages, slips=(doubled,))
+    with pytest.raises(AnswerError, match="Recount"):
+        check_count("k", 2, stages, slips=(doubled,))
+    with pytest.raises(ValueError, match="`key` is for a conceptual slip"):
+        Slip(key=stages, name="u", cause="c", unit=True)
+    with pytest.raises(TypeError, match="`key` must be a str"):
+        Slip(key=16, name="i", cause="c")  # type: ignore[arg-type]
+
+
 def test_near_misses_are_not_called_a_binary_prefix_slip():
     # Off by more than the tolerance, and more than 1.25% from 1.024, 1.049 and 1.074.
     key = number_key(1e9, rel_tol=0.01, salt=SALT)

@@ -72,8 +72,11 @@ def test_master_path_is_accepted(tmp_path):
     assert find_workbook(master, Path("elsewhere")).name == "00_warmup"
 
 
+_CHECKS = ("check_number", "check_count", "check_implied_work")
+
+
 def _master_namespace_and_checks(workbook):
-    """Run a master's own cells (tests aside); list its check_number calls with their source."""
+    """Run a master's own cells (tests aside); list its numeric checks' calls."""
     import ast
 
     checks, in_tests = [], False
@@ -83,63 +86,188 @@ def _master_namespace_and_checks(workbook):
             in_tests = {"# BEGIN TESTS": True, "# END TESTS": False}.get(source.strip(), in_tests)
         elif cell["cell_type"] == "code" and in_tests:
             for node in ast.walk(ast.parse(source)):
-                if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "check_number":
+                if isinstance(node, ast.Call) and getattr(node.func, "id", "") in _CHECKS:
                     checks.append(node)
     return master_namespace(workbook), checks
 
 
-#: How a conceptual slip checked both ways says so in its cause.
-_BOTH_WAYS = ("or the reverse", "down or up", "or half of them", "the wrong element width",
-              "a slip at the optimum", "or the one after")  # fmt: skip
-
-
-@pytest.mark.parametrize("workbook", WORKBOOKS, ids=lambda workbook: workbook.name)
-def test_every_declared_slip_is_named_for_the_masters_answer(workbook):
-    """Each question's slips, applied to the key's own answer, get that slip's hint; a one-way
-    slip's mirror does not, and a slip checked both ways says both in its words."""
+def _checker(call, env):
+    """``(check, value, slips)``: the master's check as a function of the learner's number
+    (for a time at the learner's own rate, of the work it implies), the master's own value,
+    and the slips the check declares."""
     import ast
 
     from perfmodel import exercises
 
+    def value_of(node):
+        return eval(compile(ast.Expression(node), "<check>", "eval"), {**env, **vars(exercises)})
+
+    kind, name, key = call.func.id, ast.literal_eval(call.args[0]), ast.literal_eval(call.args[2])
+    keywords = {kw.arg: value_of(kw.value) for kw in call.keywords}
+    if kind == "check_number":
+        keywords.setdefault("slips", exercises.default_slips(keywords.get("unit", "")))
+        return (
+            lambda value: exercises.check_number(name, value, key, **keywords),
+            env[name],
+            keywords["slips"],
+        )
+    if kind == "check_count":
+        return (
+            lambda value: exercises.check_count(name, value, key, **keywords),
+            env[name],
+            keywords.get("slips", ()),
+        )
+    rate, overhead = keywords["rate"], keywords.get("overhead_s", 0.0)
+
+    def implied(work):
+        exercises.check_implied_work(name, work / rate + overhead, key, **keywords)
+
+    return implied, (env[name] - overhead) * rate, keywords.get("slips", ())
+
+
+def _message(check, value):
+    from perfmodel.exercises import AnswerError
+
+    with pytest.raises(AnswerError) as caught:
+        check(value)
+    return str(caught.value)
+
+
+#: How a conceptual slip checked both ways says so in its cause.
+_BOTH_WAYS = ("or the reverse", "or half of them", "the wrong element width")
+
+#: Each keyed slip's value, worked out by hand from the question: the value a learner who
+#: made exactly that mistake gets. A keyed slip in a master must appear here.
+SLIP_VALUES = {
+    ("03", "mm_intensity", "C left unread"): 2 * 1024**3 / (4 * 3 * 1024**2),
+    ("03", "graded_mm_intensity", "C left unread"): 2
+    * 2048**2
+    * 512
+    / (2 * (2 * 2048 * 512 + 2048**2)),
+    ("03", "bytes_saved", "moved vs saved"): 3 * 2 * 4e8,  # the unfused chain: 3 ops, read + write
+    ("03", "graded_bytes_saved", "moved vs saved"): 4 * 2 * 4 * 3e7,
+    ("05", "best_batch", "step time alone"): 1,  # the step time grows with the minibatch
+    ("05", "best_batch", "steps alone"): 4096,  # the steps fall with it
+    ("05", "graded_best_batch", "step time alone"): 1,
+    ("05", "graded_best_batch", "steps alone"): 4096,
+    ("06", "copy_counted_bytes", "elements for bytes"): 2 * 50_000_000,
+    ("06", "copy_moved_bytes", "write-allocate"): 2 * 8 * 50_000_000,
+    ("06", "graded_triad_moved_bytes", "write-allocate"): 3 * 8 * 10_000_000,
+    ("06", "copy_here", "elements for bytes"): 2 * 1e9 / 8,
+    ("06", "graded_triad_here", "the output left out"): 2 * 8 * 60_000_000,
+    ("06", "graded_triad_here", "write-allocate"): 4 * 8 * 60_000_000,
+    ("06", "graded_triad_here", "arrays counted twice"): 6 * 8 * 60_000_000,
+    ("06", "small_add_here", "the output left out"): 2 * 8 * 1000,
+    ("06", "graded_multiply_here", "the output left out"): 2 * 4 * 10_000,
+    ("07", "lower_4", "W/P alone"): 12 / 4,
+    ("07", "graded_lower_6", "span alone"): 8.0,
+    ("07", "graded_lower_6", "greedy upper bound"): 16 + 8,
+    ("07", "graded_workers_for_span", "one worker per operation"): 7,
+    ("07", "scan_work_ratio", "every block offset"): 2.0,
+    ("07", "graded_scan_work_ratio", "every block offset"): 2.0,
+    ("08", "speedup_16", "ideal"): 16,
+    ("08", "speedup_16", "serial and parallel fractions swapped"): 1 / (0.95 + 0.05 / 16),
+    ("08", "speedup_limit", "serial and parallel fractions swapped"): 1 / 0.95,
+    ("08", "graded_speedup_32", "ideal"): 32,
+    ("08", "graded_speedup_32", "serial and parallel fractions swapped"): 1 / (0.9 + 0.1 / 32),
+    ("08", "scaled_speedup_64", "Amdahl for Gustafson"): 1 / (0.05 + 0.95 / 64),
+    ("08", "graded_scaled_speedup_128", "Amdahl for Gustafson"): 1 / (0.1 + 0.9 / 128),
+    ("08", "graded_fitted_alpha", "serial for parallel fraction"): 0.1,
+    ("09", "ring_seconds", "ring factor forgotten"): 0.0400181,
+    ("09", "busbw_gb_per_s", "all-gather factor"): 240 * 7 / 8,
+    ("09", "busbw_gb_per_s", "divided"): 240 / (2 * 7 / 8),
+    ("09", "busbw_gb_per_s", "busbw vs algbw"): 240,
+    ("09", "graded_busbw_gb_per_s", "busbw vs algbw"): 45,
+    ("09", "zero2_gb", "optimizer states alone sharded"): 37.0621,
+    ("09", "zero2_gb", "no sharding"): 107.815,
+    ("09", "zero2_gb", "weights sharded too"): 13.4768,
+    ("09", "graded_zero_gb", "gradients sharded too"): 37.3744,
+    ("09", "graded_zero_gb", "no sharding"): 208.0,
+    ("09", "critical_tokens_per_gpu", "whole step"): 12987.2,
+    ("09", "graded_critical_tokens", "whole step"): 7800,
+    ("09", "nodes_below_80", "GPUs for nodes"): 8 * 8,
+    ("09", "graded_nodes_below_90", "GPUs for nodes"): 4 * 8,
+    ("09", "ring_seconds", "measured ceiling"): 0.0798052,  # at the catalogue's 47 GB/s
+    ("09", "critical_tokens_per_gpu", "(p - 1)/p dropped"): 989e12 / 50e9,  # F/B
+    ("09", "graded_critical_tokens", "(p - 1)/p dropped"): 312e12 / 25e9,
+    ("09", "gather_x_us", "no wraparound"): 506.316,
+    ("09", "gather_x_us", "the book's formula"): 2**26 / (2 * 100e9) * 1e6,
+    ("09", "gather_xy_us", "no wraparound"): 1264.29,
+    ("09", "graded_gather_xy_us", "no wraparound"): 3532.22,
+    ("09", "gather_x_us", "whole array"): 1008.62,
+    ("09", "gather_xy_us", "one axis only"): 1008.66,
+    ("09", "gather_xy_us", "one axis after the other"): 1262.3,
+    ("10", "stage_cost_123", "a tensor counted per edge"): 9.75,
+    ("10", "stage_cost_123", "work alone"): 8.0,
+    ("10", "graded_stage_cost_234", "a tensor counted per edge"): 8.0,
+    ("10", "graded_stage_cost_234", "work alone"): 7.0,
+    ("10", "combinatorial_gap", "B/L - 1"): 1 / (1 - 0.287356) - 1,
+    ("10", "graded_combinatorial_gap", "B/L - 1"): 1 / (1 - 0.114286) - 1,
+    ("10", "bubble", "bubble ratio"): (6 - 1) / 10,
+    ("10", "bubble", "busy share"): 1 - 5 / 15,
+    ("10", "bubble_m30", "bubble ratio"): (6 - 1) / 30,
+    ("10", "bubble_m30", "busy share"): 1 - 5 / 35,
+    ("10", "graded_bubble", "bubble ratio"): (8 - 1) / 24,
+    ("10", "graded_bubble", "busy share"): 1 - 7 / 31,
+    ("10", "certified_gap", "found.gap"): 0.331234,
+    ("10", "graded_certified_gap", "found.gap"): 0.413729,
+    ("11", "mean_wait_ms", "one server"): 80.0,  # M/M/1: rho / (1 - rho) x service
+    ("11", "graded_wait_ms", "one server"): 350.0,
+    ("11", "graded_wait_ms", "time in system"): 81.765,
+    ("11", "utilization_over_budget", "one step early"): 0.5,
+    ("11", "graded_utilization_over_budget", "one step early"): 0.8,
+    ("12", "parameters", "untied head"): 354_823_168 + 50257 * 1024,
+    ("12", "graded_large_parameters", "untied head"): 774_030_080 + 50257 * 1280,
+    ("12", "graded_a100_40gb_ms", "bandwidth ratio on everything"): 41.5096,
+    ("12", "h100_speedup", "peak ratio"): 3.1715,
+    ("12", "h100_speedup", "bandwidth ratio"): 1.643,
+    ("12", "graded_mi300x_speedup", "peak ratio"): 4.1905,
+    ("12", "graded_mi300x_speedup", "bandwidth ratio"): 2.5992,
+    ("12", "graded_efficiency_32", "overlapped"): 1.0,
+    ("12", "h200_speedup", "peak ratio"): 3.1714,
+}
+
+
+@pytest.mark.parametrize("workbook", WORKBOOKS, ids=lambda workbook: workbook.name)
+def test_every_declared_slip_is_named_for_the_value_it_gives(workbook):
+    """A factor slip is named on the master's answer times its factor, never on its mirror
+    (as far off the other way) when it goes one way; a keyed slip on the value worked out
+    by hand for it, and never on the right answer."""
     env, checks = _master_namespace_and_checks(workbook)
     assert checks, f"{workbook.name} has no numeric checks"
+    keyed = 0
     for call in checks:
-        name, key = ast.literal_eval(call.args[0]), ast.literal_eval(call.args[2])
-        keywords = {kw.arg: kw.value for kw in call.keywords}
-        unit = ast.literal_eval(keywords["unit"]) if "unit" in keywords else ""
-        slips = (
-            eval(compile(ast.Expression(keywords["slips"]), "<slips>", "eval"), vars(exercises))
-            if "slips" in keywords
-            else exercises.default_slips(unit)
-        )
-        value = float(env[name])
-        exercises.check_number(name, value, key, unit=unit, slips=slips)
-        rel_tol = float(key.split(":")[2])
-        for slip in slips:
+        check, value, declared = _checker(call, env)
+        check(value)
+        name, key = call.args[0].value, call.args[2].value
+        rel_tol = float(key.split(":")[2]) if ":number:" in key else 0.01
+        for slip in declared:
+            if slip.key is not None:
+                keyed += 1
+                wrong = SLIP_VALUES[(workbook.name[:2], name, slip.name)]
+                assert slip.cause in _message(check, wrong), (name, slip.name, wrong)
+                continue
             if slip.reciprocal:
-                wrong = [1 / value]
-            elif slip.distinguishable(rel_tol):
-                wrong = [value * scale for _, scale in slip.scales()]
-            else:
+                assert slip.cause in _message(check, 1 / value), (name, slip.name)
+                continue
+            if not slip.distinguishable(rel_tol):
                 continue  # too close to 1 to tell apart at this tolerance; never named
-            for answer in wrong:
-                with pytest.raises(exercises.AnswerError) as caught:
-                    exercises.check_number(name, answer, key, unit=unit, slips=slips)
-                assert slip.cause in str(caught.value), (workbook.name, name, slip.name)
-            if slip.direction != "both" and slip.distinguishable(rel_tol):
-                # The mirror of a one-way slip (as far off, the other way) is not that slip.
+            for _, scale in slip.scales():
+                assert slip.cause in _message(check, value * scale), (name, slip.name)
+            if slip.direction != "both":
                 ((_, scale),) = slip.scales()
-                with pytest.raises(exercises.AnswerError) as caught:
-                    exercises.check_number(name, value / scale, key, unit=unit, slips=slips)
-                assert slip.cause not in str(caught.value), (workbook.name, name, slip.name)
-            if not (slip.unit or slip.reciprocal) and slip.direction == "both":
+                assert slip.cause not in _message(check, value / scale), (name, slip.name)
+            elif not slip.unit:
                 # Named both ways, a conceptual slip's words must cover both ways.
                 assert any(words in slip.cause for words in _BOTH_WAYS), (name, slip.cause)
+    mine = [key for key in SLIP_VALUES if key[0] == workbook.name[:2]]
+    assert keyed == len(mine), (keyed, mine)  # no stale entry in the table
 
 
 @pytest.mark.parametrize("workbook", WORKBOOKS, ids=lambda workbook: workbook.name)
 def test_no_test_holds_an_expected_value(workbook):
-    """Every check, public or hidden, compares against a hashed key, never a raw answer."""
+    """Every check, public or hidden, compares against a hashed key, never a raw answer, and
+    declares no conceptual slip by its factor (from which the answer follows)."""
     import ast
 
     sources = [*read_json(workbook.student)["metadata"]["otter"]["tests"].values()]
@@ -150,6 +278,14 @@ def test_no_test_holds_an_expected_value(workbook):
             name = getattr(getattr(node, "func", None), "id", "")
             if isinstance(node, ast.Call) and name == "check_recorded":
                 continue  # a measurement typed in by the learner: no answer to hold
+            if isinstance(node, ast.Call) and name == "Slip":
+                # a conceptual slip's factor beside its name gives the answer away: keyed
+                given = {kw.arg: kw.value for kw in node.keywords}
+                if "factor" in given:
+                    assert ast.literal_eval(given.get("unit", ast.Constant(False))), (
+                        workbook.name,
+                        ast.unparse(node)[:80],
+                    )
             if isinstance(node, ast.Call) and name.startswith("check_"):
                 calls += 1
                 key = node.args[2]

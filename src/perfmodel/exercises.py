@@ -96,13 +96,19 @@ class AnswerError(AssertionError):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Slip:
-    """A likely slip: an answer off from the right one by exactly ``factor``.
+    """A likely slip: an answer off from the right one by exactly ``factor``, or, for a
+    conceptual slip of one question, the very value that mistake gives (``key``).
+
+    A workbook's test ships to the learner, so a conceptual slip of one question is keyed
+    like the answer: its factor beside its name would give the answer away (the ideal
+    speedup is 16 and 1.75 times the answer).
 
     Parameters
     ----------
     factor : float
         The ratio the slip produces (greater than 1), dimensionless; both directions are
-        checked unless ``direction`` says otherwise. Ignored when ``reciprocal`` is true.
+        checked unless ``direction`` says otherwise. Ignored when ``reciprocal`` is true or
+        ``key`` is given.
     name : str
         A few words that name the slip in a list ("bits vs bytes").
     cause : str
@@ -116,21 +122,32 @@ class Slip:
     direction : {"both", "large", "small"}, optional
         Which way the slip moves the answer: ``"large"`` checks only ``answer * factor``,
         ``"small"`` only ``answer / factor``, ``"both"`` either. A unit slip goes both ways
-        unless told otherwise. A conceptual slip must say: it is one mistake with one value
-        (the ideal speedup is always too large), so a hint that also named it for the
-        mirror value, ``answer / factor``, would name a mistake the learner did not make.
-        Give ``"both"`` only when its ``cause`` names both ways ("..., or the reverse").
+        unless told otherwise. A conceptual slip with a factor must say: it is one mistake
+        with one value (the ideal speedup is always too large), so a hint that also named it
+        for the mirror value, ``answer / factor``, would name a mistake the learner did not
+        make. Give ``"both"`` only when its ``cause`` names both ways ("..., or the reverse").
+    key : str, optional
+        The value the slip gives, keyed as the answer is (:func:`number_key` with the
+        question's tolerance, or :func:`count_key`) under a salt of its own: the slip is
+        named when the learner's value matches it. Only for a conceptual slip.
 
     Raises
     ------
     ValueError
-        If a conceptual slip (not ``unit``, not ``reciprocal``) gives no ``direction``.
+        If a conceptual slip (not ``unit``, not ``reciprocal``) gives neither a ``key`` nor a
+        ``direction``, or a ``key`` comes with a unit or reciprocal slip.
 
     Examples
     --------
     >>> ideal = Slip(factor=1.75, name="ideal", cause="the ideal speedup", direction="large")
     >>> ideal.scales()
     (('large', 1.75),)
+    >>> ideal = Slip(key=number_key(16, rel_tol=0.01, salt="demo/q1/s~ideal"), name="ideal",
+    ...              cause="the ideal speedup")
+    >>> check_number("s", 16, number_key(9.14, rel_tol=0.01, salt="demo/q1/s"), slips=[ideal])
+    Traceback (most recent call last):
+    ...
+    perfmodel.exercises.AnswerError: `s` is 16: not yet, it looks like the ideal speedup. ...
     """
 
     factor: float = 1.0
@@ -139,12 +156,22 @@ class Slip:
     reciprocal: bool = False
     unit: bool = False
     direction: str | None = None
+    key: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.reciprocal, bool):
             raise TypeError(f"`reciprocal` must be a bool (got {self.reciprocal!r}).")
         if not isinstance(self.unit, bool):
             raise TypeError(f"`unit` must be a bool (got {self.unit!r}).")
+        if self.key is not None:
+            if self.unit or self.reciprocal:
+                raise ValueError(
+                    f"`key` is for a conceptual slip; {self.name!r} is a "
+                    f"{'unit' if self.unit else 'reciprocal'} slip."
+                )
+            counted = isinstance(self.key, str) and self.key.startswith(f"{_VERSION}:count:")
+            _parse_key(self.key, "count" if counted else "number")
+            return
         if self.direction is None:
             if not (self.unit or self.reciprocal):
                 raise ValueError(
@@ -191,8 +218,10 @@ class Slip:
         -------
         tuple of (str, float)
             ``("large", factor)`` and/or ``("small", 1 / factor)``, as ``direction``
-            allows; the multiple is dimensionless.
+            allows; the multiple is dimensionless. None for a keyed slip.
         """
+        if self.key is not None:
+            return ()
         both = (("large", self.factor), ("small", 1 / self.factor))
         return tuple(item for item in both if self.direction in ("both", item[0]))
 
@@ -211,7 +240,9 @@ class Slip:
             True for a reciprocal slip, or when ``log(factor)`` exceeds twice the widest
             log-distance a check still accepts at ``rel_tol``.
         """
-        return self.reciprocal or math.log(self.factor) > 2 * _window(rel_tol)
+        if self.reciprocal or self.key is not None:
+            return True
+        return math.log(self.factor) > 2 * _window(rel_tol)
 
 
 def _slip(
@@ -553,6 +584,11 @@ def _match_slip(value: float, key: _NumberKey, slips: Iterable[Slip]) -> str | N
             if shift is not None and abs(math.log(abs(value))) > window:
                 found.append((abs(shift), f"the reciprocal of the right answer: {slip.cause}"))
             continue
+        if slip.key is not None:
+            shift = _NumberKey(slip.key).offset(value)
+            if shift is not None:
+                found.append((abs(shift), f"it looks like {slip.cause}"))
+            continue
         if not slip.distinguishable(key.rel_tol):
             continue
         for direction, scale in slip.scales():
@@ -706,6 +742,14 @@ def check_count(name: str, answer: object, key: str, *, slips: Iterable[Slip] = 
     if right(float(value)):
         return
     for slip in slips:
+        if slip.key is not None:
+            _, slip_salt, slip_digest = _parse_key(slip.key, "count")
+            if _digest(slip_salt, f"n{value}") == slip_digest:
+                raise AnswerError(
+                    f"`{name}` is {value}: not yet, {_sentence(f'it looks like {slip.cause}')} "
+                    "Fix that and try again."
+                )
+            continue
         for direction, scale in slip.scales():
             if right(value / scale):
                 phrase = (

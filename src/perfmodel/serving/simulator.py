@@ -348,7 +348,9 @@ def _run(
     import numpy as np
 
     n = len(arrivals)
-    starts, done = np.empty(n), np.empty(n)
+    # Python lists while the loop runs: one numpy element store costs more than a list's.
+    starts, done = [0.0] * n, [0.0] * n
+    durations: dict[int, float] = {}  # batch_time(b), asked once per batch size
     queues: list[deque[int]] = [deque() for _ in range(servers)]
     free = [workers] * servers
     present = [0] * servers
@@ -372,7 +374,10 @@ def _run(
                     heapq.heappush(events, (due, _TIMER, s, 0))
                 return
             b = min(max_batch, len(queue))
-            took = batch_time(b) * factor_list[len(sizes)]
+            mean = durations.get(b)
+            if mean is None:
+                mean = durations[b] = batch_time(b)
+            took = mean * factor_list[len(sizes)]
             sizes.append(b)
             busy += took
             free[s] -= 1
@@ -410,7 +415,7 @@ def _run(
         elif timer[s] == now:
             timer[s] = math.inf
         dispatch(s, now)
-    return starts, done, sizes, busy
+    return np.array(starts), np.array(done), sizes, busy
 
 
 def simulate(
