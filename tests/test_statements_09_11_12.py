@@ -733,3 +733,13 @@ def test_lecture_12_says_of_gpt2s_small_nodes_what_its_per_class_lines_show():
         nodes, _, slower = classes[name]
         assert slower > nodes / 2, (name, classes[name])
     assert min(classes[name][1] for name in ("normalization", "softmax")) >= 2  # "two or more"
+
+
+def test_lecture_12_quotes_the_design_loops_printed_rate():
+    """Finding: "Doubling from 8 copies (79.8 sequences/s)" beside a printed 79.1."""
+    cells = lecture("12_will_it_run_faster")
+    out = printed(cells, "steps = capstone.design(")
+    rate = re.search(r"data parallel x8 .*?([\d.]+) sequences/s", out)
+    assert rate is not None, out
+    text = prose(cells, "Doubling from 8 copies")
+    assert f"Doubling from 8 copies ({rate.group(1)} sequences/s)" in text

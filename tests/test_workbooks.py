@@ -211,11 +211,17 @@ SLIP_VALUES = {
     ("10", "graded_bubble", "busy share"): 1 - 7 / 31,
     ("10", "certified_gap", "found.gap"): 0.331234,
     ("10", "graded_certified_gap", "found.gap"): 0.413729,
+    ("11", "mean_latency_ms", "L and λ swapped"): 250 / 40,
+    ("11", "graded_latency_ms", "L and λ swapped"): 600 / 27,
+    ("11", "mean_wait_ms", "time in system"): 14.9108 + 20,
+    ("11", "wait_probability", "utilisation"): 160 * 0.020 / 4,
+    ("11", "wait_probability", "utilisation as the load"): 0.0095808,  # Erlang C(4, 0.8)
+    ("11", "sequences_fit", "no reserve"): 26,  # (141e9 - 69e9) / (8192 x 327,680 B)
+    ("11", "sequences_fit", "bf16 weights"): 0,  # 138 GB of weights > 0.9 x 141 GB
+    ("11", "graded_sequences_fit", "no reserve"): 59,  # (141e9 - 13.5e9) / (4096 x 524,288 B)
     ("11", "mean_wait_ms", "one server"): 80.0,  # M/M/1: rho / (1 - rho) x service
     ("11", "graded_wait_ms", "one server"): 350.0,
     ("11", "graded_wait_ms", "time in system"): 81.765,
-    ("11", "utilization_over_budget", "one step early"): 0.5,
-    ("11", "graded_utilization_over_budget", "one step early"): 0.8,
     ("12", "parameters", "untied head"): 354_823_168 + 50257 * 1024,
     ("12", "graded_large_parameters", "untied head"): 774_030_080 + 50257 * 1280,
     ("12", "graded_a100_40gb_ms", "bandwidth ratio on everything"): 41.5096,
@@ -225,6 +231,9 @@ SLIP_VALUES = {
     ("12", "graded_mi300x_speedup", "bandwidth ratio"): 2.5992,
     ("12", "graded_efficiency_32", "overlapped"): 1.0,
     ("12", "h200_speedup", "peak ratio"): 3.1714,
+    ("12", "h200_speedup", "the H100"): 1.643,  # the bandwidth ratio, 3.35 / 2.039
+    ("12", "h200_speedup", "over the H100"): 4.8 / 3.35,
+    ("12", "efficiency_64", "overlapped"): 1.0,
 }
 
 
