@@ -2,6 +2,7 @@
 
 import math
 import re
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -412,3 +413,19 @@ def test_check_recorded_refuses_a_bad_figure_count(figures, error, message):
     with pytest.raises(error, match=re.escape(message)):
         check_recorded("my_bandwidth", 2e10, unit="B/s", figures=figures)
     check_recorded("my_bandwidth", 2.3e10, figures=np.int64(2))  # a numpy count is a count
+
+
+def test_odd_numbers_get_the_courses_words_as_the_grader_reads_them():
+    """An int past a float's range raised OverflowError; a 0-d array and numpy's float32(64.0)
+    were refused by the instant check although the grader, which reads them as numbers,
+    accepted them."""
+    key = number_key(20.0, rel_tol=0.01, salt=SALT)
+    check_number("x", np.array(20.0), key)
+    for huge in (10**400, -(10**309), Fraction(10**400, 3)):
+        with pytest.raises(AnswerError, match="beyond a float's range"):
+            check_number("x", huge, key)
+    stages = count_key(64, salt=SALT)
+    for same in (np.float32(64.0), np.array(64), np.array(64.0)):
+        check_count("k", same, stages)
+    with pytest.raises(AnswerError, match="401 digits"):
+        check_count("k", 10**400, stages)

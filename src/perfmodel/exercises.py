@@ -532,17 +532,38 @@ def _missing(name: str, answer: object) -> str | None:
     return None
 
 
+def _scalar(answer: object) -> object:
+    """A 0-d numpy array as the number it holds (the grader reads it so), else unchanged."""
+    if getattr(answer, "ndim", None) == 0 and hasattr(answer, "item"):
+        return answer.item()
+    return answer
+
+
+def _finite_whole(answer: object) -> bool:
+    try:
+        value = float(answer)  # type: ignore[arg-type]
+    except OverflowError:
+        return False
+    return math.isfinite(value) and value.is_integer()
+
+
 def _number_value(name: str, answer: object, unit: str) -> float:
     missing = _missing(name, answer)
     if missing:
         raise AnswerError(missing)
+    answer = _scalar(answer)
     if not _is_real(answer):
         hint = " Write it as a plain number, such as 4e6." if isinstance(answer, str) else ""
         raise AnswerError(
             f"`{name}` must be a number{f' in {unit}' if unit else ''}, "
             f"but it is a {type(answer).__name__}: {_describe(answer)}.{hint}"
         )
-    value = float(answer)  # type: ignore[arg-type]
+    try:
+        value = float(answer)  # type: ignore[arg-type]
+    except OverflowError:  # an int or a Fraction beyond any float
+        raise AnswerError(
+            f"`{name}` is beyond a float's range (over 1e308); a finite number was expected."
+        ) from None
     if not math.isfinite(value):
         raise AnswerError(f"`{name}` is {value}; a finite number was expected.")
     return value
@@ -729,12 +750,15 @@ def check_count(name: str, answer: object, key: str, *, slips: Iterable[Slip] = 
     missing = _missing(name, answer)
     if missing:
         raise AnswerError(missing)
+    answer = _scalar(answer)
     whole = isinstance(answer, numbers.Integral) or (
-        isinstance(answer, float) and answer.is_integer()
+        _is_real(answer) and _finite_whole(answer)  # 64.0, numpy's float32(64.0)
     )
     if isinstance(answer, bool) or not whole:
-        raise AnswerError(f"`{name}` must be a whole number (got {_describe(answer)}).")
+        raise AnswerError(f"`{name}` must be a whole number (got {_describe(answer)[:40]}).")
     value = int(answer)  # type: ignore[call-overload]
+    if abs(value) > 2**63:  # past any count a question asks, and past a float's range
+        raise AnswerError(f"`{name}` has {len(str(abs(value)))} digits: not yet. Recount.")
 
     def right(candidate: float) -> bool:
         return candidate.is_integer() and _digest(salt, f"n{int(candidate)}") == digest
