@@ -557,7 +557,9 @@ def test_lecture_11_explains_the_batch_times_and_the_predicted_tail():
     ceiling = number(r"for the slowest batch: ([\d.]+) ms", out)
     assert ceiling == pytest.approx(2 + slowest, abs=0.011)
     rows = server_rows(out)
-    assert all(r["p99_sim"] <= ceiling + 0.011 for r in rows)  # never past the ceiling
+    # At or under the ceiling, within the 1% the cell counts as "at" it: a request that finds
+    # every worker busy can wait a little past it (7.07 against 7.03 ms at 40% on one run).
+    assert all(r["p99_sim"] <= ceiling * 1.01 + 0.011 for r in rows)
     on = sum(abs(r["p99_sim"] / ceiling - 1) < 0.01 for r in rows)
     assert f"the predicted p99 at {on} of 3 loads" in out
     text = prose(cells, "The batch times alone come first")
@@ -743,3 +745,16 @@ def test_lecture_12_quotes_the_design_loops_printed_rate():
     assert rate is not None, out
     text = prose(cells, "Doubling from 8 copies")
     assert f"Doubling from 8 copies ({rate.group(1)} sequences/s)" in text
+
+
+def test_lecture_11_says_what_a_quiet_run_of_batch_times_shows():
+    """Finding: "about twice a batch of 1" beside a stored 2.82x (a noisy run); a quiet run
+    gave 2.48x. The stored run, if quiet, must fit the words."""
+    cells = lecture("11_serve_many_requests")
+    out = printed(cells, "batch time alone")
+    eight_two = number(r"a batch of 8 costs ([\d.]+)x a batch of 2", out)
+    eight_one = number(r"and ([\d.]+)x a batch of 1", out)
+    text = prose(cells, "The batch times alone come first")
+    assert "little more than a batch of 2, and two to three times a batch of 1" in text
+    if "varied by more than" not in out:  # a quiet run
+        assert eight_two < 1.5 and 2 <= eight_one <= 3, out
