@@ -218,7 +218,7 @@ class Slip:
         -------
         tuple of (str, float)
             ``("large", factor)`` and/or ``("small", 1 / factor)``, as ``direction``
-            allows; the multiple is dimensionless. None for a keyed slip.
+            allows; the multiple is dimensionless. Empty for a keyed slip.
         """
         if self.key is not None:
             return ()
