@@ -147,6 +147,8 @@ SLIP_VALUES = {
     / (2 * (2 * 2048 * 512 + 2048**2)),
     ("03", "bytes_saved", "moved vs saved"): 3 * 2 * 4e8,  # the unfused chain: 3 ops, read + write
     ("03", "graded_bytes_saved", "moved vs saved"): 4 * 2 * 4 * 3e7,
+    ("04", "small_matmul_flops", "the peak"): 989.5e12,  # the H100's dense bf16 peak
+    ("04", "matvec_time_s", "compute time"): 2 * 8192 * 8192 / 312e12,
     ("05", "best_batch", "step time alone"): 1,  # the step time grows with the minibatch
     ("05", "best_batch", "steps alone"): 4096,  # the steps fall with it
     ("05", "graded_best_batch", "step time alone"): 1,
@@ -160,6 +162,8 @@ SLIP_VALUES = {
     ("06", "graded_triad_here", "arrays counted twice"): 6 * 8 * 60_000_000,
     ("06", "small_add_here", "the output left out"): 2 * 8 * 1000,
     ("06", "graded_multiply_here", "the output left out"): 2 * 4 * 10_000,
+    ("06", "copy_here", "write-allocate"): 3 * 1e9,
+    ("07", "workers_for_span", "the parallelism rounded up"): 2,  # ceil(1233.9 / 1095.1)
     ("07", "lower_4", "W/P alone"): 12 / 4,
     ("07", "graded_lower_6", "span alone"): 8.0,
     ("07", "graded_lower_6", "greedy upper bound"): 16 + 8,

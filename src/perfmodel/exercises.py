@@ -253,6 +253,11 @@ def _slip(
 
 PREFIX_SLIPS: tuple[Slip, ...] = (
     _slip(
+        1e12,
+        "tera/pico prefix",
+        "a factor of 1e12 is a tera/pico prefix slip (T vs base units, ps vs s)",
+    ),
+    _slip(
         1e9,
         "giga/nano prefix",
         "a factor of 1e9 is a giga/nano prefix slip (G vs base units, ns vs s)",
@@ -347,7 +352,7 @@ def default_slips(unit: str) -> tuple[Slip, ...]:
     Examples
     --------
     >>> [slip.factor for slip in default_slips("FLOP/s")]
-    [1000000000.0, 1000000.0, 1000.0, 2]
+    [1000000000000.0, 1000000000.0, 1000000.0, 1000.0, 2]
     """
     base = unit.split("/")[0].strip()
     extra: tuple[Slip, ...] = ()
