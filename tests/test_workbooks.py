@@ -149,6 +149,14 @@ SLIP_VALUES = {
     ("03", "graded_bytes_saved", "moved vs saved"): 4 * 2 * 4 * 3e7,
     ("04", "small_matmul_flops", "the peak"): 989.5e12,  # the H100's dense bf16 peak
     ("04", "matvec_time_s", "compute time"): 2 * 8192 * 8192 / 312e12,
+    ("05", "intensity_m32", "weights only"): 32 / 2,  # 2·N²·M / (4·N²) = M/2
+    ("05", "intensity_m512", "weights only"): 512 / 2,
+    ("05", "graded_intensity", "weights only"): 128 / 2,
+    ("05", "crossover", "width left out"): 8.797,  # R·N / (2(N - R)), R = 15.7e12 / 0.9e12
+    ("05", "crossover", "the shortcut"): 2 * 15.7e12 / 0.9e12,  # M/2 = R
+    ("05", "graded_crossover", "width left out"): 9.5635 * 2048 / (2 * (2048 - 9.5635)),
+    ("05", "best_batch", "the noise scale"): 512,
+    ("05", "graded_best_batch", "the noise scale"): 512,
     ("05", "best_batch", "step time alone"): 1,  # the step time grows with the minibatch
     ("05", "best_batch", "steps alone"): 4096,  # the steps fall with it
     ("05", "graded_best_batch", "step time alone"): 1,
