@@ -613,19 +613,14 @@ def _match_slip(value: float, key: _NumberKey, slips: Iterable[Slip]) -> str | N
         if slip.key is not None:
             shift = _NumberKey(slip.key).offset(value)
             if shift is not None:
-                found.append((abs(shift), f"it looks like {slip.cause}"))
+                found.append((abs(shift), _phrase(slip)))
             continue
         if not slip.distinguishable(key.rel_tol):
             continue
         for direction, scale in slip.scales():
             shift = key.offset(value / scale)
-            if shift is None:
-                continue
-            if slip.unit:
-                phrase = f"{_ratio_text(slip.factor)}x too {direction}: {slip.cause}"
-            else:
-                phrase = f"it looks like {slip.cause}"
-            found.append((abs(shift), phrase))
+            if shift is not None:
+                found.append((abs(shift), _phrase(slip, direction)))
     shift = key.offset(-value)
     if shift is not None:
         found.append((abs(shift), _SIGN))
@@ -634,6 +629,14 @@ def _match_slip(value: float, key: _NumberKey, slips: Iterable[Slip]) -> str | N
     # Two slips can share a factor (multiply-adds and a 2-byte dtype): name every one that fits.
     best = min(shift for shift, _ in found)
     return "; or ".join(dict.fromkeys(phrase for shift, phrase in found if shift == best))
+
+
+def _phrase(slip: Slip, direction: str | None = None) -> str:
+    """How a hint names ``slip``: a unit slip by its factor and the way the answer is off,
+    any other by its cause alone."""
+    if slip.unit and direction is not None:
+        return f"{_ratio_text(slip.factor)}x too {direction}: {slip.cause}"
+    return f"it looks like {slip.cause}"
 
 
 def _ratio_text(ratio: float) -> str:
@@ -770,25 +773,20 @@ def check_count(name: str, answer: object, key: str, *, slips: Iterable[Slip] = 
 
     if right(float(value)):
         return
-    for slip in slips:
+
+    def named(slip: Slip) -> str | None:
         if slip.key is not None:
             _, slip_salt, slip_digest = _parse_key(slip.key, "count")
-            if _digest(slip_salt, f"n{value}") == slip_digest:
-                raise AnswerError(
-                    f"`{name}` is {value}: not yet, {_sentence(f'it looks like {slip.cause}')} "
-                    "Fix that and try again."
-                )
-            continue
-        for direction, scale in slip.scales():
-            if right(value / scale):
-                phrase = (
-                    f"{_ratio_text(slip.factor)}x too {direction}: {slip.cause}"
-                    if slip.unit
-                    else f"it looks like {slip.cause}"
-                )
-                raise AnswerError(
-                    f"`{name}` is {value}: not yet, {_sentence(phrase)} Fix that and try again."
-                )
+            return _phrase(slip) if _digest(slip_salt, f"n{value}") == slip_digest else None
+        return next((_phrase(slip, way) for way, scale in slip.scales() if right(value / scale)),
+                    None)  # fmt: skip
+
+    for slip in slips:
+        phrase = named(slip)
+        if phrase:
+            raise AnswerError(
+                f"`{name}` is {value}: not yet, {_sentence(phrase)} Fix that and try again."
+            )
     raise AnswerError(f"`{name}` is {value}: not yet. Recount and try again.")
 
 
