@@ -160,7 +160,7 @@ def test_a_control_that_changes_nothing_is_found():
 
 @pytest.mark.parametrize("explorer", explorers(), ids=lambda f: f.__name__)
 def test_every_control_changes_what_the_explorer_shows(explorer, monkeypatch):
-    monkeypatch.setattr(controls, "render_png", figure_contents)
+    monkeypatch.setattr(controls, "render_svg", figure_contents)
     MISLEADING.clear()
     dead = dead_controls(explorer())
     assert not dead, f"{explorer.__name__}: moving these changes nothing: {'; '.join(dead)}"

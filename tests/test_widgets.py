@@ -153,8 +153,8 @@ def test_the_capstone_slider_offers_32_devices():
 
 def test_a_device_whose_dtypes_differ_redraws_the_figure_once(monkeypatch):
     drawn = []
-    real = controls.render_png
-    monkeypatch.setattr(controls, "render_png", lambda v, values, layout=None: (
+    real = controls.render_svg
+    monkeypatch.setattr(controls, "render_svg", lambda v, values, layout=None: (
         drawn.append(dict(values)), real(v, values, layout))[1])  # fmt: skip
     box = roofline_explorer(device="H100 SXM")
     first, _, dtype = box.children[0].children
@@ -180,47 +180,35 @@ def test_held_redraws_nest_and_draw_each_figure_once_at_the_end():
     assert calls == [1]
 
 
-def test_a_kept_renderer_draws_the_same_pixels_as_a_fresh_one(monkeypatch):
+def test_a_kept_layout_draws_the_figure_its_own_layout_drew():
+    from perfmodel.widgets.layout import FrozenLayout
     from perfmodel.widgets.roofline import roofline_view
 
     values = {"device": "H100 SXM", "compare": "A100 SXM4 80GB", "dtype": "bf16", "n": 4096}
-    monkeypatch.setattr(controls, "_RENDERERS", controls.OrderedDict())
-    fresh = controls.render_png(roofline_view, values)
-    (kept,) = controls._RENDERERS.values()
-    for n in (512, 4096):  # another figure drawn by the same renderer between the two
-        again = controls.render_png(roofline_view, {**values, "n": n})
-    assert list(controls._RENDERERS.values()) == [kept]
-    assert again == fresh  # the renderer's remembered text sizes are the sizes it measures
+    layout = FrozenLayout()
+    fresh = controls.render_svg(roofline_view, values, layout)
+    for n in (512, 4096):  # another figure placed by the kept layout between the two
+        again = controls.render_svg(roofline_view, {**values, "n": n}, layout)
+    assert (layout.laid_out, layout.reused) == (1, 2)
+    assert again == fresh  # placed where constrained layout put it, to the last digit
+    assert again == controls.render_svg(roofline_view, values)  # and as without a layout
 
 
-def test_renderers_are_kept_for_a_few_sizes_the_latest_used(monkeypatch):
+def test_the_svg_holds_the_figure_as_text_and_vectors_sized_at_live_dpi():
     import matplotlib.pyplot as plt
-
-    monkeypatch.setattr(controls, "_RENDERERS", controls.OrderedDict())
+    import numpy as np
 
     def view(width: float) -> None:
-        figure, ax = plt.subplots(figsize=(width, 2))
-        ax.set(xlabel="time (s)", ylabel="rate (1/s)")
+        figure, (left, right) = plt.subplots(1, 2, figsize=(width, 3), layout="constrained")
+        left.plot([1, 2, 3], [3, 1, 2])
+        left.set(title="time & rate", xlabel="time (s)")
+        right.imshow(np.arange(12.0).reshape(3, 4))  # an image is embedded, not drawn
 
-    widths = [2 + i for i in range(controls.KEPT_RENDERERS + 2)]
-    for width in widths:
-        controls.render_png(view, {"width": width})
-    kept = [key[0] / controls.LIVE_DPI for key in controls._RENDERERS]
-    assert kept == widths[-controls.KEPT_RENDERERS :]
-
-
-def test_a_renderer_is_not_kept_across_text_settings_that_change_text_sizes(monkeypatch):
-    import matplotlib as mpl
-    import matplotlib.pyplot as plt
-
-    from perfmodel.widgets.roofline import roofline_view
-
-    values = {"device": "H100 SXM", "compare": None, "dtype": "bf16", "n": 4096}
-    monkeypatch.setattr(controls, "_RENDERERS", controls.OrderedDict())
-    controls.render_png(roofline_view, values)  # measured with the default hinting
-    with mpl.rc_context({"text.hinting": "no_hinting"}):
-        after = controls.render_png(roofline_view, values)
-        monkeypatch.setattr(controls, "_RENDERERS", controls.OrderedDict())
-        fresh = controls.render_png(roofline_view, values)
-    plt.close("all")
-    assert after == fresh
+    svg = controls.render_svg(view, {"width": 6.5}).decode()
+    assert svg.startswith("<?xml") and svg.rstrip().endswith("</svg>")
+    wide, high = 6.5 * controls.LIVE_DPI, 3 * controls.LIVE_DPI
+    assert f'width="{wide:g}px" height="{high:g}px" viewBox="0 0 468 216"' in svg
+    assert ">time &amp; rate</text>" in svg and ">time (s)</text>" in svg  # text is text
+    assert "font-family: 'DejaVu Sans'" in svg and "sans-serif" in svg  # with fallbacks
+    assert svg.count("<image ") == 1 and "data:image/png;base64," in svg
+    assert "<dc:date>" not in svg and plt.get_fignums() == []
