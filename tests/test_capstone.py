@@ -615,3 +615,26 @@ def test_a_prediction_asked_again_is_the_one_kept_and_never_another_models():
         capstone.predict_on(capstone.import_onnx(builders.mlp(batch=2, widths=(4, 2))), "B200")
     assert len(devices._PREDICTIONS) == devices.PREDICTIONS_KEPT
     assert all(kept[2].nodes == kept[0].nodes for kept in devices._PREDICTIONS.values())
+
+
+def test_node_costs_are_each_nodes_cost_retyped_and_kept_for_their_own_model_only():
+    from perfmodel.capstone import devices
+
+    small = capstone.import_onnx(builders.mlp(batch=4, widths=(8, 2)))
+    large = capstone.import_onnx(builders.mlp(batch=4, widths=(64, 64, 2)))
+    costs = devices.node_costs(small, "bf16", times=3)
+    assert costs == tuple(devices.retyped(n.cost, "bf16") * 3 for n in small.nodes)
+    assert costs[0].bytes == pytest.approx(small.nodes[0].cost.bytes / 2 * 3)  # fp32 -> bf16
+    assert devices.node_costs(small, "bf16", times=3) is costs  # kept
+    assert [c.bytes for c in devices.node_costs(small, "fp32")] == [
+        n.cost.bytes for n in small.nodes
+    ]
+    assert len(devices.node_costs(large, "bf16", times=3)) == len(large.nodes) != len(costs)
+    for _ in range(devices.PREDICTIONS_KEPT + 5):  # the oldest make way; each kept holds its model
+        devices.node_costs(capstone.import_onnx(builders.mlp(batch=2, widths=(4, 2))), "fp16")
+    assert len(devices._COSTS) == devices.PREDICTIONS_KEPT
+    assert all(len(kept[1]) == len(kept[0].nodes) for kept in devices._COSTS.values())
+    with pytest.raises(TypeError, match="`model` must be an ImportedModel"):
+        devices.node_costs("GPT-2", "bf16")
+    with pytest.raises(ValueError, match="`times`"):
+        devices.node_costs(small, "bf16", times=0)

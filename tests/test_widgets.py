@@ -204,6 +204,7 @@ def test_the_svg_holds_the_figure_as_text_and_vectors_sized_at_live_dpi():
         left.set(title="time & rate", xlabel="time (s)")
         right.imshow(np.arange(12.0).reshape(3, 4))  # an image is embedded, not drawn
 
+    before = plt.get_fignums()
     svg = controls.render_svg(view, {"width": 6.5}).decode()
     assert svg.startswith("<?xml") and svg.rstrip().endswith("</svg>")
     wide, high = 6.5 * controls.LIVE_DPI, 3 * controls.LIVE_DPI
@@ -211,4 +212,5 @@ def test_the_svg_holds_the_figure_as_text_and_vectors_sized_at_live_dpi():
     assert ">time &amp; rate</text>" in svg and ">time (s)</text>" in svg  # text is text
     assert "font-family: 'DejaVu Sans'" in svg and "sans-serif" in svg  # with fallbacks
     assert svg.count("<image ") == 1 and "data:image/png;base64," in svg
-    assert "<dc:date>" not in svg and plt.get_fignums() == []
+    assert "<dc:date>" not in svg
+    assert plt.get_fignums() == before  # the view's figure is closed

@@ -31,7 +31,15 @@ from perfmodel.capstone.onnx_import import OP_CLASSES, ImportedModel, Node
 from perfmodel.hardware import DeviceLike
 from perfmodel.roofline import Estimate, ceilings, estimate
 
-__all__ = ["ClassChange", "DevicePrediction", "Upgrade", "predict_on", "retyped", "upgrade"]
+__all__ = [
+    "ClassChange",
+    "DevicePrediction",
+    "Upgrade",
+    "node_costs",
+    "predict_on",
+    "retyped",
+    "upgrade",
+]
 
 _FLOATS = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8")
 #: Forward plus backward: the backward pass computes two products per forward one (the
@@ -70,6 +78,42 @@ def retyped(cost: ops.Cost, dtype: str) -> ops.Cost:
         bytes_written=cost.bytes_written * scale,
         dtype=dtype,
     )
+
+
+def node_costs(model: ImportedModel, dtype: str, *, times: int = 1) -> tuple[ops.Cost, ...]:
+    """Every node's cost in ``model`` priced in ``dtype`` (:func:`retyped`), ``times`` over.
+
+    The costs of the latest few models and settings are kept, so a device or a parallel
+    plan tried on the same model does not retype its thousands of nodes again.
+
+    Parameters
+    ----------
+    model : ImportedModel
+        The model whose nodes are priced.
+    dtype : str
+        The dtype to price them in, a catalogue dtype name such as ``"bf16"``.
+    times : int
+        How many times each node's cost is counted: 3 for a training step
+        (:data:`TRAINING_FACTOR`), 1 for a forward pass, count.
+
+    Returns
+    -------
+    tuple of ops.Cost
+        One cost per node, in the model's node order.
+    """
+    if not isinstance(model, ImportedModel):
+        raise TypeError(f"`model` must be an ImportedModel (got {type(model).__name__}).")
+    dtype, times = text("dtype", dtype), count("times", times)
+    key = (id(model), dtype, times)
+    kept = _COSTS.get(key)
+    if kept is not None and kept[0] is model:
+        _COSTS.move_to_end(key)
+        return kept[1]
+    costs = tuple(retyped(n.cost, dtype) * times for n in model.nodes)
+    _COSTS[key] = (model, costs)
+    if len(_COSTS) > PREDICTIONS_KEPT:
+        _COSTS.popitem(last=False)
+    return costs
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,11 +286,8 @@ def predict_on(
     if kept is not None and kept[0] is model and kept[1] is node:
         _PREDICTIONS.move_to_end(key)
         return kept[2]
-    factor = TRAINING_FACTOR if training else 1
-    estimates = tuple(
-        estimate(retyped(n.cost, dtype) * factor, node, dtype=dtype, ceiling=ceiling)
-        for n in model.nodes
-    )
+    costs = node_costs(model, dtype, times=TRAINING_FACTOR if training else 1)
+    estimates = tuple(estimate(cost, node, dtype=dtype, ceiling=ceiling) for cost in costs)
     prediction = DevicePrediction(
         device=node,
         dtype=dtype,
@@ -273,6 +314,9 @@ PREDICTIONS_KEPT = 32
 _PREDICTIONS: OrderedDict[tuple[object, ...], tuple[ImportedModel, Any, DevicePrediction]] = (
     OrderedDict()
 )
+#: The latest models' node costs by the model's identity (each entry holds the model) and
+#: the settings (:func:`node_costs`).
+_COSTS: OrderedDict[tuple[object, ...], tuple[ImportedModel, tuple[ops.Cost, ...]]] = OrderedDict()
 
 
 @dataclass(frozen=True, slots=True)

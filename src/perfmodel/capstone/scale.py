@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from perfmodel import hardware
 from perfmodel._validate import count, flag, positive, text
-from perfmodel.capstone.devices import TRAINING_FACTOR, predict_on, retyped
+from perfmodel.capstone.devices import TRAINING_FACTOR, node_costs, predict_on
 from perfmodel.capstone.onnx_import import ImportedModel
 from perfmodel.comms import allreduce_time, as_link, hierarchical_allreduce_time
 from perfmodel.distributed.memory import PRECISIONS
@@ -409,9 +409,8 @@ def _weights_read(model: ImportedModel, stage: Sequence[int]) -> int:
 def _output_bytes(model: ImportedModel, dtype: str) -> list[float]:
     """Each node's output bytes scaled from the width its export stores to ``dtype``'s."""
     return [
-        node.output_bytes
-        * (retyped(node.cost, dtype).bytes / node.cost.bytes if node.cost.bytes else 1)
-        for node in model.nodes
+        node.output_bytes * (cost.bytes / node.cost.bytes if node.cost.bytes else 1)
+        for node, cost in zip(model.nodes, node_costs(model, dtype), strict=True)
     ]
 
 

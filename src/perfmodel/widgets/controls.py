@@ -287,6 +287,8 @@ class _SvgCanvas:
         self._buffer: Any = None
 
     def get_renderer(self) -> Any:
+        """The renderer the next draw uses (or the last draw used): text measured with it
+        before a draw is not measured again."""
         if self._renderer is None:
             self._start()
         return self._renderer
@@ -308,7 +310,8 @@ class _SvgCanvas:
         """Draw the figure (laying it out first if it has a layout engine) into :attr:`svg`."""
         import matplotlib as mpl
 
-        self._start()
+        if self._renderer is None or self.svg:  # an SVG renderer draws into one document
+            self._start()
         with mpl.rc_context(_SVG_SETTINGS):
             self.figure.draw(self._renderer)
             self._renderer.finalize()

@@ -4,10 +4,10 @@ Constrained layout measures every tick label, title and legend before it places 
 and on a live figure that measuring is over half the drawing time. Between two moves of a
 slider the decorations barely change, so :class:`FrozenLayout` lays a figure out once,
 then places the next figure of the same shape where the first one went and draws it in a
-single pass. After the draw it checks what constrained layout would have ensured: every
+single pass. Before the draw it checks what constrained layout would have ensured: every
 text and legend lies inside the figure, and the decorated boxes (each axes with its tick
 labels, axis labels, titles, legend and notes; each figure title, legend and text) do not
-run into one another. The texts were just drawn, so measuring them costs little. A figure
+run into one another. The draw then paints the texts from the sizes measured. A figure
 that fails is laid out afresh with twice the padding around its axes (up to
 :data:`MOST_PADDING` times the usual), so that a control swinging between wide and narrow
 labels soon finds a layout with room for both, and that layout is kept. The axes also
@@ -111,8 +111,8 @@ class FrozenLayout:
         Parameters
         ----------
         canvas : matplotlib.backends.backend_agg.FigureCanvasAgg
-            The canvas of a freshly built figure; drawn once, or twice when a kept layout
-            no longer fits it.
+            The canvas of a freshly built figure (or any canvas with ``draw()`` and
+            ``get_renderer()``, such as the explorers' SVG one); drawn once.
         """
         figure = canvas.figure
         engine = _constrained(figure)
@@ -127,8 +127,11 @@ class FrozenLayout:
             in_layout = [ax.get_in_layout() for ax in figure.axes]
             figure.set_layout_engine("none")
             _place(figure, kept)
-            canvas.draw()
+            # Judged before drawing: measuring the texts is what a draw would do first (and
+            # the renderer then draws them from its measures), and one that does not fit is
+            # drawn once, laid out afresh, not twice.
             if _fits(figure, canvas.get_renderer()):
+                canvas.draw()
                 self.reused += 1
                 return
             # A decoration grew: lay it out afresh, with more room around every axes.
@@ -172,10 +175,6 @@ def _place(figure: Any, kept: _Placement) -> None:
             text.set_position(where)
 
 
-def _labels(tick: Any) -> tuple[Any, ...]:
-    return (tick.label1, tick.label2)
-
-
 def _decorated_boxes(figure: Any, renderer: Any) -> list[Any]:
     """One box per visible axes (its frame and every text and legend it owns), and one per
     figure title, figure legend and figure text, in display pixels."""
@@ -186,12 +185,12 @@ def _decorated_boxes(figure: Any, renderer: Any) -> list[Any]:
         if not ax.get_visible():
             continue
         parts = [ax.get_window_extent(renderer)]
-        texts = [*_axes_titles(ax), *ax.texts]
         for axis in (ax.xaxis, ax.yaxis) if ax.axison else ():  # ``axis("off")`` hides both
-            if axis.get_visible():
-                texts += [axis.label, axis.get_offset_text()]
-                # the ticks just drawn, those inside the view (what ``Axis.draw`` draws)
-                texts += [label for tick in axis._update_ticks() for label in _labels(tick)]
+            # its tick labels, label and offset text, placed as ``Axis.draw`` places them
+            extent = axis.get_tightbbox(renderer) if axis.get_visible() else None
+            if extent is not None:
+                parts.append(extent)
+        texts = [*_axes_titles(ax), *ax.texts]
         shown = [t for t in texts if _has_text(t) and t.get_in_layout()]
         parts += [t.get_window_extent(renderer) for t in shown]
         legend = ax.get_legend()
