@@ -259,10 +259,6 @@ def held_redraws() -> Iterator[None]:
         redraw()
 
 
-#: What a live figure's SVG is drawn with: text as text (the browser sets it, crisp at any
-#: size, nothing rasterised in Python), ids that are the same for the same figure (so equal
-#: figures give equal bytes) and no date in its metadata.
-_SVG_SETTINGS = {"svg.fonttype": "none", "svg.hashsalt": "perfmodel", "svg.id": None}
 #: The size the SVG's root element is written with, in points.
 _SVG_SIZE = re.compile(r'width="[0-9.]+pt" height="[0-9.]+pt"')
 
@@ -301,10 +297,12 @@ class _SvgCanvas:
 
         width, height = self.figure.get_size_inches()
         self._buffer = io.StringIO()
-        svg = RendererSVG(
+        svg = RendererSVG(  # type: ignore[no-untyped-call]
             width * 72, height * 72, self._buffer, image_dpi=LIVE_DPI, metadata={"Date": None}
         )
-        self._renderer = MixedModeRenderer(self.figure, width, height, LIVE_DPI, svg)
+        self._renderer = MixedModeRenderer(  # type: ignore[no-untyped-call]
+            self.figure, width, height, LIVE_DPI, svg
+        )
 
     def draw(self) -> None:
         """Draw the figure (laying it out first if it has a layout engine) into :attr:`svg`."""
@@ -312,7 +310,9 @@ class _SvgCanvas:
 
         if self._renderer is None or self.svg:  # an SVG renderer draws into one document
             self._start()
-        with mpl.rc_context(_SVG_SETTINGS):
+        # Text as text (the browser sets it, crisp at any size, nothing rasterised here), and
+        # ids that are the same for the same figure, so equal figures give equal bytes.
+        with mpl.rc_context({"svg.fonttype": "none", "svg.hashsalt": "perfmodel", "svg.id": None}):
             self.figure.draw(self._renderer)
             self._renderer.finalize()
         width, height = self.figure.get_size_inches()
