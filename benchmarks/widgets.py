@@ -4,8 +4,8 @@ Each explorer is built in a real IPython kernel (the inline matplotlib backend, 
 JupyterLab), then every control is moved to each of a few values in turn: a slider to its
 low end, its middle and its high end, a dropdown or a toggle to each option. The time of one
 answer is the time from setting the control's value to the callback returning, with the
-figure drawn and encoded as the PNG the browser will show; the comm message to the browser
-and the browser painting it are not included (a few milliseconds on localhost).
+figure drawn as the SVG the browser will show; the comm message to the browser and the
+browser painting it are not included (``--browser`` times those too).
 
 Every move is then made a second time, and the slowest of those repeats is reported apart:
 an explorer keeps the figures it has drawn, so going back to a setting answers from memory.
