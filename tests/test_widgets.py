@@ -194,23 +194,46 @@ def test_a_kept_layout_draws_the_figure_its_own_layout_drew():
     assert again == controls.render_svg(roofline_view, values)  # and as without a layout
 
 
-def test_the_svg_holds_the_figure_as_text_and_vectors_sized_at_live_dpi():
+def svg_view(width: float = 6.5) -> None:
+    """Two panels: a line with a title of two lines and a 20-point label; an image."""
     import matplotlib.pyplot as plt
     import numpy as np
 
-    def view(width: float) -> None:
-        figure, (left, right) = plt.subplots(1, 2, figsize=(width, 3), layout="constrained")
-        left.plot([1, 2, 3], [3, 1, 2])
-        left.set(title="time & rate", xlabel="time (s)")
-        right.imshow(np.arange(12.0).reshape(3, 4))  # an image is embedded, not drawn
+    figure, (left, right) = plt.subplots(1, 2, figsize=(width, 3), layout="constrained")
+    left.plot([1, 2, 3], [3, 1, 2])
+    left.set_title("time & rate\nper request")
+    left.set_xlabel("time (s)", fontsize=20)
+    right.imshow(np.arange(12.0).reshape(3, 4))  # an image is embedded, not drawn
+
+
+def test_the_svg_holds_the_figure_as_vectors_and_sized_text_at_live_dpi():
+    import matplotlib.pyplot as plt
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextToPath
 
     before = plt.get_fignums()
-    svg = controls.render_svg(view, {"width": 6.5}).decode()
+    svg = controls.render_svg(svg_view, {"width": 6.5}).decode()
     assert svg.startswith("<?xml") and svg.rstrip().endswith("</svg>")
     wide, high = 6.5 * controls.LIVE_DPI, 3 * controls.LIVE_DPI
     assert f'width="{wide:g}px" height="{high:g}px" viewBox="0 0 468 216"' in svg
-    assert ">time &amp; rate</text>" in svg and ">time (s)</text>" in svg  # text is text
+    sized = re.findall(r'<text textLength="([0-9.]+)"[^>]*>([^<]*)</text>', svg)
+    assert svg.count("<text ") == len(sized)  # every line of text told its width
+    texts = {text: float(length) for length, text in sized}
+    assert {"time &amp; rate", "per request", "time (s)"} <= set(texts)  # a line each
+    measured = TextToPath().get_text_width_height_descent(
+        "time (s)", FontProperties(size=20), False
+    )
+    assert texts["time (s)"] == pytest.approx(measured[0], abs=1e-3)  # points, as laid out
+    assert texts["time &amp; rate"] > texts["per request"] * 0.9  # each line its own width
     assert "font-family: 'DejaVu Sans'" in svg and "sans-serif" in svg  # with fallbacks
     assert svg.count("<image ") == 1 and "data:image/png;base64," in svg
     assert "<dc:date>" not in svg
     assert plt.get_fignums() == before  # the view's figure is closed
+
+
+def test_text_widths_are_kept_for_a_few_thousand_lines(monkeypatch):
+    monkeypatch.setattr(controls, "_TEXT_WIDTHS", {})
+    monkeypatch.setattr(controls, "KEPT_WIDTHS", 5)
+    first = controls.render_svg(svg_view, {"width": 6.5})
+    assert 0 < len(controls._TEXT_WIDTHS) <= 5  # cleared when full, then filled again
+    assert controls.render_svg(svg_view, {"width": 6.5}) == first  # kept or measured: equal
