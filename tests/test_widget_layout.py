@@ -132,7 +132,42 @@ def test_a_second_line_of_label_is_never_cut_off():
         layout.draw(canvas)
         assert not cut_off(canvas)
         plt.close(figure)
-    assert layout.laid_out == 2
+    assert (layout.laid_out, layout.drawn_in) == (1, 1)  # one axes: drawn in, not laid out
+
+
+def one_axes(top: float, title: str = "") -> FigureCanvasAgg:
+    """One axes whose y tick labels are as wide as ``top`` needs; a figure title if given."""
+    figure, ax = plt.subplots(figsize=(4, 3), layout="constrained")
+    ax.plot([0, 1], [0, top])
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:,.0f}"))
+    if title:
+        figure.suptitle(title)
+    return FigureCanvasAgg(figure)
+
+
+def test_one_axes_whose_labels_outgrow_the_figure_is_drawn_in_as_far_as_they_grew():
+    layout = FrozenLayout()
+    canvas = one_axes(10)
+    layout.draw(canvas)
+    left = canvas.figure.axes[0].get_position().x0
+    plt.close(canvas.figure)
+    for top in (10**9, 2 * 10**9):  # "1,000,000,000" runs off the left edge, then fits
+        canvas = one_axes(top)
+        layout.draw(canvas)
+        assert not cut_off(canvas)
+        assert canvas.figure.axes[0].get_position().x0 > left + 0.1  # drawn in on the left
+        plt.close(canvas.figure)
+    assert (layout.laid_out, layout.reused, layout.drawn_in) == (1, 2, 1)
+
+
+def test_a_figure_with_more_than_its_axes_is_laid_out_afresh_not_drawn_in():
+    layout = FrozenLayout()
+    for top in (10, 10**9):
+        canvas = one_axes(top, title="A figure title")  # a drawn-in axes would leave it
+        layout.draw(canvas)
+        assert not cut_off(canvas)
+        plt.close(canvas.figure)
+    assert (layout.laid_out, layout.drawn_in) == (2, 0)
 
 
 def test_a_figure_legend_that_grows_is_not_left_over_the_plot():
@@ -226,3 +261,24 @@ def test_an_axes_drawn_without_its_axis_is_judged_by_what_is_drawn():
         layout.draw(FigureCanvasAgg(figure))
         plt.close(figure)
     assert (layout.laid_out, layout.reused) == (1, 1)
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([1, 10, 10**3, 10**6, 10**9, 10**12]),
+            st.text(alphabet="xyz ", min_size=1, max_size=40),
+        ),
+        min_size=2,
+        max_size=5,
+    )
+)
+def test_no_drawn_in_axes_ever_has_a_label_cut_off(figures):
+    layout = FrozenLayout()
+    for top, label in figures:
+        canvas = one_axes(top)
+        canvas.figure.axes[0].set_xlabel(label)
+        layout.draw(canvas)
+        assert not cut_off(canvas), (top, label)
+        plt.close(canvas.figure)

@@ -97,6 +97,9 @@ class FrozenLayout:
         Draws that ran the figure's own layout engine (or none), count.
     reused : int
         Draws placed by a kept layout, count.
+    drawn_in : int
+        Of those, draws whose one axes was drawn in from an edge its decorations crossed
+        (and the layout kept so), count.
     """
 
     def __init__(self) -> None:
@@ -104,6 +107,7 @@ class FrozenLayout:
         self._padding: dict[tuple[Any, ...], int] = {}  # times the engine's own padding
         self.laid_out = 0
         self.reused = 0
+        self.drawn_in = 0
 
     def draw(self, canvas: Any) -> None:
         """Draw ``canvas``'s figure, placed by a kept layout when its decorations fit.
@@ -134,6 +138,15 @@ class FrozenLayout:
                 canvas.draw()
                 self.reused += 1
                 return
+            # A figure of one axes whose decorations only ran past the figure's edge (a tick
+            # label at the end of an axis, wider than the last) has that axes drawn in by as
+            # much, and kept so: constrained layout would do no more, at twice the cost.
+            if _drawn_in(figure, canvas.get_renderer(), engine, padding):
+                canvas.draw()
+                self.reused += 1
+                self.drawn_in += 1
+                self._kept[shape] = _placement(figure)
+                return
             # A decoration grew: lay it out afresh, with more room around every axes.
             figure.set_layout_engine(engine)
             for ax, was in zip(figure.axes, in_layout, strict=True):
@@ -148,16 +161,55 @@ class FrozenLayout:
         if not _fits(figure, canvas.get_renderer()):
             return  # not even its own layout fits it (a title wider than the figure)
         self._padding[shape] = padding
-        self._kept[shape] = _Placement(
-            axes=tuple(ax.get_position(original=True).frozen() for ax in figure.axes),
-            titles=tuple(
-                tuple(title.get_position() for title in _axes_titles(ax)) for ax in figure.axes
-            ),
-            figure_titles=tuple(
-                None if (text := _figure_title(figure, name)) is None else text.get_position()
-                for name in _TITLES
-            ),
-        )
+        self._kept[shape] = _placement(figure)
+
+
+def _placement(figure: Any) -> _Placement:
+    """Where ``figure``'s axes and titles are now."""
+    return _Placement(
+        axes=tuple(ax.get_position(original=True).frozen() for ax in figure.axes),
+        titles=tuple(
+            tuple(title.get_position() for title in _axes_titles(ax)) for ax in figure.axes
+        ),
+        figure_titles=tuple(
+            None if (text := _figure_title(figure, name)) is None else text.get_position()
+            for name in _TITLES
+        ),
+    )
+
+
+def _drawn_in(figure: Any, renderer: Any, engine: Any, padding: int) -> bool:
+    """Draw ``figure``'s one visible axes in from each edge its decorations cross, by as much
+    as they cross it plus the layout's padding; whether the figure then fits.
+
+    Only a figure whose one axes is all it holds (no figure title, legend or text) is drawn
+    in: with two, a narrower axes no longer lines up with its neighbour, which constrained
+    layout would keep aligned. The figure is left as it was when it still does not fit.
+    """
+    from matplotlib.transforms import Bbox
+
+    shown = [ax for ax in figure.axes if ax.get_visible()]
+    if len(shown) != 1 or figure.texts or figure.legends:
+        return False
+    (ax,) = shown
+    (box,) = _decorated_boxes(figure, renderer)
+    width, height = figure.bbox.width, figure.bbox.height
+    usual = engine.get()
+    pad_x = usual["w_pad"] * padding * figure.dpi  # inches to the renderer's pixels
+    pad_y = usual["h_pad"] * padding * figure.dpi
+    left = max(0.0, pad_x - box.x0) / width
+    right = max(0.0, box.x1 - width + pad_x) / width
+    bottom = max(0.0, pad_y - box.y0) / height
+    top = max(0.0, box.y1 - height + pad_y) / height
+    was = ax.get_position(original=True).frozen()
+    inside = Bbox.from_extents(was.x0 + left, was.y0 + bottom, was.x1 - right, was.y1 - top)
+    if inside.width <= 0.2 * was.width or inside.height <= 0.2 * was.height:
+        return False  # the decorations are most of the figure: constrained layout decides
+    ax.set_position(inside)
+    if _fits(figure, renderer):  # its ticks may have changed with its length: measured again
+        return True
+    ax.set_position(was)
+    return False
 
 
 def _place(figure: Any, kept: _Placement) -> None:
