@@ -68,8 +68,9 @@ class TestSecondHalf:
 @pytest.mark.browser
 def test_text_in_another_font_is_drawn_as_wide_as_it_was_laid_out():
     """A browser without DejaVu Sans sets an explorer's text in another font; each line is
-    still drawn the width matplotlib laid it out at (within half a percent), where the same
-    text without its width runs several percent off."""
+    still drawn the width matplotlib laid it out at (within half a percent, or a point: a
+    "T" overhangs its advance), spaces and all (the device bars' labels start with one),
+    where the same text without its width runs several percent off."""
     import matplotlib
 
     matplotlib.use("agg")
@@ -79,27 +80,31 @@ def test_text_in_another_font_is_drawn_as_wide_as_it_was_laid_out():
     from test_browser import CHROMIUM_ARGS
 
     from perfmodel.widgets.controls import render_svg
+    from perfmodel.widgets.devices import device_bars
     from perfmodel.widgets.roofline import roofline_view
 
     values = {"device": "H100 SXM", "compare": "A100 SXM4 80GB", "dtype": "bf16", "n": 1024}
-    svg = render_svg(roofline_view, values).decode()
-    svg = svg[svg.index("<svg") :]
+    svg = render_svg(roofline_view, values).decode() + render_svg(device_bars, {}).decode()
+    svg = re.sub(r"<\?xml[^>]*>|<!DOCTYPE[^>]*>", "", svg)  # two drawings inline in one page
     serif = re.sub(r"font-family: [^;\"]*", "font-family: serif", svg)  # no DejaVu Sans here
     unsized = re.sub(r'textLength="[0-9.]+" lengthAdjust="spacingAndGlyphs" ', "", serif)
-    measure = """() => [...document.querySelectorAll("svg")].map(svg =>
-        [...svg.querySelectorAll("text")].map(t => [t.getBBox().width,
-                                                    Number(t.getAttribute("textLength"))]))"""
+    measure = """() => [...document.querySelectorAll("body > div")].map(div =>
+        [...div.querySelectorAll("text")].map(t => [t.getBBox().width,
+            Number(t.getAttribute("textLength")), t.getNumberOfChars(), t.textContent.length]))"""
+    pages = "".join(f"<div>{drawing}</div>" for drawing in (serif, unsized, svg))
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=_chromium(), args=CHROMIUM_ARGS)
         try:
             page = browser.new_page()
-            page.set_content(f"<html><body>{serif}{unsized}{svg}</body></html>")
+            page.set_content(f"<html><body>{pages}</body></html>")
             sized_serif, bare_serif, sized_sans = page.evaluate(measure)
         finally:
             browser.close()
-    laid_out = [length for _, length in sized_serif]
-    assert len(laid_out) >= 15 and all(length > 0 for length in laid_out)
+    laid_out = [length for _, length, _, _ in sized_serif]
+    assert len(laid_out) >= 40 and all(length > 0 for length in laid_out)
+    assert all(n == typed for *_, n, typed in sized_serif)  # every character, spaces too
+    assert len(re.findall(r">( [^<]*)</text>", svg)) >= 10  # and labels that start with one
     for drawn in (sized_serif, sized_sans):
-        assert [w for w, _ in drawn] == pytest.approx(laid_out, rel=0.005)
-    off = [abs(w / length - 1) for (w, _), length in zip(bare_serif, laid_out, strict=True)]
+        assert [w for w, *_ in drawn] == pytest.approx(laid_out, rel=0.005, abs=1.0)
+    off = [abs(w / length - 1) for (w, *_), length in zip(bare_serif, laid_out, strict=True)]
     assert max(off) > 0.03  # the control: unsized, the other font really is another width

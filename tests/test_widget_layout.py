@@ -7,6 +7,7 @@ import matplotlib
 matplotlib.use("agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
@@ -27,11 +28,13 @@ def two_panels(left_label: str, right_top: float, title: str = "A title") -> Fig
 
 
 def cut_off(canvas: FigureCanvasAgg) -> bool:
-    """Whether any axes' decorations (matplotlib's own tight box) leave the figure."""
+    """Whether any shown axes' decorations (matplotlib's own tight box) leave the figure."""
     renderer = canvas.get_renderer()
     width, height = canvas.figure.bbox.width, canvas.figure.bbox.height
     for ax in canvas.figure.axes:
-        box = ax.get_tightbbox(renderer)
+        box = ax.get_tightbbox(renderer)  # None for a hidden axes
+        if box is None:
+            continue
         if box.x0 < -1 or box.y0 < -1 or box.x1 > width + 1 or box.y1 > height + 1:
             return True
     return False
@@ -282,3 +285,82 @@ def test_no_drawn_in_axes_ever_has_a_label_cut_off(figures):
         layout.draw(canvas)
         assert not cut_off(canvas), (top, label)
         plt.close(canvas.figure)
+
+
+def test_limits_a_draw_would_change_are_judged_as_drawn():
+    def equal_aspect(xmax: float, ymax: float) -> FigureCanvasAgg:  # limits widened when drawn
+        figure, ax = plt.subplots(figsize=(6, 3), layout="constrained")
+        ax.plot([0, xmax], [0, ymax])
+        ax.set_aspect("equal", adjustable="datalim")
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:,.0f}"))
+        return FigureCanvasAgg(figure)
+
+    def note_off_axis(right: float, note: str) -> FigureCanvasAgg:  # limits autoscaled late
+        figure, ax = plt.subplots(figsize=(4, 3), layout="constrained")
+        ax.plot([0.0, right], [0, 1])
+        ax.text(right, 0.5, note, ha="right")
+        ax.set_axis_off()
+        return FigureCanvasAgg(figure)
+
+    cases = {equal_aspect: ((20, 9), (100000, 9000)),
+             note_off_axis: ((1.0, "n"), (0.3, "a much longer note"))}  # fmt: skip
+    for build, moves in cases.items():
+        layout = FrozenLayout()
+        for args in moves:
+            canvas = build(*args)
+            layout.draw(canvas)
+            assert not cut_off(canvas), (build.__name__, args)
+            note = canvas.figure.axes[0].texts
+            if note:  # a text in data coordinates is no part of the axes' tight box
+                box = note[0].get_window_extent(canvas.get_renderer())
+                assert box.x0 >= -1 and box.x1 <= canvas.figure.bbox.width + 1, args
+            plt.close(canvas.figure)
+
+
+def test_an_axes_is_not_drawn_in_beside_a_hidden_one_that_comes_back():
+    def stacked(top: float, lower_shown: bool) -> FigureCanvasAgg:
+        figure, (upper, lower) = plt.subplots(2, 1, figsize=(4, 4), layout="constrained")
+        upper.plot([0, 1], [0, top])
+        lower.plot([0, 1], [0, 1])
+        upper.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:,.0f}"))
+        lower.set_visible(lower_shown)
+        return FigureCanvasAgg(figure)
+
+    layout = FrozenLayout()
+    for top, shown in ((10, True), (10**9, False), (10**9, True)):
+        canvas = stacked(top, shown)
+        layout.draw(canvas)
+        upper, lower = canvas.figure.axes
+        assert not cut_off(canvas)
+        assert upper.get_position().x0 == pytest.approx(lower.get_position().x0)  # aligned
+        plt.close(canvas.figure)
+    assert layout.drawn_in == 0
+
+
+def test_a_title_over_top_ticks_stays_as_far_above_them_when_drawn_in():
+    def top_ticks(lines: int) -> FigureCanvasAgg:
+        figure, ax = plt.subplots(figsize=(4, 3), layout="constrained")
+        ax.plot([0, 1], [0, 1])
+        ax.xaxis.tick_top()
+        ax.tick_params(labelsize=22)
+        ax.set_title("A title over top ticks")
+        ax.set_xlabel("\n".join(["x"] * lines))  # grows at the bottom edge
+        return FigureCanvasAgg(figure)
+
+    def gap(canvas: FigureCanvasAgg) -> float:
+        renderer = canvas.get_renderer()
+        ax = canvas.figure.axes[0]
+        labels = [t.label2.get_window_extent(renderer) for t in ax.xaxis.get_major_ticks()
+                  if t.label2.get_visible() and t.label2.get_text()]  # fmt: skip
+        return ax.title.get_window_extent(renderer).y0 - max(box.y1 for box in labels)
+
+    layout = FrozenLayout()
+    gaps = []
+    for lines in (1, 3):
+        canvas = top_ticks(lines)
+        layout.draw(canvas)
+        assert not cut_off(canvas)
+        gaps.append(gap(canvas))
+        plt.close(canvas.figure)
+    assert layout.drawn_in == 1
+    assert gaps[1] == pytest.approx(gaps[0], abs=0.5) and gaps[1] > 0

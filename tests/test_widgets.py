@@ -216,7 +216,9 @@ def test_the_svg_holds_the_figure_as_vectors_and_sized_text_at_live_dpi():
     assert svg.startswith("<?xml") and svg.rstrip().endswith("</svg>")
     wide, high = 6.5 * controls.LIVE_DPI, 3 * controls.LIVE_DPI
     assert f'width="{wide:g}px" height="{high:g}px" viewBox="0 0 468 216"' in svg
-    sized = re.findall(r'<text textLength="([0-9.]+)"[^>]*>([^<]*)</text>', svg)
+    sized = re.findall(
+        r'<text xml:space="preserve" textLength="([0-9.]+)"[^>]*>([^<]*)</text>', svg
+    )
     assert svg.count("<text ") == len(sized)  # every line of text told its width
     texts = {text: float(length) for length, text in sized}
     assert {"time &amp; rate", "per request", "time (s)"} <= set(texts)  # a line each
@@ -237,3 +239,28 @@ def test_text_widths_are_kept_for_a_few_thousand_lines(monkeypatch):
     first = controls.render_svg(svg_view, {"width": 6.5})
     assert 0 < len(controls._TEXT_WIDTHS) <= 5  # cleared when full, then filled again
     assert controls.render_svg(svg_view, {"width": 6.5}) == first  # kept or measured: equal
+
+
+def test_a_text_width_is_the_width_of_the_font_its_name_resolves_to_now():
+    import matplotlib as mpl
+    import matplotlib.pyplot as plt
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextToPath
+
+    title = "Throughput of the widest device"
+
+    def view() -> None:
+        plt.subplots(figsize=(4, 3))[1].set_title(title)
+
+    def drawn(svg: bytes) -> float:
+        return float(re.search(rf'textLength="([0-9.]+)"[^>]*>{title}<'.encode(), svg).group(1))
+
+    widths = []
+    for font in ("DejaVu Sans", "DejaVu Sans Mono"):  # the same family name, sans-serif
+        with mpl.rc_context({"font.sans-serif": [font]}):
+            laid_out = TextToPath().get_text_width_height_descent(
+                title, FontProperties(size=mpl.rcParams["axes.titlesize"]), False
+            )[0]
+            widths.append(drawn(controls.render_svg(view, {})))
+            assert widths[-1] == pytest.approx(laid_out, abs=1e-3), font
+    assert widths[1] > 1.1 * widths[0]  # the monospaced one really is wider

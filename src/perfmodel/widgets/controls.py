@@ -281,7 +281,9 @@ def _sized_text_renderer() -> type:
     the layout measured is what is shown. A line of mathtext is written as matplotlib
     writes it.
     """
+    import matplotlib as mpl
     from matplotlib.backends.backend_svg import RendererSVG
+    from matplotlib.font_manager import findfont
 
     class SizedTextRenderer(RendererSVG):
         def __init__(self, width: float, height: float, stream: Any, **kwargs: Any) -> None:
@@ -294,9 +296,9 @@ def _sized_text_renderer() -> type:
             super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)  # type: ignore[no-untyped-call]
             if ismath or not s.strip():
                 return
-            key = (s, prop.get_file(), tuple(prop.get_family()), prop.get_style(),
-                   prop.get_variant(), prop.get_weight(), prop.get_stretch(),
-                   prop.get_size_in_points())  # fmt: skip
+            # the font file the name resolves to now, and what else sets a line's width
+            key = (s, findfont(prop), prop.get_size_in_points(),
+                   mpl.rcParams["text.kerning_factor"])  # fmt: skip
             width = _TEXT_WIDTHS.get(key)
             if width is None:
                 measured = self.get_text_width_height_descent(s, prop, ismath=False)  # type: ignore[no-untyped-call]
@@ -306,7 +308,11 @@ def _sized_text_renderer() -> type:
                 _TEXT_WIDTHS[key] = width
             self._stream.seek(start)
             written = self._stream.read()  # the text just written, its <text> tag once
-            sized = f'<text textLength="{width:.3f}" lengthAdjust="spacingAndGlyphs" '
+            # spaces kept as typed (" 312 TFLOP/s" beside a bar): the width counts them
+            sized = (
+                f'<text xml:space="preserve" textLength="{width:.3f}" '
+                'lengthAdjust="spacingAndGlyphs" '
+            )
             self._stream.seek(start)
             self._stream.truncate()
             self._stream.write(written.replace("<text ", sized, 1))

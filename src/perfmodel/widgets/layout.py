@@ -182,16 +182,17 @@ def _drawn_in(figure: Any, renderer: Any, engine: Any, padding: int) -> bool:
     """Draw ``figure``'s one visible axes in from each edge its decorations cross, by as much
     as they cross it plus the layout's padding; whether the figure then fits.
 
-    Only a figure whose one axes is all it holds (no figure title, legend or text) is drawn
-    in: with two, a narrower axes no longer lines up with its neighbour, which constrained
-    layout would keep aligned. The figure is left as it was when it still does not fit.
+    Only a figure whose one axes is all it holds (no other axes, shown or hidden, and no
+    figure title, legend or text) is drawn in: with two, a narrower axes no longer lines up
+    with its neighbour, which constrained layout would keep aligned. A title lifted over
+    top-side tick labels stays as far above the axes as it was. The figure is left as it
+    was when it still does not fit.
     """
     from matplotlib.transforms import Bbox
 
-    shown = [ax for ax in figure.axes if ax.get_visible()]
-    if len(shown) != 1 or figure.texts or figure.legends:
-        return False
-    (ax,) = shown
+    if len(figure.axes) != 1 or figure.texts or figure.legends or not figure.axes[0].get_visible():
+        return False  # a hidden axes too: shown again later, it would not line up
+    (ax,) = figure.axes
     (box,) = _decorated_boxes(figure, renderer)
     width, height = figure.bbox.width, figure.bbox.height
     usual = engine.get()
@@ -205,10 +206,16 @@ def _drawn_in(figure: Any, renderer: Any, engine: Any, padding: int) -> bool:
     inside = Bbox.from_extents(was.x0 + left, was.y0 + bottom, was.x1 - right, was.y1 - top)
     if inside.width <= 0.2 * was.width or inside.height <= 0.2 * was.height:
         return False  # the decorations are most of the figure: constrained layout decides
+    titles = [(title, title.get_position()) for title in _axes_titles(ax)]
     ax.set_position(inside)
+    for title, (x, y) in titles:
+        if y > 1:  # lifted over top-side ticks, in axes heights: as far above it as before
+            title.set_position((x, 1 + (y - 1) * was.height / inside.height))
     if _fits(figure, renderer):  # its ticks may have changed with its length: measured again
         return True
     ax.set_position(was)
+    for title, spot in titles:
+        title.set_position(spot)
     return False
 
 
@@ -236,6 +243,12 @@ def _decorated_boxes(figure: Any, renderer: Any) -> list[Any]:
     for ax in figure.axes:
         if not ax.get_visible():
             continue
+        # What a draw does first: autoscaled limits brought up to date (reading them does),
+        # then a fixed aspect applied (it may widen them), so the texts measured here are
+        # placed and labelled as they will be drawn.
+        ax.get_xlim()
+        locator = ax.get_axes_locator()
+        ax.apply_aspect(locator(ax, renderer) if locator else None)
         parts = [ax.get_window_extent(renderer)]
         for axis in (ax.xaxis, ax.yaxis) if ax.axison else ():  # ``axis("off")`` hides both
             # its tick labels, label and offset text, placed as ``Axis.draw`` places them
