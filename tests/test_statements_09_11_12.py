@@ -125,9 +125,10 @@ def explorer_controls():
 
 
 def headline(figure) -> str:
+    """The figure's title as one line of words (it is wrapped to the figure's width)."""
     text = figure._suptitle.get_text()
     plt.close(figure)
-    return text
+    return " ".join(text.split())
 
 
 @pytest.mark.slow  # seconds of solver or measurement: make test, not test-fast
@@ -758,3 +759,26 @@ def test_lecture_11_says_what_a_quiet_run_of_batch_times_shows():
     assert "little more than a batch of 2, and two to three times a batch of 1" in text
     if "varied by more than" not in out:  # a quiet run
         assert eight_two < 1.5 and 2 <= eight_one <= 3, out
+
+
+@pytest.mark.slow  # two dozen priced configurations
+def test_every_line_of_the_capstone_headline_fits_across_its_figure():
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextToPath
+
+    from perfmodel.widgets.capstone import MODELS, PARALLELISM, capstone_view
+
+    measure = TextToPath().get_text_width_height_descent
+    overflowing = []
+    for model in MODELS:
+        for device in ("H100 SXM", "T4"):  # T4: too small for most, so the long "does not fit"
+            for parallelism in PARALLELISM:
+                figure = capstone_view(model=model, device=device, parallelism=parallelism)
+                title = figure._suptitle
+                size = FontProperties(size=title.get_fontsize())
+                room = figure.get_size_inches()[0] * 72  # points
+                plt.close(figure)
+                for line in title.get_text().split("\n"):
+                    if measure(line, size, False)[0] > room - 20:
+                        overflowing.append(line)
+    assert not overflowing, overflowing

@@ -10,6 +10,7 @@ hides, and the bottleneck; a configuration that does not fit gets no step time a
 
 from __future__ import annotations
 
+import textwrap
 from functools import lru_cache
 from typing import Any
 
@@ -48,6 +49,9 @@ MODELS: dict[str, tuple[str, dict[str, Any]]] = {
 GPUS = ("H100 SXM", "A100 SXM4 80GB", "H200 SXM", "B200", "MI300X", "V100 SXM2", "T4")
 NETWORKS = ("InfiniBand NDR", "InfiniBand HDR", "400 GbE", "100 GbE")
 PARALLELISM = ("data", "pipeline")
+#: The most characters in a line of the figure's title: about 1,000 points of its 1,080 at
+#: 15 points (a line of "does not fit" ran past both edges of the figure).
+TITLE_CHARACTERS = 110
 #: The device counts the explorer's slider offers.
 DEVICE_COUNTS = (1, 2, 4, 8, 16, 32, 64, 256, 1024)
 #: The most stages a pipeline gets (one 8-GPU node, NVLink between stages); more devices
@@ -246,7 +250,10 @@ def capstone_view(
             ylim=(0, max(memory, capacity or 0) / 1e9 * 1.3),
             title="fits" if fits else "does NOT fit",
         )
-    figure.suptitle(f"{model} on {devices} x {device}, {headline}", fontsize=15)
+    lines = f"{model} on {devices} x {device}, {headline}".split("\n")
+    # wrapped to the figure's width: a configuration that does not fit says why at length
+    title = "\n".join(textwrap.fill(line, TITLE_CHARACTERS) for line in lines)
+    figure.suptitle(title, fontsize=15)
     return figure
 
 
