@@ -163,14 +163,39 @@ def test_one_axes_whose_labels_outgrow_the_figure_is_drawn_in_as_far_as_they_gre
     assert (layout.laid_out, layout.reused, layout.drawn_in) == (1, 2, 1)
 
 
-def test_a_figure_with_more_than_its_axes_is_laid_out_afresh_not_drawn_in():
-    layout = FrozenLayout()
-    for top in (10, 10**9):
-        canvas = one_axes(top, title="A figure title")  # a drawn-in axes would leave it
-        layout.draw(canvas)
-        assert not cut_off(canvas)
-        plt.close(canvas.figure)
-    assert (layout.laid_out, layout.drawn_in) == (2, 0)
+def test_a_row_of_axes_is_drawn_in_level_and_a_column_is_laid_out_afresh():
+    def row(top: float) -> FigureCanvasAgg:  # the left panel's labels grow off the left edge
+        figure, (left, right) = plt.subplots(1, 2, figsize=(8, 3), layout="constrained")
+        left.plot([0, 1], [0, top])
+        right.plot([0, 1], [0, 1])
+        left.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:,.0f}"))
+        figure.suptitle("A title over the row")
+        return FigureCanvasAgg(figure)
+
+    def column(top: float) -> FigureCanvasAgg:
+        figure, (upper, lower) = plt.subplots(2, 1, figsize=(4, 4), layout="constrained")
+        upper.plot([0, 1], [0, top])
+        lower.plot([0, 1], [0, 1])
+        upper.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:,.0f}"))
+        return FigureCanvasAgg(figure)
+
+    for build, drawn_in in ((row, 1), (column, 0)):
+        layout = FrozenLayout()
+        for top in (10, 10**9):
+            canvas = build(top)
+            layout.draw(canvas)
+            first, second = canvas.figure.axes
+            assert not cut_off(canvas) and layout.drawn_in <= drawn_in
+            if build is row:  # level: the same top and bottom
+                assert first.get_position().y0 == pytest.approx(second.get_position().y0)
+                assert first.get_position().y1 == pytest.approx(second.get_position().y1)
+                assert first.get_tightbbox(canvas.get_renderer()).x1 < (
+                    second.get_tightbbox(canvas.get_renderer()).x0
+                )
+            else:  # aligned: the same left edge
+                assert first.get_position().x0 == pytest.approx(second.get_position().x0)
+            plt.close(canvas.figure)
+        assert (layout.laid_out, layout.drawn_in) == (2 - drawn_in, drawn_in), build.__name__
 
 
 def test_a_figure_legend_that_grows_is_not_left_over_the_plot():

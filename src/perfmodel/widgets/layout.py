@@ -98,7 +98,7 @@ class FrozenLayout:
     reused : int
         Draws placed by a kept layout, count.
     drawn_in : int
-        Of those, draws whose one axes was drawn in from an edge its decorations crossed
+        Of those, draws whose axes were drawn in from an edge their decorations crossed
         (and the layout kept so), count.
     """
 
@@ -138,9 +138,9 @@ class FrozenLayout:
                 canvas.draw()
                 self.reused += 1
                 return
-            # A figure of one axes whose decorations only ran past the figure's edge (a tick
-            # label at the end of an axis, wider than the last) has that axes drawn in by as
-            # much, and kept so: constrained layout would do no more, at twice the cost.
+            # A row of axes whose decorations only ran past the figure's edge (a tick label
+            # at the end of an axis, wider than the last) is drawn in by as much, and kept
+            # so: constrained layout would do little more, at twice the cost.
             if _drawn_in(figure, canvas.get_renderer(), engine, padding):
                 canvas.draw()
                 self.reused += 1
@@ -179,43 +179,56 @@ def _placement(figure: Any) -> _Placement:
 
 
 def _drawn_in(figure: Any, renderer: Any, engine: Any, padding: int) -> bool:
-    """Draw ``figure``'s one visible axes in from each edge its decorations cross, by as much
-    as they cross it plus the layout's padding; whether the figure then fits.
+    """Draw the axes of a one-row figure in from each edge of the figure their decorations
+    cross, by as much as they cross it plus the layout's padding; whether it then fits.
 
-    Only a figure whose one axes is all it holds (no other axes, shown or hidden, and no
-    figure title, legend or text) is drawn in: with two, a narrower axes no longer lines up
-    with its neighbour, which constrained layout would keep aligned. A title lifted over
-    top-side tick labels stays as far above the axes as it was. The figure is left as it
-    was when it still does not fit.
+    Each axes is drawn in from the left or right edge as far as its own decorations need;
+    from the top or bottom, every axes as far as the farthest needs, so that the row stays
+    level. Only a figure whose axes are all shown, each in its own cell of one row of one
+    grid, is drawn in: in a column or a grid, or beside a hidden axes that may come back, a
+    narrower axes would no longer line up with its neighbours, which constrained layout
+    keeps aligned. A title lifted over top-side tick labels stays as far above its axes as
+    it was. The figure is left as it was when it still does not fit.
     """
     from matplotlib.transforms import Bbox
 
-    if len(figure.axes) != 1 or figure.texts or figure.legends or not figure.axes[0].get_visible():
-        return False  # a hidden axes too: shown again later, it would not line up
-    (ax,) = figure.axes
-    (box,) = _decorated_boxes(figure, renderer)
+    axes = figure.axes
+    specs = [ax.get_subplotspec() for ax in axes]
+    if (
+        not axes
+        or not all(ax.get_visible() for ax in axes)  # a hidden one would not line up
+        or any(spec is None or spec.get_geometry()[0] != 1 for spec in specs)
+        or len({id(spec.get_gridspec()) for spec in specs}) != 1
+        or len({spec.get_geometry()[2:] for spec in specs}) != len(specs)  # no twins
+    ):
+        return False
+    boxes = _decorated_boxes(figure, renderer)[: len(axes)]
     width, height = figure.bbox.width, figure.bbox.height
     usual = engine.get()
     pad_x = usual["w_pad"] * padding * figure.dpi  # inches to the renderer's pixels
     pad_y = usual["h_pad"] * padding * figure.dpi
-    left = max(0.0, pad_x - box.x0) / width
-    right = max(0.0, box.x1 - width + pad_x) / width
-    bottom = max(0.0, pad_y - box.y0) / height
-    top = max(0.0, box.y1 - height + pad_y) / height
-    was = ax.get_position(original=True).frozen()
-    inside = Bbox.from_extents(was.x0 + left, was.y0 + bottom, was.x1 - right, was.y1 - top)
-    if inside.width <= 0.2 * was.width or inside.height <= 0.2 * was.height:
-        return False  # the decorations are most of the figure: constrained layout decides
-    titles = [(title, title.get_position()) for title in _axes_titles(ax)]
-    ax.set_position(inside)
-    for title, (x, y) in titles:
-        if y > 1:  # lifted over top-side ticks, in axes heights: as far above it as before
-            title.set_position((x, 1 + (y - 1) * was.height / inside.height))
-    if _fits(figure, renderer):  # its ticks may have changed with its length: measured again
-        return True
-    ax.set_position(was)
-    for title, spot in titles:
-        title.set_position(spot)
+    bottom = max(max(0.0, pad_y - box.y0) for box in boxes) / height
+    top = max(max(0.0, box.y1 - height + pad_y) for box in boxes) / height
+    before = []
+    for ax, box in zip(axes, boxes, strict=True):
+        left = max(0.0, pad_x - box.x0) / width
+        right = max(0.0, box.x1 - width + pad_x) / width
+        was = ax.get_position(original=True).frozen()
+        inside = Bbox.from_extents(was.x0 + left, was.y0 + bottom, was.x1 - right, was.y1 - top)
+        before.append((ax, was, [(title, title.get_position()) for title in _axes_titles(ax)]))
+        if inside.width <= 0.2 * was.width or inside.height <= 0.2 * was.height:
+            break  # the decorations are most of the figure: constrained layout decides
+        ax.set_position(inside)
+        for title, (x, y) in before[-1][2]:
+            if y > 1:  # lifted over top-side ticks, in axes heights: as far above as before
+                title.set_position((x, 1 + (y - 1) * was.height / inside.height))
+    else:
+        if _fits(figure, renderer):  # ticks may change with an axis' length: measured again
+            return True
+    for ax, was, titles in before:
+        ax.set_position(was)
+        for title, spot in titles:
+            title.set_position(spot)
     return False
 
 
