@@ -626,6 +626,10 @@ def test_node_costs_are_each_nodes_cost_retyped_and_kept_for_their_own_model_onl
     assert costs == tuple(devices.retyped(n.cost, "bf16") * 3 for n in small.nodes)
     assert costs[0].bytes == pytest.approx(small.nodes[0].cost.bytes / 2 * 3)  # fp32 -> bf16
     assert devices.node_costs(small, "bf16", times=3) is costs  # kept
+    for dtype, times in (("fp32", 1), ("fp32", 3), ("fp8", 2)):  # kept as typed, or retyped
+        assert devices.node_costs(small, dtype, times=times) == tuple(
+            devices.retyped(n.cost, dtype) * times for n in small.nodes
+        )
     assert [c.bytes for c in devices.node_costs(small, "fp32")] == [
         n.cost.bytes for n in small.nodes
     ]
