@@ -100,12 +100,16 @@ def test_a_figure_without_a_layout_engine_is_drawn_as_it_comes():
     assert (layout.laid_out, layout.reused) == (2, 0)
 
 
+#: How wide the growing tick labels get: the largest value they show.
+LABEL_TOPS = st.sampled_from([1, 10, 10**3, 10**6, 10**9, 10**12])
+
+
 @settings(max_examples=12, deadline=None)
 @given(
     st.lists(
         st.tuples(
             st.text(alphabet="abcdefgh ", min_size=1, max_size=40),
-            st.sampled_from([1, 10, 10**3, 10**6, 10**9, 10**12]),
+            LABEL_TOPS,
             st.text(alphabet="xyz ", min_size=1, max_size=60),
         ),
         min_size=2,
@@ -295,7 +299,7 @@ def test_an_axes_drawn_without_its_axis_is_judged_by_what_is_drawn():
 @given(
     st.lists(
         st.tuples(
-            st.sampled_from([1, 10, 10**3, 10**6, 10**9, 10**12]),
+            LABEL_TOPS,
             st.text(alphabet="xyz ", min_size=1, max_size=40),
         ),
         min_size=2,
