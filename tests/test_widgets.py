@@ -233,11 +233,11 @@ def test_the_svg_holds_the_figure_as_vectors_and_sized_text_at_live_dpi():
     assert plt.get_fignums() == before  # the view's figure is closed
 
 
-def test_text_widths_are_kept_for_a_few_thousand_lines(monkeypatch):
-    monkeypatch.setattr(controls, "_TEXT_WIDTHS", {})
-    monkeypatch.setattr(controls, "KEPT_WIDTHS", 5)
+def test_text_sizes_are_kept_for_a_few_thousand_lines(monkeypatch):
+    monkeypatch.setattr(controls, "_TEXT_SIZES", {})
+    monkeypatch.setattr(controls, "KEPT_SIZES", 5)
     first = controls.render_svg(svg_view, {"width": 6.5})
-    assert 0 < len(controls._TEXT_WIDTHS) <= 5  # cleared when full, then filled again
+    assert 0 < len(controls._TEXT_SIZES) <= 5  # cleared when full, then filled again
     assert controls.render_svg(svg_view, {"width": 6.5}) == first  # kept or measured: equal
 
 

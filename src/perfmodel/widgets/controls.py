@@ -264,10 +264,11 @@ def held_redraws() -> Iterator[None]:
 _SVG_SIZE = re.compile(r'width="[0-9.]+pt" height="[0-9.]+pt"')
 
 
-#: The widths of text lines as matplotlib measures them, in points, by the line and its font.
-_TEXT_WIDTHS: dict[tuple[Any, ...], float] = {}
-#: Most widths kept: a few explorers' tick labels, titles and legends.
-KEPT_WIDTHS = 4096
+#: Text lines' widths, heights and descents as matplotlib measures them, in points, by the
+#: line and its font.
+_TEXT_SIZES: dict[tuple[Any, ...], tuple[float, float, float]] = {}
+#: Most sizes kept: a few explorers' tick labels, titles and legends.
+KEPT_SIZES = 4096
 
 
 @functools.cache
@@ -285,10 +286,32 @@ def _sized_text_renderer() -> type:
     from matplotlib.backends.backend_svg import RendererSVG
     from matplotlib.font_manager import findfont
 
+    def measured(renderer: Any, s: str, prop: Any) -> tuple[float, float, float]:
+        """A plain line's width, height and descent, in points, measured once per font."""
+        # the font file the name resolves to now, and what else sets a line's size
+        key = (s, findfont(prop), prop.get_size_in_points(), mpl.rcParams["text.kerning_factor"])
+        size = _TEXT_SIZES.get(key)
+        if size is None:
+            if len(_TEXT_SIZES) >= KEPT_SIZES:
+                _TEXT_SIZES.clear()
+            size = _TEXT_SIZES[key] = tuple(
+                RendererSVG.get_text_width_height_descent(renderer, s, prop, ismath=False)  # type: ignore[no-untyped-call]
+            )
+        return size
+
     class SizedTextRenderer(RendererSVG):
         def __init__(self, width: float, height: float, stream: Any, **kwargs: Any) -> None:
             self._stream = stream  # where the document is written, to size each text in it
             super().__init__(width, height, stream, **kwargs)  # type: ignore[no-untyped-call]
+
+        def get_text_width_height_descent(
+            self, s: str, prop: Any, ismath: Any
+        ) -> tuple[float, float, float]:
+            # matplotlib keeps what one renderer measured; a figure a move gets a renderer
+            # of its own, so the sizes are kept here, for every figure to come
+            if ismath:
+                return super().get_text_width_height_descent(s, prop, ismath)  # type: ignore[no-any-return,no-untyped-call]
+            return measured(self, s, prop)
 
         def draw_text(self, gc: Any, x: float, y: float, s: str, prop: Any, angle: float,
                       ismath: Any = False, mtext: Any = None) -> None:  # fmt: skip
@@ -296,16 +319,7 @@ def _sized_text_renderer() -> type:
             super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)  # type: ignore[no-untyped-call]
             if ismath or not s.strip():
                 return
-            # the font file the name resolves to now, and what else sets a line's width
-            key = (s, findfont(prop), prop.get_size_in_points(),
-                   mpl.rcParams["text.kerning_factor"])  # fmt: skip
-            width = _TEXT_WIDTHS.get(key)
-            if width is None:
-                measured = self.get_text_width_height_descent(s, prop, ismath=False)  # type: ignore[no-untyped-call]
-                width = float(measured[0])
-                if len(_TEXT_WIDTHS) >= KEPT_WIDTHS:
-                    _TEXT_WIDTHS.clear()
-                _TEXT_WIDTHS[key] = width
+            width = measured(self, s, prop)[0]  # as the layout measured it
             self._stream.seek(start)
             written = self._stream.read()  # the text just written, its <text> tag once
             # spaces kept as typed (" 312 TFLOP/s" beside a bar): the width counts them
