@@ -400,7 +400,7 @@ def render_svg(
     An explorer sends its figure as SVG rather than as PNG: matplotlib then neither
     rasterises the figure nor encodes its pixels, the image is smaller, and the browser
     paints it crisp at a projector's size. On 2 cores a roofline move answers in the kernel
-    in 112 ms instead of 134, with 23 kB to send instead of 73 kB (``benchmarks/widgets.py``).
+    in 107 ms instead of 134, with 23 kB to send instead of 73 kB (``benchmarks/widgets.py``).
     Text is sent as text, in DejaVu Sans (matplotlib's font) with the usual sans-serif
     fonts after it, and each line with the width the layout measured, so a browser
     without DejaVu Sans fits its own font to the layout. The figure is laid out and drawn
