@@ -80,23 +80,6 @@ def retyped(cost: ops.Cost, dtype: str) -> ops.Cost:
     )
 
 
-def _retyped_times(cost: ops.Cost, dtype: str, width: int, times: int) -> ops.Cost:
-    """``retyped(cost, dtype) * times`` built once, not twice (a model has thousands of nodes);
-    ``width`` is ``dtype``'s, in bytes."""
-    scale = 1.0
-    if cost.dtype in _FLOATS and cost.dtype != dtype:
-        scale = width / hardware.dtype_bytes(cost.dtype)
-    else:
-        dtype = cost.dtype  # type: ignore[assignment]  # kept as it was, as retyped keeps it
-    return ops.Cost(
-        flops=cost.flops * times,
-        bytes_read=cost.bytes_read * scale * times,
-        bytes_written=cost.bytes_written * scale * times,
-        dtype=dtype,
-        label=f"{times:g} x {cost.label}" if cost.label else "",
-    )
-
-
 def node_costs(model: ImportedModel, dtype: str, *, times: int = 1) -> tuple[ops.Cost, ...]:
     """Every node's cost in ``model`` priced in ``dtype`` (:func:`retyped`), ``times`` over.
 
@@ -126,8 +109,7 @@ def node_costs(model: ImportedModel, dtype: str, *, times: int = 1) -> tuple[ops
     if kept is not None and kept[0] is model:
         _COSTS.move_to_end(key)
         return kept[1]
-    width = hardware.dtype_bytes(dtype)
-    costs = tuple(_retyped_times(n.cost, dtype, width, times) for n in model.nodes)
+    costs = tuple(retyped(n.cost, dtype) * times for n in model.nodes)
     _COSTS[key] = (model, costs)
     if len(_COSTS) > PREDICTIONS_KEPT:
         _COSTS.popitem(last=False)

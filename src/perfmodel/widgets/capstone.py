@@ -49,8 +49,8 @@ MODELS: dict[str, tuple[str, dict[str, Any]]] = {
 GPUS = ("H100 SXM", "A100 SXM4 80GB", "H200 SXM", "B200", "MI300X", "V100 SXM2", "T4")
 NETWORKS = ("InfiniBand NDR", "InfiniBand HDR", "400 GbE", "100 GbE")
 PARALLELISM = ("data", "pipeline")
-#: The most characters in a line of the figure's title: about 1,000 points of its 1,080 at
-#: 15 points (a line of "does not fit" ran past both edges of the figure).
+#: The most characters in a line of the figure's title: about 860 points of its 1,080 at
+#: 15 points, with room for wide letters (a line of "does not fit" ran past both edges).
 TITLE_CHARACTERS = 110
 #: The device counts the explorer's slider offers.
 DEVICE_COUNTS = (1, 2, 4, 8, 16, 32, 64, 256, 1024)

@@ -209,25 +209,26 @@ def _drawn_in(figure: Any, renderer: Any, engine: Any, padding: int) -> bool:
     pad_y = usual["h_pad"] * padding * figure.dpi
     bottom = max(max(0.0, pad_y - box.y0) for box in boxes) / height
     top = max(max(0.0, box.y1 - height + pad_y) for box in boxes) / height
-    before = []
+    moves = []  # each axes, where it was, and where it goes
     for ax, box in zip(axes, boxes, strict=True):
         left = max(0.0, pad_x - box.x0) / width
         right = max(0.0, box.x1 - width + pad_x) / width
         was = ax.get_position(original=True).frozen()
         inside = Bbox.from_extents(was.x0 + left, was.y0 + bottom, was.x1 - right, was.y1 - top)
-        before.append((ax, was, [(title, title.get_position()) for title in _axes_titles(ax)]))
         if inside.width <= 0.2 * was.width or inside.height <= 0.2 * was.height:
-            break  # the decorations are most of the figure: constrained layout decides
+            return False  # the decorations are most of the figure: constrained layout decides
+        moves.append((ax, was, inside))
+    titles = [[(title, title.get_position()) for title in _axes_titles(ax)] for ax, *_ in moves]
+    for (ax, was, inside), spots in zip(moves, titles, strict=True):
         ax.set_position(inside)
-        for title, (x, y) in before[-1][2]:
+        for title, (x, y) in spots:
             if y > 1:  # lifted over top-side ticks, in axes heights: as far above as before
                 title.set_position((x, 1 + (y - 1) * was.height / inside.height))
-    else:
-        if _fits(figure, renderer):  # ticks may change with an axis' length: measured again
-            return True
-    for ax, was, titles in before:
+    if _fits(figure, renderer):  # ticks may change with an axis' length: measured again
+        return True
+    for (ax, was, _), spots in zip(moves, titles, strict=True):
         ax.set_position(was)
-        for title, spot in titles:
+        for title, spot in spots:
             title.set_position(spot)
     return False
 
