@@ -2,7 +2,9 @@
 
 One module per lecture, each with its explorers and their static twins; the controls they
 share (log sliders with readable readouts, live text, a redrawn figure) live in
-:mod:`perfmodel.widgets.controls`.
+:mod:`perfmodel.widgets.controls`, which lays figures out with
+:mod:`perfmodel.widgets.layout` and keeps the garbage collector out of a move with
+:mod:`perfmodel.widgets.collection`.
 
 ======================================  =======  ============================================
 module                                  lecture  explorer

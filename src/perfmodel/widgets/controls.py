@@ -13,6 +13,7 @@ from typing import Any
 
 from perfmodel._validate import positive
 from perfmodel.units import format_quantity
+from perfmodel.widgets.collection import collection_deferred
 from perfmodel.widgets.layout import FrozenLayout
 
 __all__ = [
@@ -501,6 +502,10 @@ def live_plot(view: Callable[..., Any], controls: Mapping[str, Any]) -> Any:
         if _held is not None:
             _held.append(update)
             return
+        with collection_deferred():  # no collector's pause inside a move (.collection)
+            show()
+
+    def show() -> None:
         values = {name: control.value for name, control in controls.items()}
         key = repr(sorted(values.items()))
         svg = drawn.get(key)
