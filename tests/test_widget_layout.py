@@ -393,3 +393,54 @@ def test_a_title_over_top_ticks_stays_as_far_above_them_when_drawn_in():
         plt.close(canvas.figure)
     assert layout.drawn_in == 1
     assert gaps[1] == pytest.approx(gaps[0], abs=0.5) and gaps[1] > 0
+
+
+#: Explorers' views and moves that change limits, tick counts, legends and layouts.
+_MOVES = [
+    ("roofline", "roofline_view",
+     [{"device": "H100 SXM", "compare": None, "dtype": "bf16", "n": 1024},
+      {"device": "H100 SXM", "compare": None, "dtype": "bf16", "n": 64},
+      {"device": "H100 SXM", "compare": "EPYC 9654", "dtype": "bf16", "n": 64},
+      {"device": "T4", "compare": "MI300X", "dtype": "fp16", "n": 16384}]),
+    ("minibatch", "batch_size_view",
+     [{}, {"width": 256}, {"width": 16384}, {"device": "TPU v5p", "dtype": "bf16"}]),
+    ("serving", "serving_view", [{}, {"workers": 1, "max_batch": 1}, {"arrival_rate": 2000.0}]),
+    ("capstone", "capstone_view", [{}, {"parallelism": "pipeline"}, {"devices": 1024}]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("module", "view", "moves"), _MOVES, ids=[m[1] for m in _MOVES])
+def test_ticks_worked_out_once_draw_the_same_bytes_as_matplotlib_working_them_out(
+    module, view, moves, monkeypatch
+):
+    """The oracle: each axis keeping its ticks while their inputs stay changes nothing drawn."""
+    import contextlib
+    import importlib
+
+    from perfmodel.widgets import layout
+
+    function = getattr(importlib.import_module(f"perfmodel.widgets.{module}"), view)
+
+    def drawn() -> list[bytes]:
+        frozen = FrozenLayout()
+        return [controls.render_svg(function, settings, frozen) for settings in moves]
+
+    kept = drawn()
+    monkeypatch.setattr(layout, "_ticks_worked_out_once", lambda figure: contextlib.nullcontext())
+    assert kept == drawn()
+
+
+def test_an_axis_works_its_ticks_out_again_when_its_limits_or_length_change():
+    from perfmodel.widgets.layout import _kept_ticks
+
+    figure, ax = plt.subplots(figsize=(4, 3))
+    ax.plot([0, 10])
+    update = _kept_ticks(ax.xaxis)
+    first = [t.get_loc() for t in update()]
+    assert update() is update()  # nothing changed: the same ticks
+    ax.set_xlim(0, 1000)
+    assert [t.get_loc() for t in update()] != first
+    ax.set_position((0.1, 0.1, 0.1, 0.8))  # a tenth as long: fewer ticks fit
+    narrow = [t.get_loc() for t in update()]
+    assert narrow == [t.get_loc() for t in ax.xaxis._update_ticks()] and len(narrow) < 6
+    plt.close(figure)

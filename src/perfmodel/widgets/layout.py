@@ -29,6 +29,8 @@ Only constrained-layout figures without subfigures are kept; any other is drawn 
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,6 +126,11 @@ class FrozenLayout:
             canvas.draw()
             self.laid_out += 1
             return
+        with _ticks_worked_out_once(figure):
+            self._draw(canvas, engine)
+
+    def _draw(self, canvas: Any, engine: Any) -> None:
+        figure = canvas.figure
         shape = _shape(figure)
         kept = self._kept.get(shape)
         padding = self._padding.get(shape, 1)
@@ -162,6 +169,50 @@ class FrozenLayout:
             return  # not even its own layout fits it (a title wider than the figure)
         self._padding[shape] = padding
         self._kept[shape] = _placement(figure)
+
+
+@contextlib.contextmanager
+def _ticks_worked_out_once(figure: Any) -> Iterator[None]:
+    """Within the block, each axis of ``figure`` works out its ticks once per placement.
+
+    matplotlib works out an axis' ticks (locations, labels, one artist each) three times
+    when measuring the axis and three more when drawing it, each time with the same
+    result while the axis' limits, size, locators and formatters stay as they were: on a
+    log axis with its minor ticks that is about a millisecond a time. Each axis keeps the
+    ticks it last worked out, with what they were worked out for, and works them out again
+    only when one of those changed (an axes moved by a layout, a limit widened).
+    """
+    axes = [axis for ax in figure.axes for axis in ax._axis_map.values()]
+    for axis in axes:
+        axis._update_ticks = _kept_ticks(axis)
+    try:
+        yield
+    finally:
+        for axis in axes:
+            vars(axis).pop("_update_ticks", None)  # matplotlib's own again
+
+
+def _kept_ticks(axis: Any) -> Callable[[], list[Any]]:
+    """``axis._update_ticks``, working the ticks out again only when their inputs change."""
+    work_out = type(axis)._update_ticks.__get__(axis)
+    kept: list[Any] = []  # [what the ticks were worked out for, the ticks to draw]
+
+    def update_ticks() -> list[Any]:
+        inputs = (
+            tuple(axis.get_view_interval()),
+            axis.axes.bbox.bounds,  # the axis' length in pixels sets how many ticks fit
+            axis.get_scale(),
+            axis.major.locator,
+            axis.major.formatter,
+            axis.minor.locator,
+            axis.minor.formatter,
+        )
+        if not kept or kept[0] != inputs:
+            kept[:] = [inputs, work_out()]
+        ticks: list[Any] = kept[1]
+        return ticks
+
+    return update_ticks
 
 
 def _placement(figure: Any) -> _Placement:
