@@ -197,15 +197,19 @@ def order_segment_costs(graph: Graph, order: Sequence[int]) -> np.ndarray:
             if ci > previous:
                 rectangle(previous + 1, ci, ci, n - 1, c)
                 previous = ci
-    grid = np.zeros((n + 1, n + 1))
-    np.add.at(grid, (np.array(rows, dtype=int), np.array(cols, dtype=int)), np.array(vals))
-    comm = np.cumsum(np.cumsum(grid, axis=0), axis=1)[:n, :n]
+    # the corners summed in the order given, as np.add.at would, in one pass
+    corners = np.array(rows, dtype=np.intp) * (n + 1) + np.array(cols, dtype=np.intp)
+    grid = np.bincount(corners, weights=np.array(vals, dtype=float), minlength=(n + 1) ** 2)
+    grid = grid.reshape(n + 1, n + 1)
+    for a in range(1, n + 1):  # cumsum down the columns, a row at a time: 4x numpy's
+        grid[a] += grid[a - 1]  # strided axis-0 cumsum, and the same sums in the same order
+    comm = np.cumsum(grid, axis=1)[:n, :n]
     prefix = np.concatenate(([0.0], np.cumsum(np.array(graph.work)[list(order)])))
     costs = prefix[None, 1:] - prefix[:-1, None] + comm
     if graph.limited:  # a piece that cannot fit on one device cannot run
         held = np.concatenate(([0.0], np.cumsum(np.array(graph.memory)[list(order)])))
         costs[~fits_memory(held[None, 1:] - held[:-1, None], graph.capacity)] = math.inf
-    costs[np.tril_indices(n, -1)] = math.inf
+    costs[np.arange(n)[:, None] > np.arange(n)] = math.inf  # a piece ends where it starts or later
     return costs
 
 
@@ -215,10 +219,13 @@ def _min_max_dp(costs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     best = np.full((k + 1, n + 1), math.inf)
     start = np.zeros((k + 1, n + 1), dtype=int)
     best[0, 0] = 0.0
+    ends = costs.T.copy()  # [b, a]: the pieces ending at b along a row, read contiguously
+    candidates = np.empty_like(ends)
+    rows = np.arange(n)
     for j in range(1, k + 1):
-        candidates = np.maximum(best[j - 1, :n, None], costs)  # [a, b]: stage a..b last
-        start[j, 1:] = np.argmin(candidates, axis=0)
-        best[j, 1:] = candidates[start[j, 1:], np.arange(n)]
+        np.maximum(ends, best[j - 1, None, :n], out=candidates)  # [b, a]: stage a..b last
+        start[j, 1:] = np.argmin(candidates, axis=1)
+        best[j, 1:] = candidates[rows, start[j, 1:]]
     return best, start
 
 
