@@ -47,6 +47,16 @@ def overlapping_panels(canvas: FigureCanvasAgg) -> bool:
     return first.x1 > second.x0 + TEXT_MARGIN_PX
 
 
+def under_the_title(canvas: FigureCanvasAgg) -> bool:
+    """Whether a panel's decorations reach up into the figure title's box."""
+    renderer = canvas.get_renderer()
+    title = canvas.figure._suptitle.get_window_extent(renderer)
+    return any(
+        min(box.x1, title.x1) - max(box.x0, title.x0) > 1 and box.y1 > title.y0 + 1
+        for box in (ax.get_tightbbox(renderer) for ax in canvas.figure.axes)
+    )
+
+
 #: How far a text's box reaches past its ink, px: two boxes may overlap this much.
 TEXT_MARGIN_PX = 4
 
@@ -110,7 +120,7 @@ LABEL_TOPS = st.sampled_from([1, 10, 10**3, 10**6, 10**9, 10**12])
         st.tuples(
             st.text(alphabet="abcdefgh ", min_size=1, max_size=40),
             LABEL_TOPS,
-            st.text(alphabet="xyz ", min_size=1, max_size=60),
+            st.text(alphabet="xyz \n", min_size=1, max_size=60),  # titles of 1 to 4 lines
         ),
         min_size=2,
         max_size=5,
@@ -124,6 +134,7 @@ def test_no_kept_layout_ever_cuts_a_label_off_or_runs_two_panels_together(figure
         try:
             assert not cut_off(canvas), (legend, top, title)
             assert not overlapping_panels(canvas), (legend, top, title)
+            assert not under_the_title(canvas), (legend, top, title)
         finally:
             plt.close(canvas.figure)
     assert layout.laid_out + layout.reused == len(figures)
@@ -200,6 +211,25 @@ def test_a_row_of_axes_is_drawn_in_level_and_a_column_is_laid_out_afresh():
                 assert first.get_position().x0 == pytest.approx(second.get_position().x0)
             plt.close(canvas.figure)
         assert (layout.laid_out, layout.drawn_in) == (2 - drawn_in, drawn_in), build.__name__
+
+
+def test_a_row_under_a_title_that_gains_lines_is_drawn_down_under_it_not_laid_out_again():
+    layout = FrozenLayout()
+    tops = []
+    for lines in (1, 2, 3, 2):
+        canvas = two_panels("a line", 10, title="\n".join(["A title line"] * lines))
+        layout.draw(canvas)
+        figure, renderer = canvas.figure, canvas.get_renderer()
+        title = figure._suptitle.get_window_extent(renderer)
+        for ax in figure.axes:
+            assert ax.get_tightbbox(renderer).y1 <= title.y0 + 0.5, lines  # clear of the title
+        first, second = figure.axes
+        assert first.get_position().y1 == pytest.approx(second.get_position().y1)  # level
+        assert not cut_off(canvas)
+        tops.append(first.get_position().y1)
+        plt.close(figure)
+    assert tops[0] > tops[1] > tops[2] == tops[3]  # down a line each time; kept for fewer
+    assert (layout.laid_out, layout.drawn_in) == (1, 2)
 
 
 def test_a_figure_legend_that_grows_is_not_left_over_the_plot():

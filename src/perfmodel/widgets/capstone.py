@@ -318,5 +318,7 @@ def capstone_explorer(**defaults: Any) -> Any:
     }
     for name in MODELS:  # imported now, so that no first switch to a model waits for it
         _model(name)
+    import perfmodel.pipeline  # noqa: F401  (a pipeline split's partitioner, loaded now too)
+
     out = live_plot(capstone_view, controls)
     return widgets.VBox([*controls.values(), out])

@@ -235,11 +235,14 @@ def _drawn_in(figure: Any, renderer: Any, engine: Any, padding: int) -> bool:
 
     Each axes is drawn in from the left or right edge as far as its own decorations need;
     from the top or bottom, every axes as far as the farthest needs, so that the row stays
-    level. Only a figure whose axes are all shown, each in its own cell of one row of one
-    grid, is drawn in: in a column or a grid, or beside a hidden axes that may come back, a
-    narrower axes would no longer line up with its neighbours, which constrained layout
-    keeps aligned. A title lifted over top-side tick labels stays as far above its axes as
-    it was. The figure is left as it was when it still does not fit.
+    level. A figure title (or a figure legend or text) that reaches down from above the
+    row's frames counts as the top edge, and one that reaches up from below them as the
+    bottom edge: a title that gained a line draws the row down under it. Only a figure
+    whose axes are all shown, each in its own cell of one row of one grid, is drawn in: in
+    a column or a grid, or beside a hidden axes that may come back, a narrower axes would
+    no longer line up with its neighbours, which constrained layout keeps aligned. A title
+    lifted over top-side tick labels stays as far above its axes as it was. The figure is
+    left as it was when it still does not fit.
     """
     from matplotlib.transforms import Bbox
 
@@ -253,13 +256,21 @@ def _drawn_in(figure: Any, renderer: Any, engine: Any, padding: int) -> bool:
         or len({spec.get_geometry()[2:] for spec in specs}) != len(specs)  # no twins
     ):
         return False
-    boxes = _decorated_boxes(figure, renderer)[: len(axes)]
+    decorated = _decorated_boxes(figure, renderer)
+    boxes, above_or_below = decorated[: len(axes)], decorated[len(axes) :]
     width, height = figure.bbox.width, figure.bbox.height
     usual = engine.get()
     pad_x = usual["w_pad"] * padding * figure.dpi  # inches to the renderer's pixels
     pad_y = usual["h_pad"] * padding * figure.dpi
-    bottom = max(max(0.0, pad_y - box.y0) for box in boxes) / height
-    top = max(max(0.0, box.y1 - height + pad_y) for box in boxes) / height
+    # A figure title (or legend, or text) reaching down from above the axes' frames is the
+    # row's ceiling, one reaching up from below them its floor: a title grown by a line draws
+    # the row down under it.
+    frames = [ax.get_window_extent(renderer) for ax in axes]
+    high, low = max(f.y1 for f in frames), min(f.y0 for f in frames)
+    ceiling = min([height, *(b.y0 for b in above_or_below if b.y1 > high and b.y0 > low)])
+    floor = max([0.0, *(b.y1 for b in above_or_below if b.y0 < low and b.y1 < high)])
+    bottom = max(max(0.0, floor + pad_y - box.y0) for box in boxes) / height
+    top = max(max(0.0, box.y1 - ceiling + pad_y) for box in boxes) / height
     moves = []  # each axes, where it was, and where it goes
     for ax, box in zip(axes, boxes, strict=True):
         left = max(0.0, pad_x - box.x0) / width
