@@ -149,6 +149,26 @@ def test_order_dp_equals_trying_every_cut_of_any_order(case, seed):
     )
 
 
+@settings(max_examples=60, deadline=None)
+@given(dags(max_nodes=12), st.integers(0, 10**6), st.floats(1.0, 4.0))
+def test_every_piece_costs_what_stage_cost_says_memory_limits_included(case, seed, room):
+    from perfmodel.pipeline.search import decode
+    from perfmodel.pipeline.split import order_segment_costs
+
+    graph, _ = case
+    rng = np.random.default_rng(seed)
+    memory = rng.random(graph.n).tolist()
+    limited = pl.Graph(graph.work, graph.comm, graph.edges, memory=memory,
+                       capacity=max(memory) * room)  # fmt: skip
+    for g in (graph, limited):
+        order = decode(g, rng.random(g.n).tolist())  # a random topological order
+        costs = order_segment_costs(g, order)
+        for a in range(g.n):
+            for b in range(g.n):
+                expected = pl.stage_cost(g, order[a : b + 1]) if a <= b else math.inf
+                assert costs[a, b] == pytest.approx(expected, rel=1e-9, abs=1e-12), (a, b)
+
+
 @settings(max_examples=30, deadline=None)
 @given(dags(max_nodes=7), st.integers(0, 100))
 def test_order_search_is_feasible_deterministic_and_never_below_the_optimum(case, seed):

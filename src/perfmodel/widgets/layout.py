@@ -141,14 +141,15 @@ class FrozenLayout:
             # Judged before drawing: measuring the texts is what a draw would do first (and
             # the renderer then draws them from its measures), and one that does not fit is
             # drawn once, laid out afresh, not twice.
-            if _fits(figure, canvas.get_renderer()):
+            decorated = _decorated_boxes(figure, canvas.get_renderer())
+            if _clear(figure, decorated):
                 canvas.draw()
                 self.reused += 1
                 return
             # A row of axes whose decorations only ran past the figure's edge (a tick label
             # at the end of an axis, wider than the last) is drawn in by as much, and kept
             # so: constrained layout would do little more, at twice the cost.
-            if _drawn_in(figure, canvas.get_renderer(), engine, padding):
+            if _drawn_in(figure, canvas.get_renderer(), engine, padding, decorated):
                 canvas.draw()
                 self.reused += 1
                 self.drawn_in += 1
@@ -229,7 +230,7 @@ def _placement(figure: Any) -> _Placement:
     )
 
 
-def _drawn_in(figure: Any, renderer: Any, engine: Any, padding: int) -> bool:
+def _drawn_in(figure: Any, renderer: Any, engine: Any, padding: int, decorated: list[Any]) -> bool:
     """Draw the axes of a one-row figure in from each edge of the figure their decorations
     cross, by as much as they cross it plus the layout's padding; whether it then fits.
 
@@ -242,7 +243,8 @@ def _drawn_in(figure: Any, renderer: Any, engine: Any, padding: int) -> bool:
     a column or a grid, or beside a hidden axes that may come back, a narrower axes would
     no longer line up with its neighbours, which constrained layout keeps aligned. A title
     lifted over top-side tick labels stays as far above its axes as it was. The figure is
-    left as it was when it still does not fit.
+    left as it was when it still does not fit. ``decorated`` is the figure's
+    :func:`_decorated_boxes` as it stands, already measured.
     """
     from matplotlib.transforms import Bbox
 
@@ -256,7 +258,6 @@ def _drawn_in(figure: Any, renderer: Any, engine: Any, padding: int) -> bool:
         or len({spec.get_geometry()[2:] for spec in specs}) != len(specs)  # no twins
     ):
         return False
-    decorated = _decorated_boxes(figure, renderer)
     boxes, above_or_below = decorated[: len(axes)], decorated[len(axes) :]
     width, height = figure.bbox.width, figure.bbox.height
     usual = engine.get()
@@ -346,7 +347,12 @@ def _decorated_boxes(figure: Any, renderer: Any) -> list[Any]:
 
 def _fits(figure: Any, renderer: Any) -> bool:
     """Whether every decorated box lies inside the figure and clear of every other."""
-    boxes = _decorated_boxes(figure, renderer)
+    return _clear(figure, _decorated_boxes(figure, renderer))
+
+
+def _clear(figure: Any, boxes: list[Any]) -> bool:
+    """Whether every one of ``boxes`` (:func:`_decorated_boxes`) lies inside the figure
+    and clear of every other."""
     width, height = figure.bbox.width, figure.bbox.height
     for index, box in enumerate(boxes):
         if (
