@@ -264,3 +264,28 @@ def test_a_text_width_is_the_width_of_the_font_its_name_resolves_to_now():
             widths.append(drawn(controls.render_svg(view, {})))
             assert widths[-1] == pytest.approx(laid_out, abs=1e-3), font
     assert widths[1] > 1.1 * widths[0]  # the monospaced one really is wider
+
+
+@pytest.mark.parametrize(
+    ("view", "settings"),
+    [
+        ("serving.serving_view", {}),  # a two-line title, legends beside, SI tick labels
+        ("capstone.capstone_view", {"model": "7B decoder, 8 x 2048 tokens"}),  # a wrapped title
+        (
+            "roofline.roofline_view",
+            {"device": "H100 SXM", "compare": "EPYC 9654", "dtype": "bf16", "n": 1024},
+        ),
+    ],  # fmt: skip
+)
+def test_font_heights_kept_by_the_renderer_draw_what_matplotlib_reads_from_the_font(
+    view, settings, monkeypatch
+):
+    """The oracle: the renderer's kept ascents, descents and gaps change nothing drawn."""
+    import importlib
+
+    module, name = view.split(".")
+    function = getattr(importlib.import_module(f"perfmodel.widgets.{module}"), name)
+    kept = controls.render_svg(function, settings)
+    assert controls._FONT_HEIGHTS  # asked for, and kept
+    monkeypatch.delattr(controls._sized_text_renderer(), "_get_font_height_metrics")
+    assert controls.render_svg(function, settings) == kept  # matplotlib reading the tables

@@ -268,6 +268,8 @@ _SVG_SIZE = re.compile(r'width="[0-9.]+pt" height="[0-9.]+pt"')
 #: Text lines' widths, heights and descents as matplotlib measures them, in points, by the
 #: line and its font.
 _TEXT_SIZES: dict[tuple[Any, ...], tuple[float, float, float]] = {}
+#: Fonts' ascents, descents and line gaps, in points, by the font files and the size.
+_FONT_HEIGHTS: dict[tuple[Any, ...], tuple[float | None, float | None, float | None]] = {}
 #: Most sizes kept: a few explorers' tick labels, titles and legends.
 KEPT_SIZES = 4096
 
@@ -285,7 +287,7 @@ def _sized_text_renderer() -> type:
     """
     import matplotlib as mpl
     from matplotlib.backends.backend_svg import RendererSVG
-    from matplotlib.font_manager import findfont
+    from matplotlib.font_manager import findfont, fontManager, get_font
 
     def measured(renderer: Any, s: str, prop: Any) -> tuple[float, float, float]:
         """A plain line's width, height and descent, in points, measured once per font."""
@@ -314,6 +316,19 @@ def _sized_text_renderer() -> type:
                 return super().get_text_width_height_descent(s, prop, ismath)  # type: ignore[no-any-return,no-untyped-call]
             return measured(self, s, prop)
 
+        def _get_font_height_metrics(
+            self, prop: Any
+        ) -> tuple[float | None, float | None, float | None]:
+            # matplotlib asks this of a renderer that has it for every text it lays out,
+            # else reads the font's tables itself each time (about 60 us a text); the
+            # figure is at 72 dpi, so its rule, kept once per font and size, is in points
+            files = tuple(fontManager._find_fonts_by_props(prop))
+            key = (files, prop.get_size_in_points())
+            heights = _FONT_HEIGHTS.get(key)
+            if heights is None:
+                heights = _FONT_HEIGHTS[key] = _font_heights(get_font(list(files)), key[1])
+            return heights
+
         def draw_text(self, gc: Any, x: float, y: float, s: str, prop: Any, angle: float,
                       ismath: Any = False, mtext: Any = None) -> None:  # fmt: skip
             start = self._stream.tell()
@@ -333,6 +348,22 @@ def _sized_text_renderer() -> type:
             self._stream.write(written.replace("<text ", sized, 1))
 
     return SizedTextRenderer
+
+
+def _font_heights(font: Any, size: float) -> tuple[float | None, float | None, float | None]:
+    """A font's ascent, descent and line gap at ``size`` points, as ``Text`` reads them from
+    its tables (the typographic ones first); all None when it has neither, so that
+    matplotlib measures the text instead."""
+    for table_name, gap, ascent, descent in (
+        ("OS/2", "sTypoLineGap", "sTypoAscender", "sTypoDescender"),
+        ("hhea", "lineGap", "ascent", "descent"),
+    ):
+        table = font.get_sfnt_table(table_name)
+        if table is None:
+            continue
+        scale = 1 / font.get_sfnt_table("head")["unitsPerEm"] * size * 72 / 72  # at 72 dpi
+        return table[ascent] * scale, -table[descent] * scale, table[gap] * scale
+    return None, None, None
 
 
 class _SvgCanvas:
