@@ -350,7 +350,7 @@ def _run(
     n = len(arrivals)
     # Python lists while the loop runs: one numpy element store costs more than a list's.
     starts, done = [0.0] * n, [0.0] * n
-    durations: dict[int, float] = {}  # batch_time(b), asked once per batch size
+    durations: list[float | None] = [None] * (max_batch + 1)  # batch_time(b), asked once
     queues: list[deque[int]] = [deque() for _ in range(servers)]
     free = [workers] * servers
     present = [0] * servers
@@ -362,19 +362,25 @@ def _run(
     picks = rng.integers(0, servers, size=(n, 2)).tolist() if servers > 1 else None
     arrival_list = arrivals.tolist()
     factor_list = factors.tolist()
+    push, pop = heapq.heappush, heapq.heappop
 
     def dispatch(s: int, now: float) -> None:
+        """Start batches on server ``s``'s free workers while its queue allows, else set
+        the timer for its oldest request's wait."""
         nonlocal busy
         queue = queues[s]
         while free[s] and queue:
-            due = arrival_list[queue[0]] + max_wait_s
-            if len(queue) < max_batch and now < due:
-                if timer[s] != due:
-                    timer[s] = due
-                    heapq.heappush(events, (due, _TIMER, s, 0))
-                return
-            b = min(max_batch, len(queue))
-            mean = durations.get(b)
+            b = len(queue)
+            if b < max_batch:
+                due = arrival_list[queue[0]] + max_wait_s
+                if now < due:  # the batch may still fill: wait for it, at most until due
+                    if timer[s] != due:
+                        timer[s] = due
+                        push(events, (due, _TIMER, s, 0))
+                    return
+            else:
+                b = max_batch
+            mean = durations[b]
             if mean is None:
                 mean = durations[b] = batch_time(b)
             took = mean * factor_list[len(sizes)]
@@ -382,39 +388,55 @@ def _run(
             busy += took
             free[s] -= 1
             end = now + took
+            popleft = queue.popleft
             for _ in range(b):
-                r = queue.popleft()
+                r = popleft()
                 starts[r] = now
                 done[r] = end
-            heapq.heappush(events, (end, _DONE, s, b))
+            push(events, (end, _DONE, s, b))
 
+    # where each arrival goes, for the balancers that do not look at the servers
+    targets: list[int] | None = None
+    if servers == 1:
+        targets = [0] * n
+    elif policy == "round_robin":
+        targets = [i % servers for i in range(n)]
+    elif policy == "random":
+        targets = [pick[0] for pick in picks]  # type: ignore[union-attr]
+    least_loaded = policy == "least_loaded"
     i = 0
     while i < n or events:
         if i < n and (not events or arrival_list[i] <= events[0][0]):
             now = arrival_list[i]
-            if servers == 1:
-                s = 0
-            elif policy == "round_robin":
-                s = i % servers
-            elif policy == "random":
-                s = picks[i][0]  # type: ignore[index]
-            elif policy == "least_loaded":
-                s = min(range(servers), key=present.__getitem__)
+            if targets is not None:
+                s = targets[i]
+            elif least_loaded:
+                s = present.index(min(present))  # the first of the least loaded
             else:  # power of two choices
                 a, b = picks[i]  # type: ignore[index]
                 s = a if present[a] <= present[b] else b
             present[s] += 1
-            queues[s].append(i)
+            queue = queues[s]
+            queue.append(i)
             i += 1
-            dispatch(s, now)
+            if free[s]:
+                if len(queue) < max_batch:  # dispatch's most common case, here: a batch
+                    due = arrival_list[queue[0]] + max_wait_s  # still filling sets a timer
+                    if now < due:
+                        if timer[s] != due:
+                            timer[s] = due
+                            push(events, (due, _TIMER, s, 0))
+                        continue
+                dispatch(s, now)
             continue
-        now, kind, s, b = heapq.heappop(events)
+        now, kind, s, b = pop(events)
         if kind == _DONE:
             free[s] += 1
             present[s] -= b
         elif timer[s] == now:
             timer[s] = math.inf
-        dispatch(s, now)
+        if queues[s]:
+            dispatch(s, now)
     return np.array(starts), np.array(done), sizes, busy
 
 
