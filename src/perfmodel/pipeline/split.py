@@ -223,6 +223,10 @@ def _costs_by_end(graph: Graph, order: Sequence[int]) -> np.ndarray:
     return costs
 
 
+#: Rows of piece costs the min-max program takes at a time.
+_BAND = 256
+
+
 def _min_max_dp(ends: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """``best[j, e]``: least bottleneck of the first e positions in j stages, and argmins,
     from the piece costs by end, ``ends[b, a]`` (:func:`_costs_by_end`)."""
@@ -231,11 +235,17 @@ def _min_max_dp(ends: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     start = np.zeros((k + 1, n + 1), dtype=int)
     best[0, 0] = 0.0
     candidates = np.empty_like(ends)
-    rows = np.arange(n)
+    # Row b is finite only for a <= b: rows are taken in bands, each up to its last row's
+    # diagonal, which skips most of the infinite half (the first a of least bottleneck is
+    # the same: every a past the band's edge costs inf in every row of the band).
+    bands = [(low, min(low + _BAND, n)) for low in range(0, n, _BAND)]
     for j in range(1, k + 1):
-        np.maximum(ends, best[j - 1, None, :n], out=candidates)  # [b, a]: stage a..b last
-        start[j, 1:] = np.argmin(candidates, axis=1)  # the first a of least bottleneck
-        best[j, 1:] = candidates[rows, start[j, 1:]]
+        for low, high in bands:
+            band = candidates[low:high, :high]
+            np.maximum(ends[low:high, :high], best[j - 1, None, :high], out=band)  # [b, a]
+            picked = np.argmin(band, axis=1)  # the first a of least bottleneck
+            start[j, low + 1 : high + 1] = picked
+            best[j, low + 1 : high + 1] = band[np.arange(high - low), picked]
     return best, start
 
 
