@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from perfmodel.widgets.controls import int_slider, live_plot, view_settings
+from perfmodel.widgets.worker import Worker
 
 __all__ = ["serving_explorer", "serving_view"]
 
@@ -46,18 +47,45 @@ def _simulate(
                     requests=requests, seed=0)  # fmt: skip
 
 
+def _percentiles(*arguments: Any) -> _Percentiles:
+    """:func:`_simulate`'s run, only its percentiles: a run holds every request's latency
+    (about 1 MB), too much to keep or to send between processes."""
+    run = _simulate(*arguments)
+    return _Percentiles(run.p50_latency_s, run.p99_latency_s)
+
+
+#: The worker process the explorers share, started by the first explorer built in a kernel.
+_worker: Worker | None = None
+
+
+def _in_a_kernel() -> bool:
+    """Whether an event loop runs here, as in a Jupyter kernel, where an explorer is live.
+
+    Elsewhere (a script, a test) nothing is started: a fresh Python imports the script
+    that started it, and a script without a ``__main__`` guard would run again.
+    """
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 @lru_cache(maxsize=16)
 def _load_curve(
     workers: int, max_batch: int, max_wait_ms: float, servers: int, policy: str
 ) -> tuple[list[float], list[_Percentiles]]:
     """The load curve's rates and its runs' percentiles (4000 requests each), which do not
     depend on the arrival rate chosen: moving the rate's slider runs one simulation, not
-    eleven."""
+    eleven. Once an explorer's worker process is ready, it runs half of them meanwhile."""
     capacity = _capacity(workers, servers, max_batch)
     rates = [share * capacity for share in (0.1, 0.3, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98)]
-    runs = (_simulate(r, 4000, workers, max_batch, max_wait_ms, servers, policy) for r in rates)
-    # Only the percentiles are kept: a run holds every request's latency (about 1 MB).
-    return rates, [_Percentiles(r.p50_latency_s, r.p99_latency_s) for r in runs]
+    calls = [(r, 4000, workers, max_batch, max_wait_ms, servers, policy) for r in rates]
+    if _worker is None:
+        return rates, [_percentiles(*call) for call in calls]
+    return rates, _worker.map(_percentiles, calls)
 
 
 def serving_view(
@@ -142,7 +170,10 @@ def serving_explorer(**defaults: Any) -> Any:
 
     from perfmodel.serving import POLICIES
 
+    global _worker
     view = view_settings(serving_view, defaults)
+    if _worker is None and _in_a_kernel():  # a second core for the load curves, starting
+        _worker = Worker([__name__])  # while the first figure draws
     wide = {"layout": widgets.Layout(width="38em"), "style": {"description_width": "8em"}}
     controls = {
         "arrival_rate": widgets.FloatSlider(value=view["arrival_rate"], min=10, max=2000,
