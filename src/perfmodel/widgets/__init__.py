@@ -4,7 +4,8 @@ One module per lecture, each with its explorers and their static twins; the cont
 share (log sliders with readable readouts, live text, a redrawn figure) live in
 :mod:`perfmodel.widgets.controls`, which lays figures out with
 :mod:`perfmodel.widgets.layout` and keeps the garbage collector out of a move with
-:mod:`perfmodel.widgets.collection`.
+:mod:`perfmodel.widgets.collection`; :mod:`perfmodel.widgets.worker` lends an explorer a
+second core.
 
 ======================================  =======  ============================================
 module                                  lecture  explorer
