@@ -163,3 +163,10 @@ def test_a_roofline_batch_cost_makes_a_memory_bound_model_batch_for_free():
     assert alone.p99_latency_s > 100 * batched.p99_latency_s  # four times overloaded alone
     with pytest.raises(TypeError, match="`cost`"):
         serving.roofline_batch_time(3.0, "H100 SXM")
+
+
+def test_an_unbounded_batch_size_costs_no_memory_for_batches_that_cannot_happen():
+    from perfmodel.serving import simulate
+
+    run = simulate(100.0, 0.01, 1, max_batch=10**12, max_wait_s=0.05, requests=10, seed=0)
+    assert 1 <= max(run.batch_sizes) <= 10 and sum(run.batch_sizes) == 10

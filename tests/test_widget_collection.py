@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import time
 
 import matplotlib
 
@@ -23,9 +24,9 @@ def _collector_on():
     """Each test starts and ends with automatic collection on and nothing pending."""
     gc.enable()
     yield
-    if collection._resume_handle is not None:
-        collection._resume_handle.cancel()
-    collection._resume_handle, collection._paused, collection._depth = None, False, 0
+    if collection._resume_timer is not None:
+        collection._resume_timer.cancel()
+    collection._resume_timer, collection._paused, collection._depth = None, False, 0
     gc.enable()
 
 
@@ -100,6 +101,19 @@ def test_with_an_event_loop_collection_resumes_after_the_last_move():
 
     assert asyncio.run(moves()) == [False, False, True]
     assert seen == [False, False, False]
+
+
+def test_collection_resumes_even_when_the_event_loop_of_the_move_has_ended():
+    seen: list[bool] = []
+    slider = _explorer(seen)
+
+    async def move() -> None:
+        slider.value = 7
+
+    asyncio.run(move())  # the loop is closed before the pause would end
+    assert not gc.isenabled()
+    time.sleep(collection.RESUME_AFTER_S * 3)
+    assert gc.isenabled()
 
 
 def test_a_collector_switched_off_by_someone_else_stays_off():

@@ -232,6 +232,29 @@ def test_a_row_under_a_title_that_gains_lines_is_drawn_down_under_it_not_laid_ou
     assert (layout.laid_out, layout.drawn_in) == (1, 2)
 
 
+def test_a_figure_legend_beside_the_row_is_not_taken_for_a_title_over_it():
+    def figure_with_legend_beside(top: float) -> FigureCanvasAgg:
+        figure, ax = plt.subplots(figsize=(6, 3), layout="constrained")
+        ax.plot([0, top], label="a")
+        ax.plot([top, 0], label="b")
+        ax.set_title("title")
+        figure.legend(loc="outside right upper")
+        return FigureCanvasAgg(figure)
+
+    layout = FrozenLayout()
+    tops = []
+    for top in (1, 1e5, 1, 1e5):  # "100000" widens the labels: the row is drawn in on the left
+        canvas = figure_with_legend_beside(top)
+        layout.draw(canvas)
+        assert not cut_off(canvas)
+        tops.append(canvas.figure.axes[0].get_position().y1)
+        plt.close(canvas.figure)
+    assert tops == pytest.approx(
+        [tops[0]] * 4
+    )  # not drawn down under the legend's top (0.74 of 0.92 was)
+    assert (layout.laid_out, layout.drawn_in) == (1, 1)
+
+
 def test_a_figure_legend_that_grows_is_not_left_over_the_plot():
     layout = FrozenLayout()
     for label in ("a", "a much much longer legend label"):

@@ -350,7 +350,8 @@ def _run(
     n = len(arrivals)
     # Python lists while the loop runs: one numpy element store costs more than a list's.
     starts, done = [0.0] * n, [0.0] * n
-    durations: list[float | None] = [None] * (max_batch + 1)  # batch_time(b), asked once
+    # batch_time(b), asked once per size; no batch holds more than every request
+    durations: list[float | None] = [None] * (min(max_batch, n) + 1)
     queues: list[deque[int]] = [deque() for _ in range(servers)]
     free = [workers] * servers
     present = [0] * servers

@@ -7,10 +7,11 @@ with a lecture's models loaded, in the middle of the move that happened to trigg
 Those pauses were most of the difference between an explorer's median move and its worst.
 
 :func:`collection_deferred` pauses automatic collection while a move is drawn and sends
-its picture, and resumes it :data:`RESUME_AFTER_S` later, from the kernel's event loop, so
-that the collection that was due runs while the room looks at the picture. Nothing is
+its picture, and resumes it :data:`RESUME_AFTER_S` later (a timer thread turns it back on),
+so that the collection that was due runs while the room looks at the picture. Nothing is
 collected any less: a burst of moves defers it to the end of the burst. Where no event
-loop runs (a script, a test), collection resumes as the move ends.
+loop runs (a script, a test), collection resumes as the move ends. A ``gc.disable()`` of
+one's own within :data:`RESUME_AFTER_S` of a move is undone when the pause ends.
 
 >>> import gc
 >>> with collection_deferred():
@@ -25,17 +26,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import threading
 from collections.abc import Iterator
-from typing import Any
 
 __all__ = ["RESUME_AFTER_S", "collection_deferred"]
 
 #: How long after a move automatic collection resumes, s: after its picture is painted.
 RESUME_AFTER_S = 0.3
 
+_lock = threading.Lock()  # the timer thread and the kernel's both change what follows
 _paused = False  # whether this module turned automatic collection off
 _depth = 0  # blocks running now, one inside another
-_resume_handle: Any = None  # the event loop's timer that turns it back on
+_resume_timer: threading.Timer | None = None  # the timer that turns it back on
 
 
 @contextlib.contextmanager
@@ -48,35 +50,46 @@ def collection_deferred() -> Iterator[None]:
     :data:`RESUME_AFTER_S` after the last of them.
     """
     global _paused, _depth
-    if gc.isenabled():
-        gc.disable()
-        _paused = True
-    _depth += 1
+    with _lock:
+        if gc.isenabled():
+            gc.disable()
+            _paused = True
+        _depth += 1
     try:
         yield
     finally:
-        _depth -= 1
-        if _depth == 0:
+        with _lock:
+            _depth -= 1
+            last = _depth == 0
+        if last:
             _resume_later()
 
 
 def _resume_later() -> None:
-    """Resume collection from the event loop after :data:`RESUME_AFTER_S`, or now."""
-    global _resume_handle
-    if _resume_handle is not None:  # a later move: the pause ends after it instead
-        _resume_handle.cancel()
-        _resume_handle = None
+    """Resume collection :data:`RESUME_AFTER_S` from now where an event loop runs (a
+    kernel, which is then idle), else now. A timer thread does it, not the loop: a loop
+    that ends first (``asyncio.run``) would leave collection off for good."""
+    global _resume_timer
+    with _lock:
+        if _resume_timer is not None:  # a later move: the pause ends after it instead
+            _resume_timer.cancel()
+            _resume_timer = None
     try:
-        loop = asyncio.get_running_loop()
+        asyncio.get_running_loop()
     except RuntimeError:  # no event loop: nothing to wait for
         _resume()
-    else:
-        _resume_handle = loop.call_later(RESUME_AFTER_S, _resume)
+        return
+    timer = threading.Timer(RESUME_AFTER_S, _resume)
+    timer.daemon = True
+    with _lock:
+        _resume_timer = timer
+    timer.start()
 
 
 def _resume() -> None:
-    global _paused, _resume_handle
-    _resume_handle = None
-    if _paused and _depth == 0:
-        _paused = False
-        gc.enable()
+    global _paused, _resume_timer
+    with _lock:
+        _resume_timer = None
+        if _paused and _depth == 0:
+            _paused = False
+            gc.enable()

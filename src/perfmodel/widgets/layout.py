@@ -236,15 +236,15 @@ def _drawn_in(figure: Any, renderer: Any, engine: Any, padding: int, decorated: 
 
     Each axes is drawn in from the left or right edge as far as its own decorations need;
     from the top or bottom, every axes as far as the farthest needs, so that the row stays
-    level. A figure title (or a figure legend or text) that reaches down from above the
-    row's frames counts as the top edge, and one that reaches up from below them as the
-    bottom edge: a title that gained a line draws the row down under it. Only a figure
-    whose axes are all shown, each in its own cell of one row of one grid, is drawn in: in
-    a column or a grid, or beside a hidden axes that may come back, a narrower axes would
-    no longer line up with its neighbours, which constrained layout keeps aligned. A title
-    lifted over top-side tick labels stays as far above its axes as it was. The figure is
-    left as it was when it still does not fit. ``decorated`` is the figure's
-    :func:`_decorated_boxes` as it stands, already measured.
+    level. A figure title (or a figure legend or text) over the row that reaches down from
+    above its frames counts as the top edge, and one under the row that reaches up from
+    below them as the bottom edge: a title that gained a line draws the row down under it.
+    Only a figure whose axes are all shown, each in its own cell of one row of one grid, is
+    drawn in: in a column or a grid, or beside a hidden axes that may come back, a narrower
+    axes would no longer line up with its neighbours, which constrained layout keeps
+    aligned. A title lifted over top-side tick labels stays as far above its axes as it
+    was. The figure is left as it was when it still does not fit. ``decorated`` is the
+    figure's :func:`_decorated_boxes` as it stands, already measured.
     """
     from matplotlib.transforms import Bbox
 
@@ -263,13 +263,16 @@ def _drawn_in(figure: Any, renderer: Any, engine: Any, padding: int, decorated: 
     usual = engine.get()
     pad_x = usual["w_pad"] * padding * figure.dpi  # inches to the renderer's pixels
     pad_y = usual["h_pad"] * padding * figure.dpi
-    # A figure title (or legend, or text) reaching down from above the axes' frames is the
-    # row's ceiling, one reaching up from below them its floor: a title grown by a line draws
-    # the row down under it.
+    # A figure title (or legend, or text) over the row, reaching down from above the axes'
+    # frames, is the row's ceiling, one reaching up from below them its floor: a title grown
+    # by a line draws the row down under it. One beside the row (a legend at the right) is
+    # neither.
     frames = [ax.get_window_extent(renderer) for ax in axes]
     high, low = max(f.y1 for f in frames), min(f.y0 for f in frames)
-    ceiling = min([height, *(b.y0 for b in above_or_below if b.y1 > high and b.y0 > low)])
-    floor = max([0.0, *(b.y1 for b in above_or_below if b.y0 < low and b.y1 < high)])
+    left, right = min(b.x0 for b in boxes), max(b.x1 for b in boxes)
+    over = [b for b in above_or_below if min(b.x1, right) - max(b.x0, left) > _SLACK_PX]
+    ceiling = min([height, *(b.y0 for b in over if b.y1 > high and b.y0 > low)])
+    floor = max([0.0, *(b.y1 for b in over if b.y0 < low and b.y1 < high)])
     bottom = max(max(0.0, floor + pad_y - box.y0) for box in boxes) / height
     top = max(max(0.0, box.y1 - ceiling + pad_y) for box in boxes) / height
     moves = []  # each axes, where it was, and where it goes

@@ -10,7 +10,9 @@ The worker is a fresh Python (``spawn``: no copy of a kernel's threads), started
 background when an explorer is built, in about 0.1 s; until it is ready the kernel does
 all the work itself, as it does where no process can be started. It ends with the kernel:
 with it when the kernel exits, and within :data:`WATCH_S` when the kernel is killed, since
-it watches for its parent to go.
+it watches for its parent to go. It imports its modules afresh, so what the kernel has
+changed in them since (a constant patched in a cell) is not seen there: give it functions
+of their arguments alone.
 """
 
 from __future__ import annotations
