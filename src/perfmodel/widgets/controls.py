@@ -268,10 +268,10 @@ _SVG_SIZE = re.compile(r'width="[0-9.]+pt" height="[0-9.]+pt"')
 #: Text lines' widths, heights and descents as matplotlib measures them, in points, by the
 #: line and its font.
 _TEXT_SIZES: dict[tuple[Any, ...], tuple[float, float, float]] = {}
-#: Fonts' ascents, descents and line gaps, in points, by the font files and the size.
-_FONT_HEIGHTS: dict[tuple[Any, ...], tuple[float | None, float | None, float | None]] = {}
 #: Most sizes kept: a few explorers' tick labels, titles and legends.
 KEPT_SIZES = 4096
+#: Fonts' ascents, descents and line gaps, in points, by the font files and the size.
+_FONT_HEIGHTS: dict[tuple[Any, ...], tuple[float | None, float | None, float | None]] = {}
 
 
 @functools.cache

@@ -269,8 +269,8 @@ def _drawn_in(figure: Any, renderer: Any, engine: Any, padding: int, decorated: 
     # neither.
     frames = [ax.get_window_extent(renderer) for ax in axes]
     high, low = max(f.y1 for f in frames), min(f.y0 for f in frames)
-    left, right = min(b.x0 for b in boxes), max(b.x1 for b in boxes)
-    over = [b for b in above_or_below if min(b.x1, right) - max(b.x0, left) > _SLACK_PX]
+    row_left, row_right = min(b.x0 for b in boxes), max(b.x1 for b in boxes)
+    over = [b for b in above_or_below if min(b.x1, row_right) - max(b.x0, row_left) > _SLACK_PX]
     ceiling = min([height, *(b.y0 for b in over if b.y1 > high and b.y0 > low)])
     floor = max([0.0, *(b.y1 for b in over if b.y0 < low and b.y1 < high)])
     bottom = max(max(0.0, floor + pad_y - box.y0) for box in boxes) / height
