@@ -95,7 +95,7 @@ def test_with_an_event_loop_collection_resumes_after_the_last_move():
         slider.value = 4  # a second move within the pause: it now ends after this one
         await asyncio.sleep(collection.RESUME_AFTER_S * 0.75)
         states.append(gc.isenabled())  # past the first move's resume time: still paused
-        await asyncio.sleep(collection.RESUME_AFTER_S)
+        await asyncio.sleep(collection.RESUME_AFTER_S * 3)  # well past the pause, however busy
         states.append(gc.isenabled())
         return states
 
