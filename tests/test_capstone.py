@@ -613,8 +613,10 @@ def test_a_prediction_asked_again_is_the_one_kept_and_never_another_models():
     assert other.nodes == large.nodes and other.time_s > first.time_s
     for _ in range(devices.PREDICTIONS_KEPT + 5):  # the oldest make way; each kept holds its model
         capstone.predict_on(capstone.import_onnx(builders.mlp(batch=2, widths=(4, 2))), "B200")
-    assert len(devices._PREDICTIONS) == devices.PREDICTIONS_KEPT
-    assert all(kept[2].nodes == kept[0].nodes for kept in devices._PREDICTIONS.values())
+    assert len(devices._PREDICTIONS.entries) == devices.PREDICTIONS_KEPT
+    assert all(
+        kept.nodes == model.nodes for (model, _), kept in devices._PREDICTIONS.entries.values()
+    )
 
 
 def test_node_costs_are_each_nodes_cost_retyped_and_kept_for_their_own_model_only():
@@ -636,8 +638,8 @@ def test_node_costs_are_each_nodes_cost_retyped_and_kept_for_their_own_model_onl
     assert len(devices.node_costs(large, "bf16", times=3)) == len(large.nodes) != len(costs)
     for _ in range(devices.PREDICTIONS_KEPT + 5):  # the oldest make way; each kept holds its model
         devices.node_costs(capstone.import_onnx(builders.mlp(batch=2, widths=(4, 2))), "fp16")
-    assert len(devices._COSTS) == devices.PREDICTIONS_KEPT
-    assert all(len(kept[1]) == len(kept[0].nodes) for kept in devices._COSTS.values())
+    assert len(devices._COSTS.entries) == devices.PREDICTIONS_KEPT
+    assert all(len(kept) == len(model.nodes) for (model,), kept in devices._COSTS.entries.values())
     with pytest.raises(TypeError, match="`model` must be an ImportedModel"):
         devices.node_costs("GPT-2", "bf16")
     with pytest.raises(ValueError, match="`times`"):

@@ -104,15 +104,11 @@ def node_costs(model: ImportedModel, dtype: str, *, times: int = 1) -> tuple[ops
     if not isinstance(model, ImportedModel):
         raise TypeError(f"`model` must be an ImportedModel (got {type(model).__name__}).")
     dtype, times = text("dtype", dtype), count("times", times)
-    key = (id(model), dtype, times)
-    kept = _COSTS.get(key)
-    if kept is not None and kept[0] is model:
-        _COSTS.move_to_end(key)
-        return kept[1]
+    kept: tuple[ops.Cost, ...] | None = _COSTS.get((model,), (dtype, times))
+    if kept is not None:
+        return kept
     costs = tuple(retyped(n.cost, dtype) * times for n in model.nodes)
-    _COSTS[key] = (model, costs)
-    if len(_COSTS) > PREDICTIONS_KEPT:
-        _COSTS.popitem(last=False)
+    _COSTS.keep((model,), (dtype, times), costs)
     return costs
 
 
@@ -281,11 +277,10 @@ def predict_on(
     # Kept only for settings of plain types, each tagged with its type: "0.7" is not 0.7
     # (one is refused, the other a fraction), nor is numpy's float32(0.7).
     plain = type(ceiling) in (str, float, int) and type(overhead_s) in (float, int)
-    key = (id(model), id(node), dtype, type(ceiling).__name__, ceiling, training, overhead_s)
-    kept = _PREDICTIONS.get(key) if plain else None
-    if kept is not None and kept[0] is model and kept[1] is node:
-        _PREDICTIONS.move_to_end(key)
-        return kept[2]
+    settings = (dtype, type(ceiling).__name__, ceiling, training, overhead_s)
+    kept: DevicePrediction | None = _PREDICTIONS.get((model, node), settings) if plain else None
+    if kept is not None:
+        return kept
     costs = node_costs(model, dtype, times=TRAINING_FACTOR if training else 1)
     estimates = tuple(estimate(cost, node, dtype=dtype, ceiling=ceiling) for cost in costs)
     prediction = DevicePrediction(
@@ -298,9 +293,7 @@ def predict_on(
         estimates=estimates,
     )
     if plain:
-        _PREDICTIONS[key] = (model, node, prediction)
-        if len(_PREDICTIONS) > PREDICTIONS_KEPT:
-            _PREDICTIONS.popitem(last=False)
+        _PREDICTIONS.keep((model, node), settings, prediction)
     return prediction
 
 
@@ -308,15 +301,41 @@ def predict_on(
 #: model on the same device again and again (for every device count, every network...).
 PREDICTIONS_KEPT = 32
 
-#: The latest predictions, by the identity of the model and the device they price (both are
-#: immutable, and each entry holds them, so an identity cannot be reused while it is kept)
-#: and the settings.
-_PREDICTIONS: OrderedDict[tuple[object, ...], tuple[ImportedModel, Any, DevicePrediction]] = (
-    OrderedDict()
-)
-#: The latest models' node costs by the model's identity (each entry holds the model) and
-#: the settings (:func:`node_costs`).
-_COSTS: OrderedDict[tuple[object, ...], tuple[ImportedModel, tuple[ops.Cost, ...]]] = OrderedDict()
+
+class _Latest:
+    """The latest few results, by the identities of the immutable objects each was computed
+    from (the model, the device) and its settings, the most recently used last.
+
+    Each entry holds its objects, so no other object can take one's identity while it is
+    kept.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.entries: OrderedDict[tuple[object, ...], tuple[tuple[object, ...], Any]] = (
+            OrderedDict()
+        )
+
+    def get(self, sources: tuple[object, ...], settings: tuple[object, ...]) -> Any:
+        """The result kept for ``sources`` (by identity) and ``settings``, or None."""
+        key = tuple(map(id, sources)) + settings
+        kept = self.entries.get(key)
+        if kept is None or any(a is not b for a, b in zip(kept[0], sources, strict=True)):
+            return None
+        self.entries.move_to_end(key)
+        return kept[1]
+
+    def keep(self, sources: tuple[object, ...], settings: tuple[object, ...], value: Any) -> None:
+        """Keep ``value`` for ``sources`` and ``settings``; the oldest beyond :attr:`size` go."""
+        self.entries[tuple(map(id, sources)) + settings] = (sources, value)
+        if len(self.entries) > self.size:
+            self.entries.popitem(last=False)
+
+
+#: The latest predictions (:func:`predict_on`), by model, device and settings.
+_PREDICTIONS = _Latest(PREDICTIONS_KEPT)
+#: The latest models' node costs (:func:`node_costs`), by model, dtype and times.
+_COSTS = _Latest(PREDICTIONS_KEPT)
 
 
 @dataclass(frozen=True, slots=True)
