@@ -24,6 +24,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 #: tests/unchanged.py skips an expensive test file whose inputs passed before, unchanged;
 #: pytester tests it (tests/test_unchanged.py).
 pytest_plugins = ["unchanged", "pytester"]
+
+import kernel_starts  # noqa: E402  (tests/ is on the path from here)
+
 FIGURE_AUDIT = ROOT / "test-output" / "figure-audit"
 STARTUP = "import sys\nsys.path.insert(0, {tests!r})\nimport figure_audit\nfigure_audit.install()\n"
 
@@ -48,6 +51,7 @@ def _audit_every_kernels_figures() -> Path:
 
 
 FIGURE_PROBLEMS = _audit_every_kernels_figures()
+kernel_starts.install()  # a notebook's kernel that dies as it starts is started again
 
 
 @pytest.hookimpl(wrapper=True)
