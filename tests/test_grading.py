@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -310,6 +311,48 @@ def test_kill_descendants_counts_an_unreaped_child_once():
     finally:
         parent.kill()
         parent.wait()
+
+
+@pytest.mark.skipif(not hasattr(os, "waitid"), reason="waitid looks without reaping")
+def test_a_worker_that_exited_keeps_its_pid_until_its_group_is_killed():
+    from perfmodel.grading import sandbox
+
+    def state(pid: int) -> str:  # "gone" once reaped
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return "gone"
+
+    # The worker exits and leaves a process in its group behind.
+    worker = subprocess.Popen(["sh", "-c", "sleep 60 & echo $!"], stdout=subprocess.PIPE,
+                              text=True, start_new_session=True)  # fmt: skip
+    assert worker.stdout is not None
+    left_behind = int(worker.stdout.readline())
+    deadline = time.monotonic() + 30
+    while sandbox._running(worker):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    # Seen to have exited, but not reaped: its pid, and its group's id, are still its own.
+    assert state(worker.pid) == "Z"
+    assert state(left_behind) in ("S", "R")
+    sandbox._kill_tree(worker)
+    assert worker.returncode == 0
+    while state(left_behind) not in ("Z", "X", "gone"):
+        assert time.monotonic() < deadline, "the process the worker left in its group runs on"
+        time.sleep(0.01)
+
+
+def test_a_reaped_worker_s_pid_is_never_signalled(monkeypatch):
+    from perfmodel.grading import sandbox
+
+    # Once reaped, the pid may be anyone's: a Jupyter kernel leads its own group by it.
+    worker = subprocess.Popen(["true"], start_new_session=True)
+    worker.wait()
+    signalled: list[tuple[str, int]] = []
+    monkeypatch.setattr(os, "killpg", lambda pid, sig: signalled.append(("group", pid)))
+    monkeypatch.setattr(sandbox, "kill_descendants", lambda pid: signalled.append(("tree", pid)))
+    sandbox._kill_tree(worker)
+    assert signalled == []
 
 
 def test_safe_text_never_exceeds_its_limit():

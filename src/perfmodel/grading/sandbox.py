@@ -373,7 +373,7 @@ def _watch(process: subprocess.Popen[bytes], limits: Limits, scratch: Path, leve
     next_slow = started
     watch_tree = os.path.isdir("/proc")
     memfd = 0
-    while process.poll() is None:
+    while _running(process):
         problem = ""
         now = clock()
         if now - started > limits.wall_s:
@@ -404,12 +404,35 @@ def _watch(process: subprocess.Popen[bytes], limits: Limits, scratch: Path, leve
     return ""
 
 
+def _running(process: subprocess.Popen[bytes]) -> bool:
+    """Whether ``process`` still runs, leaving it unreaped when it has exited.
+
+    An exited child that is not yet reaped (a zombie) keeps its pid, and with it its process
+    group's id, for itself: :func:`_kill_tree` can still signal the group by that id. Once
+    reaped, the id is free, and with pids wrapping every few thousand processes (a busy test
+    run) the next process to take it may be anyone's, a Jupyter kernel leading its own
+    group among them. ``Popen.poll`` reaps; ``waitid`` with ``WNOWAIT`` only looks.
+    """
+    if process.returncode is not None:
+        return False
+    if not hasattr(os, "waitid"):  # macOS: poll reaps, and _kill_tree then leaves the pid be
+        return process.poll() is None
+    try:
+        return os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+    except ChildProcessError:  # reaped by someone else
+        return process.poll() is None
+
+
 def _kill_tree(process: subprocess.Popen[bytes]) -> None:
-    kill_descendants(process.pid)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
+    """SIGKILL the worker, its descendants and its process group, then reap it.
+
+    Only while it is unreaped: a reaped worker's pid may already be another process's.
+    """
+    if process.returncode is None:
+        kill_descendants(process.pid)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
     process.wait()
-    kill_descendants(process.pid)
 
 
 def _parse_report(data: bytes) -> dict[str, Any] | str:
@@ -537,7 +560,7 @@ def execute_notebook(
         _kill_tree(process)
         reader.join(timeout=10)
     finally:
-        if process is not None and process.poll() is None:
+        if process is not None and process.returncode is None:
             _kill_tree(process)
         if sandbox is not None:
             sandbox.clean_up()
