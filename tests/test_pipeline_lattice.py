@@ -14,6 +14,8 @@ from perfmodel.pipeline import networks, zoo
 from perfmodel.pipeline.graph import stage_cost
 from perfmodel.pipeline.lattice import (
     BLOCK_LIMIT,
+    _Fronts,
+    _through_fronts,
     lattice_blocks,
     lattice_size,
     series_points,
@@ -327,3 +329,37 @@ def test_split_lattice_names_a_bad_upper_or_blocks():
         split_lattice(g, 2, upper=1.0, blocks=[1, 2])
     with pytest.raises(TypeError, match="`pair_limit`"):
         split_lattice(g, 2, upper=1.0, pair_limit=1.5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 6).flatmap(
+        lambda n: st.tuples(
+            st.lists(  # best[r][downset]: an eighth of a second, or not reached (None)
+                st.lists(st.one_of(st.none(), st.integers(0, 40)), min_size=n, max_size=n),
+                min_size=1,
+                max_size=5,
+            ),
+            st.lists(st.integers(0, 40), min_size=n, max_size=n),  # leaving each downset
+            st.lists(st.integers(0, 40), min_size=0, max_size=8),  # extra
+            st.integers(0, 40),  # upper
+        )
+    )
+)
+def test_all_rows_at_once_give_each_rows_best_way_through(case):
+    rows, leaving, extras, upper = case
+    best = np.array([[math.inf if v is None else v / 8 for v in row] for row in rows])
+    starts, extra, upper = np.array(leaving) / 8, np.array(extras) / 8, upper / 8
+    fronts = _Fronts.of(best, starts, upper)
+    value, origin = _through_fronts(fronts, extra, np.argsort(extra, kind="stable"))
+    reached = range(len(best))[fronts.reached.start - 1 : fronts.reached.stop - 1]
+    assert value.shape == (len(reached), len(extra))
+    for row, r in enumerate(reached):
+        alive = np.flatnonzero(best[r] <= upper)  # brute force: every downset, not the front
+        for e, x in enumerate(extra):
+            through = np.maximum(best[r, alive], starts[alive] + x)
+            assert value[row, e] == (through.min() if len(alive) else math.inf)
+            if len(alive):
+                assert max(best[r, origin[row, e]], starts[origin[row, e]] + x) == value[row, e]
+    # rows outside fronts.reached have no downset within upper
+    assert all(not (best[r] <= upper).any() for r in range(len(best)) if r not in reached)

@@ -338,19 +338,86 @@ def _front(best: np.ndarray, starts: np.ndarray, upper: float) -> tuple[np.ndarr
     return best[chosen], starts[chosen], chosen
 
 
-def _through_front(
-    front: tuple[np.ndarray, ...], extra: np.ndarray
+@dataclass(frozen=True)
+class _Fronts:
+    """The fronts of one block for ``j - 1 = 0, 1, ..., k - 1`` stages before it, end to end.
+
+    Only the rows from the first to the last with a front are kept: row ``r``'s front (see
+    :func:`_front`) is ``best[starts[r]:starts[r + 1]]`` and the same slice of ``leave`` and
+    ``chosen``; ``keys`` is ``best - leave``, increasing within each row, and ``row`` each
+    entry's row. ``reached`` is the rows of the block's ``best`` reached from them, ``j``.
+    """
+
+    best: np.ndarray
+    leave: np.ndarray
+    chosen: np.ndarray
+    keys: np.ndarray
+    row: np.ndarray
+    starts: np.ndarray
+    reached: slice
+
+    @classmethod
+    def of(cls, best: np.ndarray, starts: np.ndarray, upper: float) -> _Fronts:
+        """The fronts of ``best[r]`` for the rows ``r`` that have one (see :func:`_front`)."""
+        fronts = [_front(best[r], starts, upper) for r in range(len(best))]
+        lengths = np.array([len(front[0]) for front in fronts], dtype=np.int64)
+        used = np.flatnonzero(lengths)
+        low, high = (int(used[0]), int(used[-1]) + 1) if len(used) else (0, 0)
+        fronts, lengths = fronts[low:high], lengths[low:high]
+        parts = [np.concatenate([front[i] for front in fronts] or [[]]) for i in range(3)]
+        return cls(
+            best=parts[0],
+            leave=parts[1],
+            chosen=parts[2].astype(np.int64),
+            keys=parts[0] - parts[1],
+            row=np.repeat(np.arange(len(fronts)), lengths),
+            starts=np.concatenate(([0], np.cumsum(lengths))),
+            reached=slice(low + 1, high + 1),
+        )
+
+
+#: The most (row, downset) cells :func:`_through_fronts` works on at once, count.
+_CELLS = 1 << 20
+
+
+def _through_fronts(
+    fronts: _Fronts, extra: np.ndarray, ascending: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``min over the front of max(best, leave + extra)`` for each ``extra``, and its argmin."""
-    best, leave, chosen = front
-    if not len(best):
-        return np.full(len(extra), math.inf), np.zeros(len(extra), dtype=int)
-    at = np.searchsorted(best - leave, extra, side="left")  # first with best >= leave + extra
-    right = np.where(at < len(best), best[np.minimum(at, len(best) - 1)], math.inf)
-    left = np.where(at > 0, leave[np.maximum(at - 1, 0)] + extra, math.inf)
-    use_left = left < right
-    pick = np.where(use_left, np.maximum(at - 1, 0), np.minimum(at, len(best) - 1))
-    return np.where(use_left, left, right), chosen[pick]
+    """``min over row r's front of max(best, leave + extra)`` for each ``extra``, and its argmin.
+
+    Returns two arrays of shape ``(rows, len(extra))``. ``ascending`` sorts ``extra``. On a
+    front, sorted by ``best``, ``best - leave`` increases, so the best entry for ``extra`` is
+    the first with ``best >= leave + extra`` or the one before it: a binary search. Each
+    row's search (the count of its keys below each ``extra``) is worked out for all rows
+    together: every key is placed among the sorted ``extra`` once, and a running count
+    along them gives every row's answer.
+    """
+    rows, d = len(fronts.starts) - 1, len(extra)
+    value = np.full((rows, d), math.inf)
+    origin = np.zeros((rows, d), dtype=np.int64)
+    if not len(fronts.best) or not d:
+        return value, origin
+    in_order = extra[ascending]
+    # A key below extra[ascending[q]] is one placed at or before q.
+    placed = np.searchsorted(in_order, fronts.keys, side="right")
+    step = max(1, _CELLS // (d + 1))
+    for low in range(0, rows, step):
+        high = min(low + step, rows)
+        mine = slice(fronts.starts[low], fronts.starts[high])
+        cells = (fronts.row[mine] - low) * (d + 1) + placed[mine]
+        below = np.bincount(cells, minlength=(high - low) * (d + 1)).reshape(high - low, d + 1)
+        at = np.empty((high - low, d), dtype=np.int64)
+        at[:, ascending] = np.cumsum(below, axis=1)[:, :d]
+        # The first entry of the row at or above extra (if any), and the one before (if any).
+        above = fronts.starts[low:high, None] + at
+        last = len(fronts.best) - 1
+        right = np.where(above < fronts.starts[low + 1 : high + 1, None],
+                         fronts.best[np.minimum(above, last)], math.inf)  # fmt: skip
+        left = np.where(at > 0, fronts.leave[above - 1] + extra, math.inf)
+        use_left = left < right
+        value[low:high] = np.where(use_left, left, right)
+        origin[low:high] = fronts.chosen[np.minimum(above - use_left, last)]
+    return value, origin
 
 
 def _through_all(
@@ -361,7 +428,8 @@ def _through_all(
     capacity: float,
     reach: float,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """As :func:`_through_front`, but pair by pair, each stage within ``capacity``."""
+    """As :func:`_through_fronts` for one row, but pair by pair, each stage within
+    ``capacity``."""
     alive = np.flatnonzero(best <= reach)
     value = np.full(len(extra), math.inf)
     origin = np.zeros(len(extra), dtype=int)
@@ -445,18 +513,21 @@ def split_lattice(
     came_block = [np.full((k + 1, len(block.packed)), -1, dtype=np.int32) for block in blocks]
     came_local = [np.zeros((k + 1, len(block.packed)), dtype=np.int32) for block in blocks]
     best[0][0, 0] = 0.0
-    fronts: dict[tuple[int, int], tuple[np.ndarray, ...]] = {}
+    fronts: dict[int, _Fronts] = {}
     for b, (block, price) in enumerate(zip(blocks, prices, strict=True)):
         between = between_memory = 0.0  # work and memory of the whole blocks between a and b
+        ascending = np.argsort(price.ends_here, kind="stable")  # and so every extra below
         for a in range(b - 1, -1, -1):
             if between > reach or not fits_memory(between_memory, graph.capacity):
                 break
             extra = between + price.ends_here
             if deadline is not None and deadline.expired():
                 return None
-            for j in range(1, k + 1):
-                if graph.limited:
-                    value, origin = _through_all(
+            if graph.limited:
+                value = np.full((k, len(extra)), math.inf)
+                origin = np.zeros((k, len(extra)), dtype=np.int64)
+                for j in range(1, k + 1):
+                    value[j - 1], origin[j - 1] = _through_all(
                         best[a][j - 1],
                         prices[a],
                         extra,
@@ -464,16 +535,15 @@ def split_lattice(
                         graph.capacity,
                         reach,
                     )
-                else:
-                    if (a, j) not in fronts:
-                        fronts[a, j] = _front(best[a][j - 1], prices[a].starts_here, reach)
-                    if not len(fronts[a, j][0]):  # no split of j - 1 stages ends in block a
-                        continue
-                    value, origin = _through_front(fronts[a, j], extra)
-                better = value < best[b][j]
-                best[b][j, better] = value[better]
-                came_block[b][j, better] = a
-                came_local[b][j, better] = origin[better]
+            else:
+                if a not in fronts:
+                    fronts[a] = _Fronts.of(best[a][:k], prices[a].starts_here, reach)
+                value, origin = _through_fronts(fronts[a], extra, ascending)
+            rows = slice(1, k + 1) if graph.limited else fronts[a].reached
+            better = value < best[b][rows]
+            best[b][rows][better] = value[better]
+            came_block[b][rows][better] = a
+            came_local[b][rows][better] = origin[better]
             between += prices[a].whole
             between_memory += prices[a].memory_whole
         capacity = graph.capacity if graph.limited else math.inf
