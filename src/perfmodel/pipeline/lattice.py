@@ -364,7 +364,7 @@ class _Fronts:
         used = np.flatnonzero(lengths)
         low, high = (int(used[0]), int(used[-1]) + 1) if len(used) else (0, 0)
         fronts, lengths = fronts[low:high], lengths[low:high]
-        parts = [np.concatenate([front[i] for front in fronts] or [[]]) for i in range(3)]
+        parts = [np.concatenate([np.empty(0), *(front[i] for front in fronts)]) for i in range(3)]
         return cls(
             best=parts[0],
             leave=parts[1],
