@@ -376,7 +376,8 @@ class _Fronts:
         )
 
 
-#: The most (row, downset) cells :func:`_through_fronts` works on at once, count.
+#: The most cells one vectorised step works on at once (stage counts times downsets in
+#: :func:`_through_fronts`, times pairs in :func:`_inside_some`), count.
 _CELLS = 1 << 20
 
 
