@@ -342,6 +342,32 @@ def test_a_worker_that_exited_keeps_its_pid_until_its_group_is_killed():
         time.sleep(0.01)
 
 
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
+def test_without_waitid_the_group_an_exited_worker_leaves_is_still_killed(monkeypatch):
+    from perfmodel.grading import sandbox
+
+    monkeypatch.setattr(sandbox, "_CAN_LOOK", False)  # as on macOS before Python 3.13
+    worker = subprocess.Popen(["sh", "-c", "sleep 60 & echo $!"], stdout=subprocess.PIPE,
+                              text=True, start_new_session=True)  # fmt: skip
+    assert worker.stdout is not None
+    left_behind = int(worker.stdout.readline())
+    deadline = time.monotonic() + 30
+    while sandbox._running(worker):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert worker.returncode == 0  # reaped to see it exit
+    sandbox._kill_tree(worker)
+    while True:
+        try:
+            stat = Path(f"/proc/{left_behind}/stat").read_text()
+        except FileNotFoundError:  # reaped: gone
+            break
+        if stat.rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+            break
+        assert time.monotonic() < deadline, "the process the worker left in its group runs on"
+        time.sleep(0.01)
+
+
 def test_a_reaped_worker_s_pid_is_never_signalled(monkeypatch):
     from perfmodel.grading import sandbox
 

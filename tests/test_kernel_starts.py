@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import nbval.kernel
@@ -51,7 +52,8 @@ def test_a_kernel_that_always_dies_errors_with_each_attempts_stderr(kernels):
 
 def test_a_kernel_that_dies_once_is_started_again_and_runs_cells(kernels):
     start = started_again(NBVALS_OWN)
-    manager, client = start(startup_timeout=60, kernel_name="dies-once", cwd=str(kernels))
+    with pytest.warns(UserWarning, match="(?s)started again.*first start fails"):
+        manager, client = start(startup_timeout=60, kernel_name="dies-once", cwd=str(kernels))
     try:
         assert (kernels / "mark").exists()  # the first attempt ran, and died
         reply = client.execute_interactive("print(6 * 7)", timeout=30, output_hook=lambda m: None)
@@ -59,6 +61,16 @@ def test_a_kernel_that_dies_once_is_started_again_and_runs_cells(kernels):
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
+
+
+def test_a_kernel_keeps_only_the_end_of_what_it_writes_to_stderr():
+    from kernel_starts import KEPT, _Tail
+
+    tail = _Tail()
+    with os.fdopen(os.dup(tail.fd), "wb") as stderr:  # as the kernel's own copy
+        stderr.write(b"x" * (10 * KEPT) + b"the end")
+    os.close(tail.fd)
+    assert tail.text().endswith("the end") and len(tail.text()) == KEPT
 
 
 def test_nbval_starts_its_kernels_through_the_retry():

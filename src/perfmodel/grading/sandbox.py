@@ -404,6 +404,10 @@ def _watch(process: subprocess.Popen[bytes], limits: Limits, scratch: Path, leve
     return ""
 
 
+#: Whether an exited child can be seen without reaping it (``waitid`` with ``WNOWAIT``).
+_CAN_LOOK = hasattr(os, "waitid") and hasattr(os, "WNOWAIT")
+
+
 def _running(process: subprocess.Popen[bytes]) -> bool:
     """Whether ``process`` still runs, leaving it unreaped when it has exited.
 
@@ -415,7 +419,7 @@ def _running(process: subprocess.Popen[bytes]) -> bool:
     """
     if process.returncode is not None:
         return False
-    if not hasattr(os, "waitid"):  # macOS: poll reaps, and _kill_tree then leaves the pid be
+    if not _CAN_LOOK:  # poll reaps: _kill_tree then kills the group as it always did
         return process.poll() is None
     try:
         return os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
@@ -427,8 +431,11 @@ def _kill_tree(process: subprocess.Popen[bytes]) -> None:
     """SIGKILL the worker, its descendants and its process group, then reap it.
 
     Only while it is unreaped: a reaped worker's pid may already be another process's.
+    Where ``waitid`` is missing (macOS before Python 3.13) the worker was reaped to see it
+    exit, and its group is killed all the same, as before: the id stays the group's while a
+    process the worker left in it lives (with none left it is free, the one risk there).
     """
-    if process.returncode is None:
+    if process.returncode is None or not _CAN_LOOK:
         kill_descendants(process.pid)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)

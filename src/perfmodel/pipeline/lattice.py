@@ -377,7 +377,8 @@ class _Fronts:
 
 
 #: The most cells one vectorised step works on at once (stage counts times downsets in
-#: :func:`_through_fronts`, times pairs in :func:`_inside_some`), count.
+#: :func:`_through_fronts`; stage counts, or the block's nodes, times pairs in
+#: :func:`_inside_some`), count.
 _CELLS = 1 << 20
 
 
@@ -605,7 +606,7 @@ def _inside(
     first = np.where(alive.any(axis=0), alive.argmax(axis=0), len(best))
     last = np.where(alive.any(axis=0), len(best) - 1 - alive[::-1].argmax(axis=0), -1)
     band = highs - lows
-    most = max(1, _CELLS // len(best))
+    most = max(1, _CELLS // max(len(best), len(block.nodes)))  # pairs a chunk holds
     for level in np.split(np.arange(1, len(size)), np.flatnonzero(np.diff(size[1:])) + 1):
         start = 0
         while start < len(level):  # as many of the level's downsets as fit in ``most`` pairs
@@ -658,8 +659,8 @@ def _inside_some(
     cost = (
         price.held[end]
         - price.held[starts]
-        + (stage & price.sends[end]) @ price.comm
-        + (member[starts] & feeds) @ price.comm
+        + _comm_of(stage & price.sends[end], price.comm)
+        + _comm_of(member[starts] & feeds, price.comm)
         + price.entry_comm * (stage & price.entry_readers).any(axis=1)
     )
     if capacity < math.inf:
@@ -689,6 +690,15 @@ def _inside_some(
     any_within = within.any(axis=0)
     first[column[any_within]] = within[:, any_within].argmax(axis=0)
     last[column[any_within]] = len(best) - 1 - within[::-1, any_within].argmax(axis=0)
+
+
+def _comm_of(sends: np.ndarray, comm: np.ndarray) -> np.ndarray:
+    """``sends @ comm`` for a (pairs, nodes) bool ``sends``, each row summed on its own.
+
+    A matrix product may sum a row in another order depending on how many rows it is
+    given, so a pair's cost, and so a tie, would depend on how pairs are chunked.
+    """
+    return np.where(sends, comm, 0.0).sum(axis=1)
 
 
 def _walk_back(
