@@ -698,7 +698,8 @@ def _comm_of(sends: np.ndarray, comm: np.ndarray) -> np.ndarray:
     A matrix product may sum a row in another order depending on how many rows it is
     given, so a pair's cost, and so a tie, would depend on how pairs are chunked.
     """
-    return np.where(sends, comm, 0.0).sum(axis=1)
+    summed: np.ndarray = np.where(sends, comm, 0.0).sum(axis=1)
+    return summed
 
 
 def _walk_back(
