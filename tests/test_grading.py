@@ -313,17 +313,16 @@ def test_kill_descendants_counts_an_unreaped_child_once():
         parent.wait()
 
 
-@pytest.mark.skipif(not hasattr(os, "waitid"), reason="waitid looks without reaping")
-def test_a_worker_that_exited_keeps_its_pid_until_its_group_is_killed():
-    from perfmodel.grading import sandbox
+def _state(pid: int) -> str:
+    """A process's state letter (R, S, Z...), or "gone" once reaped."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
 
-    def state(pid: int) -> str:  # "gone" once reaped
-        try:
-            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            return "gone"
 
-    # The worker exits and leaves a process in its group behind.
+def _exited_worker(sandbox) -> tuple[subprocess.Popen[str], int]:
+    """A worker that has exited, as the watchdog sees it, leaving a process in its group."""
     worker = subprocess.Popen(["sh", "-c", "sleep 60 & echo $!"], stdout=subprocess.PIPE,
                               text=True, start_new_session=True)  # fmt: skip
     assert worker.stdout is not None
@@ -332,14 +331,27 @@ def test_a_worker_that_exited_keeps_its_pid_until_its_group_is_killed():
     while sandbox._running(worker):
         assert time.monotonic() < deadline
         time.sleep(0.01)
-    # Seen to have exited, but not reaped: its pid, and its group's id, are still its own.
-    assert state(worker.pid) == "Z"
-    assert state(left_behind) in ("S", "R")
-    sandbox._kill_tree(worker)
-    assert worker.returncode == 0
-    while state(left_behind) not in ("Z", "X", "gone"):
+    return worker, left_behind
+
+
+def _wait_until_killed(pid: int) -> None:
+    deadline = time.monotonic() + 30
+    while _state(pid) not in ("Z", "X", "gone"):
         assert time.monotonic() < deadline, "the process the worker left in its group runs on"
         time.sleep(0.01)
+
+
+@pytest.mark.skipif(not hasattr(os, "waitid"), reason="waitid looks without reaping")
+def test_a_worker_that_exited_keeps_its_pid_until_its_group_is_killed():
+    from perfmodel.grading import sandbox
+
+    worker, left_behind = _exited_worker(sandbox)
+    # Seen to have exited, but not reaped: its pid, and its group's id, are still its own.
+    assert _state(worker.pid) == "Z"
+    assert _state(left_behind) in ("S", "R")
+    sandbox._kill_tree(worker)
+    assert worker.returncode == 0
+    _wait_until_killed(left_behind)
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
@@ -347,25 +359,10 @@ def test_without_waitid_the_group_an_exited_worker_leaves_is_still_killed(monkey
     from perfmodel.grading import sandbox
 
     monkeypatch.setattr(sandbox, "_CAN_LOOK", False)  # as on macOS before Python 3.13
-    worker = subprocess.Popen(["sh", "-c", "sleep 60 & echo $!"], stdout=subprocess.PIPE,
-                              text=True, start_new_session=True)  # fmt: skip
-    assert worker.stdout is not None
-    left_behind = int(worker.stdout.readline())
-    deadline = time.monotonic() + 30
-    while sandbox._running(worker):
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
+    worker, left_behind = _exited_worker(sandbox)
     assert worker.returncode == 0  # reaped to see it exit
     sandbox._kill_tree(worker)
-    while True:
-        try:
-            stat = Path(f"/proc/{left_behind}/stat").read_text()
-        except FileNotFoundError:  # reaped: gone
-            break
-        if stat.rsplit(")", 1)[1].split()[0] in ("Z", "X"):
-            break
-        assert time.monotonic() < deadline, "the process the worker left in its group runs on"
-        time.sleep(0.01)
+    _wait_until_killed(left_behind)
 
 
 def test_a_reaped_worker_s_pid_is_never_signalled(monkeypatch):
