@@ -98,8 +98,14 @@ def cpu_hog(processes: int | None = None) -> Iterator[None]:
     competes for its core with a process that never sleeps.
     """
     count = processes or len(os.sched_getaffinity(0))
-    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    spin = "print(flush=True)\nwhile True: pass"  # says when it spins
+    spinners = [
+        subprocess.Popen([sys.executable, "-c", spin], stdout=subprocess.PIPE) for _ in range(count)
+    ]
     try:
+        for spinner in spinners:  # a Python takes tens of ms to start: a short measurement
+            assert spinner.stdout is not None  # made meanwhile would find the machine idle
+            spinner.stdout.readline()
         yield
     finally:
         for spinner in spinners:
