@@ -378,7 +378,7 @@ class _Fronts:
 
 #: The most cells one vectorised step works on at once (stage counts times downsets in
 #: :func:`_through_fronts`; stage counts, or the block's nodes, times pairs in
-#: :func:`_inside_some`), count.
+#: :func:`_inside`), count.
 _CELLS = 1 << 20
 
 
@@ -607,89 +607,72 @@ def _inside(
     last = np.where(alive.any(axis=0), len(best) - 1 - alive[::-1].argmax(axis=0), -1)
     band = highs - lows
     most = max(1, _CELLS // max(len(best), len(block.nodes)))  # pairs a chunk holds
+
+    def reach_ends(ends: np.ndarray) -> None:
+        """The best way to reach each downset of ``ends`` (all of one size) with a stage
+        that starts at a smaller downset of the block, min over those of ``max(best, cost)``;
+        ``first`` and ``last`` are kept up to date."""
+        member, packed = block.member, block.packed
+        # Each pair (end, start), the starts of one end in by_work's order, ends in turn.
+        counts = band[ends]
+        owner = np.repeat(np.arange(len(ends)), counts)
+        starts = by_work[
+            np.arange(len(owner)) + np.repeat(lows[ends] - np.cumsum(counts) + counts, counts)
+        ]
+        keep = (size[starts] < size[ends[0]]) & (last[starts] >= 0)
+        keep &= first[starts] < len(best) - 1  # a stage more must still fit in k
+        owner, starts = owner[keep], starts[keep]
+        keep = ~(packed[starts] & ~packed[ends[owner]]).any(axis=1)  # inside the end
+        owner, starts = owner[keep], starts[keep]
+        if not len(owner):
+            return
+        end = ends[owner]
+        stage = member[end] & ~member[starts]
+        feeds = (stage.astype(np.float32) @ price.reads.T) > 0  # u feeds the stage
+        cost = (
+            price.held[end]
+            - price.held[starts]
+            + _comm_of(stage & price.sends[end], price.comm)
+            + _comm_of(member[starts] & feeds, price.comm)
+            + price.entry_comm * (stage & price.entry_readers).any(axis=1)
+        )
+        if capacity < math.inf:
+            stage_memory = price.memory_held[end] - price.memory_held[starts]
+            cost[~fits_memory(stage_memory, capacity)] = math.inf
+        # Each end's pairs are contiguous; the stage counts its starts are reached at.
+        new_end = np.concatenate(([True], owner[1:] != owner[:-1]))
+        group = np.flatnonzero(new_end)
+        column_of = np.cumsum(new_end) - 1  # each pair's end, among the ends reached
+        low = np.minimum.reduceat(first[starts], group)
+        high = np.minimum(np.maximum.reduceat(last[starts], group), len(best) - 2)
+        rows = np.arange(len(best) - 1)[:, None]
+        candidates = np.maximum(best[:-1, starts], cost)
+        candidates[(rows < low[column_of]) | (rows > high[column_of])] = math.inf
+        value = np.minimum.reduceat(candidates, group, axis=1)
+        at_min = np.where(candidates == value[:, column_of], np.arange(len(owner)), len(owner))
+        picked = np.minimum.reduceat(at_min, group, axis=1)  # the first start at the minimum
+        column = end[group]
+        better = value < best[1:, column]
+        best[1:, column] = np.where(better, value, best[1:, column])
+        came_block[1:, column] = np.where(better, b, came_block[1:, column])
+        came_local[1:, column] = np.where(better, starts[picked], came_local[1:, column])
+        kept = best[:, column]
+        _drop_dominated(kept)
+        best[:, column] = kept
+        within = kept <= reach
+        any_within = within.any(axis=0)
+        first[column[any_within]] = within[:, any_within].argmax(axis=0)
+        last[column[any_within]] = len(best) - 1 - within[::-1, any_within].argmax(axis=0)
+
     for level in np.split(np.arange(1, len(size)), np.flatnonzero(np.diff(size[1:])) + 1):
         start = 0
         while start < len(level):  # as many of the level's downsets as fit in ``most`` pairs
             stop = start + max(1, int(np.searchsorted(np.cumsum(band[level[start:]]), most)))
             if deadline is not None and deadline.expired():
                 return False
-            _inside_some(level[start:stop], block, price, best, came_block, came_local,
-                         b, reach, capacity, (size, by_work, lows, band, first, last))  # fmt: skip
+            reach_ends(level[start:stop])
             start = stop
     return True
-
-
-def _inside_some(
-    ends: np.ndarray,
-    block: Block,
-    price: _Prices,
-    best: np.ndarray,
-    came_block: np.ndarray,
-    came_local: np.ndarray,
-    b: int,
-    reach: float,
-    capacity: float,
-    lookup: tuple[np.ndarray, ...],
-) -> None:
-    """The best way to reach each downset of ``ends`` (all of one size) with a stage that
-    starts at a smaller downset of the block, min over those of ``max(best, cost)``.
-
-    ``lookup`` is the block's downset sizes; its downsets by work; where each downset's
-    candidate starts begin in that order, and how many there are; and the first and last
-    stage counts each downset is reached at within ``reach`` (kept up to date here).
-    """
-    size, by_work, lows, band, first, last = lookup
-    member, packed = block.member, block.packed
-    # Each pair (end, start), the starts of one end in by_work's order, ends in turn.
-    counts = band[ends]
-    owner = np.repeat(np.arange(len(ends)), counts)
-    starts = by_work[
-        np.arange(len(owner)) + np.repeat(lows[ends] - np.cumsum(counts) + counts, counts)
-    ]
-    keep = (size[starts] < size[ends[0]]) & (last[starts] >= 0)
-    keep &= first[starts] < len(best) - 1  # a stage more must still fit in k
-    owner, starts = owner[keep], starts[keep]
-    keep = ~(packed[starts] & ~packed[ends[owner]]).any(axis=1)  # inside the end
-    owner, starts = owner[keep], starts[keep]
-    if not len(owner):
-        return
-    end = ends[owner]
-    stage = member[end] & ~member[starts]
-    feeds = (stage.astype(np.float32) @ price.reads.T) > 0  # u feeds the stage
-    cost = (
-        price.held[end]
-        - price.held[starts]
-        + _comm_of(stage & price.sends[end], price.comm)
-        + _comm_of(member[starts] & feeds, price.comm)
-        + price.entry_comm * (stage & price.entry_readers).any(axis=1)
-    )
-    if capacity < math.inf:
-        stage_memory = price.memory_held[end] - price.memory_held[starts]
-        cost[~fits_memory(stage_memory, capacity)] = math.inf
-    # Each end's pairs are contiguous; the stage counts its starts are reached at.
-    new_end = np.concatenate(([True], owner[1:] != owner[:-1]))
-    group = np.flatnonzero(new_end)
-    column_of = np.cumsum(new_end) - 1  # each pair's end, among the ends reached
-    low = np.minimum.reduceat(first[starts], group)
-    high = np.minimum(np.maximum.reduceat(last[starts], group), len(best) - 2)
-    rows = np.arange(len(best) - 1)[:, None]
-    candidates = np.maximum(best[:-1, starts], cost)
-    candidates[(rows < low[column_of]) | (rows > high[column_of])] = math.inf
-    value = np.minimum.reduceat(candidates, group, axis=1)
-    at_min = np.where(candidates == value[:, column_of], np.arange(len(owner)), len(owner))
-    picked = np.minimum.reduceat(at_min, group, axis=1)  # the first start at the minimum
-    column = end[group]
-    better = value < best[1:, column]
-    best[1:, column] = np.where(better, value, best[1:, column])
-    came_block[1:, column] = np.where(better, b, came_block[1:, column])
-    came_local[1:, column] = np.where(better, starts[picked], came_local[1:, column])
-    kept = best[:, column]
-    _drop_dominated(kept)
-    best[:, column] = kept
-    within = kept <= reach
-    any_within = within.any(axis=0)
-    first[column[any_within]] = within[:, any_within].argmax(axis=0)
-    last[column[any_within]] = len(best) - 1 - within[::-1, any_within].argmax(axis=0)
 
 
 def _comm_of(sends: np.ndarray, comm: np.ndarray) -> np.ndarray:

@@ -29,7 +29,7 @@ import gc
 import threading
 from collections.abc import Iterator
 
-__all__ = ["RESUME_AFTER_S", "collection_deferred"]
+__all__ = ["RESUME_AFTER_S", "collection_deferred", "in_a_kernel"]
 
 #: How long after a move automatic collection resumes, s: after its picture is painted.
 RESUME_AFTER_S = 0.3
@@ -65,6 +65,23 @@ def collection_deferred() -> Iterator[None]:
             _resume_later()
 
 
+def in_a_kernel() -> bool:
+    """Whether an event loop runs here, as in a Jupyter kernel, where an explorer is live.
+
+    Elsewhere (a script, a test) a move has no idle time after it to wait for, and nothing
+    should be started in the background: a fresh Python imports the script that started
+    it, and a script without a ``__main__`` guard would run again.
+
+    >>> in_a_kernel()
+    False
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 def _resume_later() -> None:
     """Resume collection :data:`RESUME_AFTER_S` from now where an event loop runs (a
     kernel, which is then idle), else now. A timer thread does it, not the loop: a loop
@@ -74,9 +91,7 @@ def _resume_later() -> None:
         if _resume_timer is not None:  # a later move: the pause ends after it instead
             _resume_timer.cancel()
             _resume_timer = None
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:  # no event loop: nothing to wait for
+    if not in_a_kernel():  # no event loop: nothing to wait for
         _resume()
         return
     timer = threading.Timer(RESUME_AFTER_S, _resume)

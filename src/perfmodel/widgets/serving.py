@@ -11,6 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from perfmodel.widgets.collection import in_a_kernel
 from perfmodel.widgets.controls import int_slider, live_plot, view_settings
 from perfmodel.widgets.worker import Worker
 
@@ -56,21 +57,6 @@ def _percentiles(*arguments: Any) -> _Percentiles:
 
 #: The worker process the explorers share, started by the first explorer built in a kernel.
 _worker: Worker | None = None
-
-
-def _in_a_kernel() -> bool:
-    """Whether an event loop runs here, as in a Jupyter kernel, where an explorer is live.
-
-    Elsewhere (a script, a test) nothing is started: a fresh Python imports the script
-    that started it, and a script without a ``__main__`` guard would run again.
-    """
-    import asyncio
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
 
 
 @lru_cache(maxsize=16)
@@ -172,7 +158,7 @@ def serving_explorer(**defaults: Any) -> Any:
 
     global _worker
     view = view_settings(serving_view, defaults)
-    if _worker is None and _in_a_kernel():  # a second core for the load curves, starting
+    if _worker is None and in_a_kernel():  # a second core for the load curves, starting
         _worker = Worker([__name__])  # while the first figure draws
     wide = {"layout": widgets.Layout(width="38em"), "style": {"description_width": "8em"}}
     controls = {
