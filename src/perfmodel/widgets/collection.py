@@ -72,6 +72,11 @@ def in_a_kernel() -> bool:
     should be started in the background: a fresh Python imports the script that started
     it, and a script without a ``__main__`` guard would run again.
 
+    Returns
+    -------
+    bool
+        True when an asyncio event loop runs in this thread.
+
     >>> in_a_kernel()
     False
     """
