@@ -149,6 +149,36 @@ def test_order_dp_equals_trying_every_cut_of_any_order(case, seed):
     )
 
 
+@settings(max_examples=80, deadline=None)
+@given(
+    st.integers(2, 60), st.integers(1, 9), st.integers(0, 10**6), st.booleans(),
+    st.sampled_from([1, 4, 128]),
+)  # fmt: skip
+def test_the_even_split_bound_never_changes_the_split(n, k, seed, limited, band):
+    """The order DP skips pieces dearer than an even split's bottleneck, in bands of rows;
+    the split, its bottleneck and its bound are those of the DP that skips nothing."""
+    from unittest import mock
+
+    from perfmodel.pipeline import split
+
+    rng = np.random.default_rng(seed)
+    work = rng.choice([0.0, 1.0, 3.0], n) * rng.random(n)  # zeros and ties, as real graphs have
+    comm = rng.choice([0.0, 1.0, 5.0], n) * rng.random(n)
+    edges = [(u, v) for v in range(1, n) for u in rng.integers(max(0, v - 6), v, 2).tolist()]
+    memory = rng.random(n)
+    capacity = max(memory.max(), memory.sum() / rng.uniform(1.2, 8)) if limited else math.inf
+    graph = pl.Graph(work.tolist(), comm.tolist(), edges, memory=memory.tolist(),
+                     capacity=capacity)  # fmt: skip
+    k = min(k, n)
+    with mock.patch.object(split, "_BAND", band):
+        bounded = pl.split_order(graph, list(graph.order), k)
+        with mock.patch.object(split, "_even_split_bottleneck", lambda *_: math.inf):
+            plain = pl.split_order(graph, list(graph.order), k)
+    assert bounded.stages == plain.stages
+    assert bounded.bottleneck == plain.bottleneck
+    assert bounded.lower_bound == plain.lower_bound
+
+
 @settings(max_examples=60, deadline=None)
 @given(dags(max_nodes=12), st.integers(0, 10**6), st.floats(1.0, 4.0))
 def test_every_piece_costs_what_stage_cost_says_memory_limits_included(case, seed, room):

@@ -203,7 +203,7 @@ class Graph:
                 raise TypeError(
                     f"`edges` must hold pairs (u, v) of node indices (got {edge!r})."
                 ) from None
-            if not all(
+            if not (type(first) is int and type(second) is int) and not all(  # int: quick
                 isinstance(end, numbers.Integral) and not isinstance(end, bool)
                 for end in (first, second)
             ):

@@ -224,27 +224,48 @@ def _costs_by_end(graph: Graph, order: Sequence[int]) -> np.ndarray:
 
 
 #: Rows of piece costs the min-max program takes at a time.
-_BAND = 256
+_BAND = 128
 
 
-def _min_max_dp(ends: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def _even_split_bottleneck(ends: np.ndarray, work: np.ndarray, k: int) -> float:
+    """The bottleneck of one split the min-max program can do no worse than: at most ``k``
+    pieces of about equal work (compute time alone, the sends ignored), priced by ``ends``
+    (:func:`_costs_by_end`), each piece's order ``work`` given in order."""
+    n = len(work)
+    prefix = np.cumsum(work)
+    cuts = np.searchsorted(prefix, prefix[-1] * np.arange(1, k) / k, side="left") + 1
+    bounds = np.unique(np.concatenate(([0], np.clip(cuts, 1, n), [n])))
+    return float(max(ends[b - 1, a] for a, b in zip(bounds[:-1], bounds[1:], strict=True)))
+
+
+def _min_max_dp(ends: np.ndarray, k: int, most: float = math.inf) -> tuple[np.ndarray, np.ndarray]:
     """``best[j, e]``: least bottleneck of the first e positions in j stages, and argmins,
-    from the piece costs by end, ``ends[b, a]`` (:func:`_costs_by_end`)."""
+    from the piece costs by end, ``ends[b, a]`` (:func:`_costs_by_end`).
+
+    ``most`` is the bottleneck of some split into at most k pieces, so no better split uses
+    a piece costing more: pieces starting left of every piece of cost ``<= most`` in a band
+    of rows are skipped. Every ``best[j, e] <= most`` and its argmin are as without it (a
+    larger entry may be larger still, or ``inf``), so the best split is the same."""
     n = ends.shape[0]
     best = np.full((k + 1, n + 1), math.inf)
     start = np.zeros((k + 1, n + 1), dtype=int)
     best[0, 0] = 0.0
     candidates = np.empty_like(ends)
-    # Row b is finite only for a <= b: rows are taken in bands, each up to its last row's
-    # diagonal, which skips most of the infinite half (the first a of least bottleneck is
-    # the same: every a past the band's edge costs inf in every row of the band).
-    bands = [(low, min(low + _BAND, n)) for low in range(0, n, _BAND)]
+    # each row's first start a of a piece costing at most ``most`` (0 if none does)
+    first = np.argmax(ends <= most, axis=1) if math.isfinite(most) else np.zeros(n, dtype=int)
+    # Row b is finite only for a <= b: rows are taken in bands, each from the band's first
+    # useful start up to its last row's diagonal (the first a of least bottleneck is the
+    # same: every a past the band's edge costs inf in every row of the band).
+    bands = []
+    for low in range(0, n, _BAND):
+        high = min(low + _BAND, n)
+        bands.append((low, high, int(first[low:high].min())))
     for j in range(1, k + 1):
-        for low, high in bands:
-            band = candidates[low:high, :high]
-            np.maximum(ends[low:high, :high], best[j - 1, None, :high], out=band)  # [b, a]
+        for low, high, left in bands:
+            band = candidates[low:high, left:high]
+            np.maximum(ends[low:high, left:high], best[j - 1, None, left:high], out=band)  # [b, a]
             picked = np.argmin(band, axis=1)  # the first a of least bottleneck
-            start[j, low + 1 : high + 1] = picked
+            start[j, low + 1 : high + 1] = picked + left
             best[j, low + 1 : high + 1] = band[np.arange(high - low), picked]
     return best, start
 
@@ -279,7 +300,9 @@ def split_order(graph: Graph, order: Sequence[int], k: int) -> Partition:
     position = {node: i for i, node in enumerate(order)}
     if any(position[u] > position[v] for u, v in graph.edges):
         raise ValueError("`order` must be topological: every edge must point forwards.")
-    best, start = _min_max_dp(_costs_by_end(graph, order), k)
+    ends = _costs_by_end(graph, order)
+    most = _even_split_bottleneck(ends, np.array(graph.work)[list(order)], k)
+    best, start = _min_max_dp(ends, k, most)
     used = int(np.argmin(best[:, -1]))
     if math.isinf(best[used, -1]):  # no k pieces fit the memory: say so by an inf bottleneck
         return _partition(graph, [tuple(order)], 0.0, "topological-order DP (nothing fits)")

@@ -198,7 +198,8 @@ def voila_command(
     target: str, *, port: int, open_browser: bool
 ) -> tuple[list[str], dict[str, str]]:
     """The command that serves ``target`` (a deck, or a folder of them) with the course's
-    template, and the environment it needs (``JUPYTER_PATH`` finds the template).
+    template, and the environment it needs (``JUPYTER_PATH`` finds the template). Its kernel
+    websockets send each message at once (:mod:`perfmodel.present.websocket`).
 
     Parameters
     ----------
@@ -214,9 +215,14 @@ def voila_command(
     tuple of (list of str, dict of str to str)
         The argument vector (this Python running ``-m voila``) and the environment.
     """
+    from perfmodel.present.websocket import NoDelayKernelConnection
+
     command = [
         sys.executable, "-m", "voila", target, f"--template={TEMPLATE}",
         f"--port={port}", "--port_retries=0",  # a busy port fails: the URL printed stays true
+        # the kernel's answer to a move reaches the page at once, not 40 ms late (.websocket)
+        f"--Voila.kernel_websocket_connection_class={NoDelayKernelConnection.__module__}."
+        f"{NoDelayKernelConnection.__qualname__}",
         *([] if open_browser else ["--no-browser"]),
     ]  # fmt: skip
     paths = [str(_data("jupyter")), *filter(None, [os.environ.get("JUPYTER_PATH")])]
