@@ -15,7 +15,7 @@ The goal (issue 15) is every answer within 200 ms on 2 cores.
 driven in headless Chromium with Playwright, as a lecturer drives it. Every control is moved
 to its ends and its middle (a slider dragged with the mouse, a dropdown set to its first,
 middle and last options, each toggle clicked) and back, and each move is timed from the
-input event (the mouse released, the option chosen) to the first frame painted after the
+input event (the mouse dragged, the option chosen) to the first frame painted after the
 explorer's picture changed: the new image decoded, or its text replaced. Kernel, comm
 messages, the browser's decoding and painting are all inside. It prints, per control, the
 first move, the median and the worst.
@@ -153,8 +153,11 @@ def measure(client: Any, module: str, explorer: str, arguments: str) -> dict[str
 #: redraws once for each control) is timed to the last change.
 _WATCH = """
 window.__move = {inputAt: null, changedAt: null, paintedAt: null};
-for (const type of ["mouseup", "change", "click", "keyup"]) {
-    document.addEventListener(type, () => {
+for (const type of ["mousemove", "mouseup", "change", "click", "keyup"]) {
+    document.addEventListener(type, event => {
+        // a drag's move counts only with the button held: a slider that updates as it is
+        // dragged (continuous_update) sends its value then, before the button is released
+        if (type === "mousemove" && !(event.buttons & 1)) return;
         if (window.__move.inputAt === null) window.__move.inputAt = performance.now();
     }, true);
 }
@@ -265,7 +268,7 @@ def _moves(page: Any, every: bool) -> Iterator[tuple[str, str, Any, Any]]:
                 y = box["y"] + box["height"] / 2
                 page.mouse.move(box["x"] + box["width"] / 2, y)
                 page.mouse.down()
-                page.mouse.move(track["x"] + fraction * track["width"], y, steps=4)
+                page.mouse.move(track["x"] + fraction * track["width"], y)  # one step
                 page.mouse.up()
 
             yield name, label, handle, drag

@@ -13,8 +13,9 @@ from typing import Any
 
 from perfmodel._validate import positive
 from perfmodel.units import format_quantity
-from perfmodel.widgets.collection import collection_deferred
+from perfmodel.widgets.collection import collection_deferred, in_a_kernel
 from perfmodel.widgets.layout import FrozenLayout
+from perfmodel.widgets.spare import IDLE_AFTER_S, SpareFigures
 
 __all__ = [
     "LIVE_DPI",
@@ -425,7 +426,10 @@ class _SvgCanvas:
 
 
 def render_svg(
-    view: Callable[..., Any], values: Mapping[str, Any], layout: FrozenLayout | None = None
+    view: Callable[..., Any],
+    values: Mapping[str, Any],
+    layout: FrozenLayout | None = None,
+    spares: SpareFigures | None = None,
 ) -> bytes:
     """``view(**values)``'s figure as SVG bytes, for the browser to paint.
 
@@ -448,6 +452,10 @@ def render_svg(
     layout : FrozenLayout, optional
         The explorer's kept layouts: the figure is placed as an earlier one of its shape
         was, and not laid out again, while its decorations fit (:mod:`.layout`).
+    spares : SpareFigures, optional
+        The explorer's figure built ahead: the view's ``plt.subplots`` takes it when it
+        was built for that call (:mod:`.spare`), and the figure drawn is noted as the
+        recipe for the next one.
 
     Returns
     -------
@@ -469,12 +477,18 @@ def render_svg(
 
     before = set(plt.get_fignums())
     try:
-        view(**values)
-        canvas = _SvgCanvas(plt.gcf())
+        lending: contextlib.AbstractContextManager[list[Any]] = (
+            contextlib.nullcontext([]) if spares is None else spares.lending()
+        )
+        with lending as made:
+            view(**values)
+        canvas = _SvgCanvas(made[-1] if made else plt.gcf())  # a spare is not pyplot's
         if layout is None:
             canvas.draw()
         else:
             layout.draw(canvas)
+        if spares is not None:
+            spares.drawn()
         return canvas.svg
     finally:
         for number in set(plt.get_fignums()) - before:
@@ -528,6 +542,8 @@ def live_plot(view: Callable[..., Any], controls: Mapping[str, Any]) -> Any:
     box = widgets.Box([image])
     drawn: OrderedDict[str, bytes] = OrderedDict()
     layout = FrozenLayout()
+    spares = SpareFigures()
+    building: list[Any] = []  # the idle-time build waiting to run, if any
 
     def update(_: object = None) -> None:
         if _held is not None:
@@ -542,17 +558,29 @@ def live_plot(view: Callable[..., Any], controls: Mapping[str, Any]) -> Any:
         svg = drawn.get(key)
         if svg is None:
             try:
-                svg = render_svg(view, values, layout)
+                svg = render_svg(view, values, layout, spares)
             except ValueError as error:
                 message.value = f"<pre>{html.escape(str(error), quote=False)}</pre>"
                 box.children = (message,)
                 return
+            build_when_idle()
             drawn[key] = svg
             if len(drawn) > PLOT_CACHE:
                 drawn.popitem(last=False)
         drawn.move_to_end(key)
         image.value = svg
         box.children = (image,)
+
+    def build_when_idle() -> None:
+        """Build the next move's figure once the kernel is idle (:mod:`.spare`): never
+        where no event loop runs, and once for a burst of moves."""
+        if not in_a_kernel():
+            return
+        import asyncio
+
+        for waiting in building:
+            waiting.cancel()
+        building[:] = [asyncio.get_running_loop().call_later(IDLE_AFTER_S, spares.build)]
 
     for control in controls.values():
         if "continuous_update" in control.trait_names():
