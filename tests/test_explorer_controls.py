@@ -49,7 +49,7 @@ def explorers() -> list:
 MISLEADING: list[str] = []
 
 
-def figure_contents(view, values, layout=None) -> bytes:
+def figure_contents(view, values, layout=None, spares=None) -> bytes:
     """What ``view(**values)`` draws, as bytes: equal bytes, the same picture."""
     before = set(plt.get_fignums())
     try:

@@ -154,8 +154,8 @@ def test_the_capstone_slider_offers_32_devices():
 def test_a_device_whose_dtypes_differ_redraws_the_figure_once(monkeypatch):
     drawn = []
     real = controls.render_svg
-    monkeypatch.setattr(controls, "render_svg", lambda v, values, layout=None: (
-        drawn.append(dict(values)), real(v, values, layout))[1])  # fmt: skip
+    monkeypatch.setattr(controls, "render_svg", lambda v, values, *rest: (
+        drawn.append(dict(values)), real(v, values, *rest))[1])  # fmt: skip
     box = roofline_explorer(device="H100 SXM")
     first, _, dtype = box.children[0].children
     dtype.value = "fp8"
