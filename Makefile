@@ -28,12 +28,15 @@ $(VENV)/.installed-test: pyproject.toml jupyter/overrides.json | $(PY)
 	mkdir -p $(LAB_SETTINGS) && cp jupyter/overrides.json $(LAB_SETTINGS)/overrides.json
 	@touch $@ $(VENV)/.installed-lab
 
-# Jupyter refuses to run as root (a container, CI) unless told it is on purpose.
+# Jupyter refuses to run as root (a container, CI) unless told it is on purpose. Kernel
+# websockets send each message at once (perfmodel.present.websocket: 40 ms less a move).
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
 lab: $(VENV)/.installed-lab
 	$(BIN)/jupyter lab $(ALLOW_ROOT) --LabApp.news_url= \
-		--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate notebooks/00_start_here.ipynb
+		--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate \
+		--ServerApp.kernel_websocket_connection_class=perfmodel.present.websocket.NoDelayKernelConnection \
+		notebooks/00_start_here.ipynb
 
 # A lecture as live slides for a lecturer: `make demo LECTURE=04` (Voilà's reveal.js
 # template, with reveal.js's styles from the package: nothing is fetched). `make demo

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+from perfmodel.present.demo import NO_DELAY_CONNECTION
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 SCREENSHOTS = ROOT / "test-output" / "browser"
@@ -84,6 +85,7 @@ def lab(tmp_path):
             "--IdentityProvider.token=", "--ServerApp.password=",
             f"--ServerApp.root_dir={tmp_path}", "--LabApp.news_url=",
             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            f"--ServerApp.kernel_websocket_connection_class={NO_DELAY_CONNECTION}",  # as make lab
             *(["--allow-root"] if os.geteuid() == 0 else []),
         ],
         env=env,

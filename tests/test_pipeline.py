@@ -292,6 +292,7 @@ def test_larger_graphs_report_a_gap():
         (lambda: pl.Graph([1, 2], [1, 1], [(0, 1, 2)]), r"must hold pairs \(u, v\)"),
         (lambda: pl.Graph([1, 2, 3], [1, 1, 1], [(0, 1), (1, 2), (2, 0)]), "has a cycle"),
         (lambda: pl.Graph([], [], []), "at least one node"),
+        (lambda: pl.Graph([1e308, 0, 0], [1e308] * 3, [(0, 1), (1, 2)]), "add up to a finite"),
     ],
 )
 def test_bad_graphs(build, message):

@@ -66,3 +66,13 @@ def test_voila_is_given_the_connection_and_accepts_it():
     app = Voila()
     app.kernel_websocket_connection_class = named  # the trait checks the class's kind
     assert app.kernel_websocket_connection_class is NoDelayKernelConnection
+
+
+def test_make_lab_gives_jupyterlab_the_connection_too():
+    from conftest import ROOT
+
+    from perfmodel.present.demo import NO_DELAY_CONNECTION
+
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    lab = makefile[makefile.index("\nlab:") : makefile.index("\ndemo:")]
+    assert f"--ServerApp.kernel_websocket_connection_class={NO_DELAY_CONNECTION}" in lab

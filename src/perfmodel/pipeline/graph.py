@@ -220,6 +220,14 @@ class Graph:
         for u, v in unique:
             succ[u].append(v)
             pred[v].append(u)
+        # What the programs add up at most: all the work, and each tensor sent once and
+        # received by every consumer, each of those counted in up to four prefix sums.
+        most = sum(work_t) + 4 * sum(c * (1 + len(s)) for c, s in zip(comm_t, succ, strict=True))
+        if not math.isfinite(most):
+            raise ValueError(
+                "`work` and `comm` must add up to a finite time: the stages' costs are sums "
+                f"of them (got a total of {most} s)."
+            )
         object.__setattr__(self, "work", work_t)
         object.__setattr__(self, "comm", comm_t)
         object.__setattr__(self, "edges", unique)

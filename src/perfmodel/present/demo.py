@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 __all__ = [
+    "NO_DELAY_CONNECTION",
     "REVEAL_FILES",
     "REVEAL_SETTINGS",
     "TEMPLATE",
@@ -44,6 +45,10 @@ __all__ = [
     "voila_command",
     "write_settings",
 ]
+
+#: :class:`perfmodel.present.websocket.NoDelayKernelConnection` by its import path (named,
+#: not imported: building a command needs no Jupyter server).
+NO_DELAY_CONNECTION = "perfmodel.present.websocket.NoDelayKernelConnection"
 
 #: reveal.js settings for every deck: laid out for a 1080p projector (smaller screens scale
 #: it down whole), the ``white`` theme and no transition to wait for. Voilà's own scroll
@@ -215,14 +220,11 @@ def voila_command(
     tuple of (list of str, dict of str to str)
         The argument vector (this Python running ``-m voila``) and the environment.
     """
-    from perfmodel.present.websocket import NoDelayKernelConnection
-
     command = [
         sys.executable, "-m", "voila", target, f"--template={TEMPLATE}",
         f"--port={port}", "--port_retries=0",  # a busy port fails: the URL printed stays true
         # the kernel's answer to a move reaches the page at once, not 40 ms late (.websocket)
-        f"--Voila.kernel_websocket_connection_class={NoDelayKernelConnection.__module__}."
-        f"{NoDelayKernelConnection.__qualname__}",
+        f"--Voila.kernel_websocket_connection_class={NO_DELAY_CONNECTION}",
         *([] if open_browser else ["--no-browser"]),
     ]  # fmt: skip
     paths = [str(_data("jupyter")), *filter(None, [os.environ.get("JUPYTER_PATH")])]

@@ -5,18 +5,16 @@ A move of an explorer's control is answered by a handful of small messages from 
 browser over a websocket, and Tornado leaves Nagle's algorithm on for a websocket: a small
 write waits while an earlier one is still unacknowledged. The browser acknowledges the
 first message late (Linux delays an ACK by up to 40 ms, hoping to send it with data), so
-the message after ``busy`` reached the page about 40 ms late on every move. The explorers'
-text lines took 78 to 80 ms from the mouse released to the new text painted in Chromium on
-2 cores; with the socket set to send at once (``TCP_NODELAY``), 42 to 44 ms
-(``benchmarks/widgets.py --browser``).
+the message after ``busy`` reached the page 40 ms late (Linux's shortest delayed ACK) on a
+move whose answer followed an earlier one closely, as a slider dragged through several
+values does. Dragged in four steps, a text explorer's slider took 78 to 80 ms from the mouse
+released to the new text painted in Chromium on 2 cores; with the socket set to send at once
+(``TCP_NODELAY``), 39 to 44 ms.
 
-:func:`perfmodel.present.demo.voila_command` gives Voilà :class:`NoDelayKernelConnection`
-through its ``kernel_websocket_connection_class`` setting. JupyterLab takes it the same way,
-in ``jupyter_server_config.py``::
-
-    c.ServerApp.kernel_websocket_connection_class = (
-        "perfmodel.present.websocket.NoDelayKernelConnection"
-    )
+:func:`perfmodel.present.demo.voila_command` gives Voilà this connection (by its import path,
+:data:`perfmodel.present.demo.NO_DELAY_CONNECTION`) through its
+``kernel_websocket_connection_class`` setting, and ``make lab`` gives it to JupyterLab as
+``--ServerApp.kernel_websocket_connection_class``.
 """
 
 from __future__ import annotations

@@ -7,26 +7,30 @@ artists (about half a millisecond a tick, tens of them a figure). On 2 cores tha
 notes how the view built its last figure (the call's arguments, matplotlib's settings, and
 how many ticks each axis drew), and when the kernel is next idle it builds one more the
 same way. The next move's ``plt.subplots`` with the same arguments and settings gets that
-figure instead of building one; any other call builds its own, as before.
+figure, handed to pyplot as a new figure of its own (its canvas and manager, the current
+figure); any other call builds its own, as before.
 
-A figure built ahead is what the call would have built: the same figure class, canvas,
-settings and axes, and ticks made as the axis would make them, each copying the first
-tick's properties. An explorer's pictures are the same to the byte with and without it
-(``tests/test_widget_spare.py``). Where no event loop runs (a script, a test, the book),
-the kernel is never idle between moves and nothing is built ahead.
+A figure built ahead is what the call would have built: the same settings and axes, and
+ticks made as the axis makes them, each copying the first tick's properties. So a view
+styles its ticks through ``tick_params``, as matplotlib advises, not by changing single tick
+objects, which matplotlib does not keep (a tick made ahead would not carry such a change
+made before the axis grew to it). Every explorer's pictures are the same to the byte with
+and without a figure built ahead (``tests/test_widget_spare.py``, which takes every
+explorer there is). A call with pyplot's own keywords (``num``, ``clear``,
+``FigureClass``), or with ``figure.hooks`` set, is never built ahead. Where no event loop
+runs (a script, a test, the book), the kernel is never idle between moves and nothing is
+built ahead.
 
 >>> import matplotlib.pyplot as plt
 >>> spares = SpareFigures()
->>> with spares.lending() as built:
+>>> with spares.lending():
 ...     figure, ax = plt.subplots(figsize=(4, 3))
->>> built == [figure]
-True
 >>> spares.drawn()  # the recipe: this call, these settings, its axes' ticks
 >>> spares.build()  # what an idle kernel does after a move
->>> with spares.lending() as built:
+>>> with spares.lending():
 ...     again, ax = plt.subplots(figsize=(4, 3))
->>> spares.lent, again is not figure
-(1, True)
+>>> spares.lent, again is not figure, plt.gcf() is again
+(1, True, True)
 >>> plt.close("all")
 """
 
@@ -34,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import pickle
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -44,20 +49,29 @@ __all__ = ["IDLE_AFTER_S", "SpareFigures"]
 #: move's picture, so that both do not share the cores.
 IDLE_AFTER_S = 0.15
 
+#: ``plt.subplots`` keywords that only pyplot understands: such a call is not built ahead.
+_PYPLOT_ONLY = frozenset({"num", "clear", "FigureClass"})
+
 
 @dataclass(frozen=True, slots=True)
 class _Recipe:
-    """How a view built a figure: ``plt.subplots``'s arguments, matplotlib's settings at the
-    call, the canvas class pyplot gave it, and each axis' tick counts as drawn."""
+    """How a view built a figure: ``plt.subplots``'s arguments (and their key), matplotlib's
+    settings at the call, and each axis' tick counts as drawn."""
 
-    arguments: tuple[Any, ...]  # (args, sorted kwargs), by repr: a key that hashes
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    key: bytes
     settings: dict[str, Any]
-    canvas: type
     ticks: tuple[tuple[int, int], ...]  # (major, minor) per axis, axes in order
 
 
-def _key(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-    return repr((args, sorted(kwargs.items())))
+def _key(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bytes | None:
+    """The call's arguments as bytes, equal only for equal arguments (numbers and arrays to
+    the bit); None for arguments that cannot be pickled."""
+    try:
+        return pickle.dumps((args, sorted(kwargs.items())))
+    except Exception:  # noqa: BLE001  (a lambda, a lock...: such a call is not built ahead)
+        return None
 
 
 def _axes_list(axes: Any) -> list[Any]:
@@ -65,6 +79,16 @@ def _axes_list(axes: Any) -> list[Any]:
     import numpy as np
 
     return list(np.ravel(np.asarray(axes, dtype=object))) if not hasattr(axes, "figure") else [axes]
+
+
+def _figure_arguments(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``plt.subplots``'s arguments split as it splits them: the figure's, and the grid's."""
+    call = inspect.signature(_subplots).bind(*args, **kwargs)
+    call.apply_defaults()
+    grid = dict(call.arguments)
+    return grid.pop("fig_kw"), grid
 
 
 class SpareFigures:
@@ -78,25 +102,20 @@ class SpareFigures:
 
     def __init__(self) -> None:
         self._recipe: _Recipe | None = None
-        self._pending: tuple[str, dict[str, Any], type, Any] | None = None  # the last call
-        self._spare: tuple[str, dict[str, Any], Any, Any] | None = None
+        self._pending: tuple[tuple[Any, ...], dict[str, Any], bytes, dict[str, Any], Any] | None = (
+            None
+        )
+        self._spare: tuple[bytes, dict[str, Any], Any, Any] | None = None
         self.lent = 0
 
     @contextlib.contextmanager
-    def lending(self) -> Iterator[list[Any]]:
+    def lending(self) -> Iterator[None]:
         """Within the block, ``plt.subplots`` hands out the spare figure when its call and
         matplotlib's settings are those it was built for, and builds a figure otherwise.
-
-        Yields
-        ------
-        list of matplotlib.figure.Figure
-            The figures the block's ``plt.subplots`` calls returned, in order (filled in as
-            the block runs).
-        """
+        The figure handed out is pyplot's current figure, as one it built would be."""
         import matplotlib as mpl
         import matplotlib.pyplot as plt
 
-        made: list[Any] = []
         real = plt.subplots
 
         def subplots(*args: Any, **kwargs: Any) -> Any:
@@ -104,18 +123,24 @@ class SpareFigures:
             params: Any = mpl.rcParams  # typed with literal keys
             settings: dict[str, Any] = dict(params)
             spare, self._spare = self._spare, None
-            if spare is not None and spare[0] == key and spare[1] == settings:
-                result = spare[2], spare[3]
+            if spare is not None and key is not None and spare[:2] == (key, settings):
+                _, _, built, axes = spare
+                figure_kw, _ = _figure_arguments(args, kwargs)
+                # pyplot's own path for a new figure (canvas, manager, current figure),
+                # given the figure built ahead instead of a new one
+                figure = plt.figure(FigureClass=lambda *_, **__: built, **figure_kw)  # type: ignore[arg-type]
                 self.lent += 1
+                result = figure, axes
             else:
                 result = real(*args, **kwargs)
-            made.append(result[0])
-            self._pending = (key, settings, type(result[0].canvas), (args, kwargs, result[1]))
+            self._pending = None
+            if key is not None and not _PYPLOT_ONLY & kwargs.keys():
+                self._pending = (args, kwargs, key, settings, result[1])
             return result
 
         plt.subplots = subplots
         try:
-            yield made
+            yield
         finally:
             plt.subplots = real
 
@@ -124,13 +149,16 @@ class SpareFigures:
         recipe for the next spare. Call it after the figure is drawn."""
         if self._pending is None:
             return
-        key, settings, canvas, (args, kwargs, axes) = self._pending
+        args, kwargs, key, settings, axes = self._pending
         self._pending = None
+        if settings["figure.hooks"]:  # run on a new figure before its axes: not ahead
+            self._recipe = None
+            return
         ticks = []
         for ax in _axes_list(axes):
             for axis in ax._axis_map.values():
                 ticks.append((len(axis.majorTicks), len(axis.minorTicks)))
-        self._recipe = _Recipe((args, kwargs, key), settings, canvas, tuple(ticks))
+        self._recipe = _Recipe(args, kwargs, key, settings, tuple(ticks))
 
     def build(self) -> None:
         """Build a figure by the recipe, as ``plt.subplots`` would, with its ticks; it waits
@@ -140,22 +168,17 @@ class SpareFigures:
         recipe = self._recipe
         if recipe is None:
             return
-        args, kwargs, key = recipe.arguments
-        call = inspect.signature(_subplots).bind(*args, **kwargs)
-        call.apply_defaults()
-        layout = dict(call.arguments)
-        figure_kw = layout.pop("fig_kw")
+        figure_kw, grid = _figure_arguments(recipe.args, recipe.kwargs)
         with _settings(recipe.settings):
             figure = Figure(**figure_kw)
-            recipe.canvas(figure)
-            axes = figure.subplots(**layout)
+            axes = figure.subplots(**grid)
             counts = iter(recipe.ticks)
             for ax in _axes_list(axes):
                 for axis in ax._axis_map.values():
                     major, minor = next(counts, (0, 0))
                     axis.get_major_ticks(major)
                     axis.get_minor_ticks(minor)
-        self._spare = (key, recipe.settings, figure, axes)
+        self._spare = (recipe.key, recipe.settings, figure, axes)
 
 
 @contextlib.contextmanager
