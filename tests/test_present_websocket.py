@@ -70,7 +70,6 @@ def test_voila_is_given_the_connection_and_accepts_it():
 
 def test_make_lab_gives_jupyterlab_the_connection_too():
     from conftest import ROOT
-
     from perfmodel.present.demo import NO_DELAY_CONNECTION
 
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
