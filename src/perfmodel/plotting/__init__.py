@@ -13,7 +13,7 @@ returns it, so a notebook can add to it or save it. Only this package and
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from perfmodel._extras import require
@@ -31,6 +31,7 @@ __all__ = [
     "LOG_MINOR",
     "plain_formatter",
     "si_formatter",
+    "settings_applied",
     "si_minor_formatter",
     "style",
 ]
@@ -54,20 +55,50 @@ COLOURS = ("#1b6ca8", "#d1495b", "#2e933c", "#edae49", "#6b4c9a", "#00798c", "#8
 
 
 @contextlib.contextmanager
-def style() -> Iterator[None]:
-    """Apply :data:`STYLE` inside a ``with`` block, then put back exactly those settings.
+def settings_applied(settings: Mapping[str, Any]) -> Iterator[None]:
+    """Apply matplotlib ``settings`` inside a ``with`` block, then put back exactly those.
 
-    Unlike ``plt.rc_context`` this restores only its own keys: rc_context also restores
+    Unlike ``plt.rc_context`` this restores only the keys given: rc_context also restores
     ``interactive``, which the notebook backend switches on when the first figure is made,
     and the figures of every later cell then never appear.
+
+    Parameters
+    ----------
+    settings : Mapping of str to object
+        rcParams keys and values (checked by matplotlib as they are set).
+
+    Yields
+    ------
+    None
+        Inside the block, matplotlib's settings have ``settings`` applied.
+
+    Examples
+    --------
+    >>> with settings_applied({"font.size": 20}):
+    ...     plt.rcParams["font.size"]
+    20.0
+    >>> plt.rcParams["font.size"] == 20
+    False
     """
-    params: Any = plt.rcParams  # typed with literal keys; STYLE's are checked by matplotlib
-    saved = {key: params[key] for key in STYLE}
-    params.update(STYLE)
+    params: Any = plt.rcParams  # typed with literal keys; the values are checked as set
+    saved = {key: params[key] for key in settings}
+    params.update(settings)
     try:
         yield
     finally:
         params.update(saved)
+
+
+def style() -> contextlib.AbstractContextManager[None]:
+    """Apply :data:`STYLE` inside a ``with`` block, then put back exactly those settings
+    (:func:`settings_applied`).
+
+    Returns
+    -------
+    contextlib.AbstractContextManager
+        The ``with`` block's context manager.
+    """
+    return settings_applied(STYLE)
 
 
 def new_axes(ax: Any, figsize: tuple[float, float]) -> Any:

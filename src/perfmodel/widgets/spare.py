@@ -181,25 +181,22 @@ class SpareFigures:
         self._spare = (recipe.key, recipe.settings, figure, axes)
 
 
-@contextlib.contextmanager
-def _settings(settings: dict[str, Any]) -> Iterator[None]:
+def _settings(settings: dict[str, Any]) -> contextlib.AbstractContextManager[None]:
     """matplotlib's settings as in ``settings`` inside the block, then as they were: only
     those that differ, and never the backend or interactive mode (which the notebook's
-    backend switches on by itself; see :func:`perfmodel.plotting.style`)."""
+    backend switches on by itself; see :func:`perfmodel.plotting.settings_applied`)."""
     import matplotlib as mpl
 
+    from perfmodel.plotting import settings_applied
+
     params: Any = mpl.rcParams
-    changed = {
-        key: value
-        for key, value in settings.items()
-        if key not in ("backend", "interactive") and params[key] != value
-    }
-    saved = {key: params[key] for key in changed}
-    params.update(changed)
-    try:
-        yield
-    finally:
-        params.update(saved)
+    return settings_applied(
+        {
+            key: value
+            for key, value in settings.items()
+            if key not in ("backend", "interactive") and params[key] != value
+        }
+    )
 
 
 def _subplots(
