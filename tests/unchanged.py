@@ -47,6 +47,7 @@ EXPENSIVE = {
     "tests/test_decks.py": ("notebooks", "tests/test_browser.py"),  # its helpers
     "tests/test_explorers_in_browser.py": ("benchmarks/widgets.py", "tests/test_browser.py"),
     "tests/test_explorer_controls.py": (),
+    "tests/test_widget_spare.py": ("tests/test_explorer_controls.py",),  # its helpers
     "tests/test_headless.py": ("notebooks", "benchmarks/headless.py"),
     "tests/test_core_install.py": (),
 }
