@@ -37,10 +37,10 @@ built ahead.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import pickle
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["IDLE_AFTER_S", "SpareFigures"]
@@ -53,7 +53,7 @@ IDLE_AFTER_S = 0.15
 _PYPLOT_ONLY = frozenset({"num", "clear", "FigureClass"})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class _Recipe:
     """How a view built a figure: ``plt.subplots``'s arguments (and their key), matplotlib's
     settings at the call, and each axis' tick counts as drawn."""
@@ -84,11 +84,16 @@ def _axes_list(axes: Any) -> list[Any]:
 def _figure_arguments(
     args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``plt.subplots``'s arguments split as it splits them: the figure's, and the grid's."""
-    call = inspect.signature(_subplots).bind(*args, **kwargs)
-    call.apply_defaults()
-    grid = dict(call.arguments)
-    return grid.pop("fig_kw"), grid
+    """``plt.subplots``'s arguments split as it splits them: the figure's keywords, and
+    what ``Figure.subplots`` takes (the grid)."""
+    from matplotlib.figure import Figure
+
+    grid = inspect.signature(Figure.subplots).parameters
+    given = dict(zip(("nrows", "ncols"), args, strict=False))  # the two it takes by position
+    return (
+        {name: value for name, value in kwargs.items() if name not in grid},
+        given | {name: value for name, value in kwargs.items() if name in grid},
+    )
 
 
 class SpareFigures:
@@ -102,9 +107,7 @@ class SpareFigures:
 
     def __init__(self) -> None:
         self._recipe: _Recipe | None = None
-        self._pending: tuple[tuple[Any, ...], dict[str, Any], bytes, dict[str, Any], Any] | None = (
-            None
-        )
+        self._pending: tuple[_Recipe, Any] | None = None  # the last call, and its axes
         self._spare: tuple[bytes, dict[str, Any], Any, Any] | None = None
         self.lent = 0
 
@@ -125,17 +128,16 @@ class SpareFigures:
             spare, self._spare = self._spare, None
             if spare is not None and key is not None and spare[:2] == (key, settings):
                 _, _, built, axes = spare
-                figure_kw, _ = _figure_arguments(args, kwargs)
                 # pyplot's own path for a new figure (canvas, manager, current figure),
-                # given the figure built ahead instead of a new one
-                figure = plt.figure(FigureClass=lambda *_, **__: built, **figure_kw)  # type: ignore[arg-type]
+                # given the figure built ahead (its size and layout already set) instead
+                figure = plt.figure(FigureClass=lambda *_, **__: built)  # type: ignore[arg-type]
                 self.lent += 1
                 result = figure, axes
             else:
                 result = real(*args, **kwargs)
             self._pending = None
             if key is not None and not _PYPLOT_ONLY & kwargs.keys():
-                self._pending = (args, kwargs, key, settings, result[1])
+                self._pending = (_Recipe(args, kwargs, key, settings, ticks=()), result[1])
             return result
 
         plt.subplots = subplots
@@ -149,16 +151,17 @@ class SpareFigures:
         recipe for the next spare. Call it after the figure is drawn."""
         if self._pending is None:
             return
-        args, kwargs, key, settings, axes = self._pending
+        recipe, axes = self._pending
         self._pending = None
-        if settings["figure.hooks"]:  # run on a new figure before its axes: not ahead
+        if recipe.settings["figure.hooks"]:  # run on a new figure before its axes: not ahead
             self._recipe = None
             return
-        ticks = []
-        for ax in _axes_list(axes):
-            for axis in ax._axis_map.values():
-                ticks.append((len(axis.majorTicks), len(axis.minorTicks)))
-        self._recipe = _Recipe(args, kwargs, key, settings, tuple(ticks))
+        ticks = tuple(
+            (len(axis.majorTicks), len(axis.minorTicks))
+            for ax in _axes_list(axes)
+            for axis in ax._axis_map.values()
+        )
+        self._recipe = dataclasses.replace(recipe, ticks=ticks)
 
     def build(self) -> None:
         """Build a figure by the recipe, as ``plt.subplots`` would, with its ticks; it waits
@@ -197,19 +200,3 @@ def _settings(settings: dict[str, Any]) -> contextlib.AbstractContextManager[Non
             if key not in ("backend", "interactive") and params[key] != value
         }
     )
-
-
-def _subplots(
-    nrows: int = 1,
-    ncols: int = 1,
-    *,
-    sharex: Any = False,
-    sharey: Any = False,
-    squeeze: bool = True,
-    width_ratios: Any = None,
-    height_ratios: Any = None,
-    subplot_kw: Any = None,
-    gridspec_kw: Any = None,
-    **fig_kw: Any,
-) -> None:
-    """``matplotlib.pyplot.subplots``'s signature: its figure keywords go to the figure."""
