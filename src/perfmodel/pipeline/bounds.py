@@ -255,7 +255,7 @@ class MipBound:
         False when the wall-clock safety net cut the work short.
     source : str
         What proved ``lower_bound``: ``"combinatorial bound"``, ``"window bound"``,
-        ``"covering LP"`` or ``"compact MIP"``.
+        ``"covering LP"``, ``"compact MIP"`` or the ``lower_source`` of a given bound.
     """
 
     lower_bound: float
@@ -274,6 +274,8 @@ def mip_lower_bound(
     rounds: int = LP_ROUNDS,
     mip_nodes: int = MIP_NODES,
     orders: Sequence[Sequence[int]] = (),
+    lower: float = 0.0,
+    lower_source: str = "threshold search",
     time_limit_s: float = math.inf,
     deadline: Deadline | None = None,
 ) -> MipBound:
@@ -302,6 +304,10 @@ def mip_lower_bound(
     orders : sequence of sequences of int
         Good topological orders (the graph's own is always added); their contiguous pieces
         seed the covering relaxation.
+    lower : float
+        A bound already proven by other means, s; the bisection starts above it.
+    lower_source : str
+        What proved ``lower``, reported as ``source`` when no probe beats it.
     time_limit_s : float
         Wall-clock safety net, s (default: none); see :mod:`perfmodel.pipeline.budget`.
     deadline : Deadline, optional
@@ -322,11 +328,17 @@ def mip_lower_bound(
     upper = non_negative("upper", upper)
     if deadline is None:
         deadline = Deadline(check_time_limit(time_limit_s))
+    lower = non_negative("lower", lower)
     if deadline.expired():  # no time even for the window bound: the combinatorial one is free
-        return MipBound(min(combinatorial_lower_bound(graph, k), upper), None, 0, False)
+        free = combinatorial_lower_bound(graph, k)
+        if lower > free:
+            return MipBound(min(lower, upper), None, 0, False, lower_source)
+        return MipBound(min(free, upper), None, 0, False)
     reach = _reach_works(graph)
     low = _window_bound(graph, k, reach)
     source = "window bound" if low > combinatorial_lower_bound(graph, k) else "combinatorial bound"
+    if lower > low:
+        low, source = lower, lower_source
     high, ceiling = upper, upper
     split: Partition | None = None
     tried = 0

@@ -18,7 +18,10 @@ a chain                                exact: bisection and a stage sweep
 few downsets per block between series  exact: dynamic programming over downsets,
 points (transformers, CNNs, Inception  block by block (:mod:`~perfmodel.pipeline.
 -v3, any graph of at most 12 nodes)    lattice`)
-anything else                          random-key GA over orders, MIP lower bound;
+anything else                          random-key GA over orders; where stages are
+                                       small, the threshold search (exact feasibility
+                                       probes over downsets, :mod:`~perfmodel.
+                                       pipeline.threshold`); then the MIP lower bound.
                                        ``method`` says why the exact program was
                                        not run
 =====================================  ============================================
@@ -29,8 +32,9 @@ capacity, by every method; a ValueError says when no split found fits.
 
 This module holds the entry point; the pieces live beside it in :mod:`perfmodel.pipeline`:
 ``graph`` (the problem), ``split`` (dynamic programs), ``search`` (the order search),
-``mip`` (the exact MIP), ``bounds`` and ``cover`` (lower bounds), ``baselines``, ``zoo``
-and ``schedule``; the pictures are in :mod:`perfmodel.plotting.pipeline`.
+``mip`` (the exact MIP), ``threshold`` (exact feasibility probes), ``bounds``, ``cuts`` and
+``cover`` (lower bounds), ``baselines``, ``zoo`` and ``schedule``; the pictures are in
+:mod:`perfmodel.plotting.pipeline`.
 
 References
 ----------
@@ -49,11 +53,14 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 
 from perfmodel._validate import count
 from perfmodel.pipeline.bounds import mip_lower_bound
 from perfmodel.pipeline.budget import Deadline
+from perfmodel.pipeline.cuts import cut_lower_bound
 from perfmodel.pipeline.graph import (
+    MIP_REL_GAP,
     Graph,
     Partition,
     bottleneck_of,
@@ -71,6 +78,7 @@ from perfmodel.pipeline.lattice import (
 )
 from perfmodel.pipeline.search import search_orders
 from perfmodel.pipeline.split import split_chain, split_order
+from perfmodel.pipeline.threshold import threshold_search
 
 __all__ = ["BRUTE_FORCE_NODE_LIMIT", "EXACT_NODE_LIMIT", "brute_force", "partition"]
 
@@ -78,6 +86,9 @@ __all__ = ["BRUTE_FORCE_NODE_LIMIT", "EXACT_NODE_LIMIT", "brute_force", "partiti
 EXACT_NODE_LIMIT = 12
 #: The largest graph :func:`brute_force` accepts.
 BRUTE_FORCE_NODE_LIMIT = 10
+#: The threshold search (:mod:`perfmodel.pipeline.threshold`) runs when the stages hold
+#: at most this many nodes on average: it enumerates stages, so it pays where they are small.
+THRESHOLD_STAGE_NODES = 24
 
 
 def brute_force(graph: Graph, k: int) -> Partition:
@@ -172,8 +183,32 @@ def partition(graph: Graph, k: int, *, seed: int = 0, time_limit_s: float = 60.0
         exact = split_lattice(graph, k, upper=found.bottleneck, blocks=blocks, deadline=deadline)
         if exact is not None:
             return exact
+    lower, lower_source = 0.0, "boundary cuts"
+    if not deadline.expired():
+        lower = cut_lower_bound(graph, k)
+    if graph.n <= THRESHOLD_STAGE_NODES * k and not deadline.expired():
+        threshold = threshold_search(graph, k, lower, found.bottleneck, deadline=deadline)
+        if threshold.split is not None and threshold.split.bottleneck < found.bottleneck:
+            found = replace(threshold.split, method=f"{found.method}, then the threshold search")
+        if threshold.lower_bound > lower:
+            lower, lower_source = threshold.lower_bound, "threshold search"
+        if lower >= found.bottleneck * (1 - MIP_REL_GAP):
+            return Partition(
+                stages=found.stages,
+                bottleneck=found.bottleneck,
+                lower_bound=min(lower, found.bottleneck),
+                method=f"{found.method}; bound: threshold search (exact program not run: "
+                f"{skipped})",
+                complete=not deadline.reached,
+            )
     proof = mip_lower_bound(
-        graph, k, found.bottleneck, orders=[stage_order(graph, found.stages)], deadline=deadline
+        graph,
+        k,
+        found.bottleneck,
+        orders=[stage_order(graph, found.stages)],
+        lower=lower,
+        lower_source=lower_source,
+        deadline=deadline,
     )
     if proof.split is not None and proof.split.bottleneck < found.bottleneck:
         found = proof.split
