@@ -32,6 +32,7 @@ from scipy.sparse import csr_array
 from scipy.sparse.csgraph import maximum_flow
 
 from perfmodel.pipeline.bounds import _reach_works, _stage_windows, _window_bound
+from perfmodel.pipeline.budget import Deadline
 from perfmodel.pipeline.graph import Graph, bisect_threshold, check_k
 
 __all__ = ["boundary_cuts", "cut_lower_bound"]
@@ -57,10 +58,11 @@ class _Network:
         self.reach = _reach_works(graph)
         self.readers = [np.array(graph.successors[u], dtype=np.int64) for u in self.senders]
 
-    def cuts(self, k: int, limit: float) -> np.ndarray | None:
+    def cuts(self, k: int, limit: float, deadline: Deadline | None = None) -> np.ndarray | None:
         """The weighted minimum cut of each boundary ``0 .. k - 2`` under ``limit``, s.
 
-        None when some node has no stage window: nothing fits under ``limit`` at all.
+        None when some node has no stage window: nothing fits under ``limit`` at all. Past
+        the ``deadline``, the boundaries not yet cut count as free (still a bound).
         """
         n = self.n
         earliest, latest = _stage_windows(self.reach, k, limit)
@@ -87,6 +89,8 @@ class _Network:
         source, sink, size = 2 * n, 2 * n + 1, 2 * n + 2
         found = np.zeros(max(k - 1, 0))
         for i in range(k - 1):
+            if deadline is not None and deadline.expired():
+                break
             before = np.flatnonzero(latest <= i)  # must be in the first i + 1 stages
             after = np.flatnonzero(earliest > i)  # must be in a later stage
             rows = np.concatenate([heads, np.full(len(before), source), after])
@@ -98,9 +102,9 @@ class _Network:
         return found
 
 
-def _fits(network: _Network, k: int, limit: float, work: float) -> bool:
+def _fits(network: _Network, k: int, limit: float, work: float, deadline: Deadline) -> bool:
     """Whether the cuts leave room for some split into ``m <= k`` stages under ``limit``."""
-    cuts = network.cuts(k, limit)
+    cuts = network.cuts(k, limit, deadline)
     if cuts is None:
         return False
     paid = work + 2 * np.concatenate([[0.0], np.cumsum(cuts)])  # m stages: m - 1 boundaries
@@ -131,7 +135,7 @@ def boundary_cuts(graph: Graph, k: int, limit: float) -> np.ndarray | None:
     return _Network(graph).cuts(k, limit)
 
 
-def cut_lower_bound(graph: Graph, k: int) -> float:
+def cut_lower_bound(graph: Graph, k: int, *, deadline: Deadline | None = None) -> float:
     """The smallest bottleneck whose boundary cuts still leave room for the work.
 
     Parameters
@@ -140,6 +144,9 @@ def cut_lower_bound(graph: Graph, k: int) -> float:
         The model graph.
     k : int
         The number of stages, from 1 to the node count, count.
+    deadline : Deadline, optional
+        A wall-clock safety net shared with the caller; past it the bisection stops
+        raising the bound (which stays valid). None by default.
 
     Returns
     -------
@@ -147,11 +154,16 @@ def cut_lower_bound(graph: Graph, k: int) -> float:
         A lower bound on the best bottleneck, never below the window bound, s.
     """
     k = check_k(graph, k)
+    deadline = deadline or Deadline.none()
     network = _Network(graph)
     low = _window_bound(graph, k, network.reach)
     work = math.fsum(graph.work)
     high = max(work + 2 * math.fsum(graph.comm), low) * 1.01
-    if low == 0 or _fits(network, k, low, work):
+
+    def fits(limit: float) -> bool:  # out of time: no proof, so it "fits"
+        return deadline.expired() or _fits(network, k, limit, work, deadline)
+
+    if low == 0 or fits(low):
         return low
-    low, _ = bisect_threshold(lambda limit: _fits(network, k, limit, work), low, high, rel_tol=1e-4)
+    low, _ = bisect_threshold(fits, low, high, rel_tol=1e-4)
     return low * (1 - _TOLERANCE)

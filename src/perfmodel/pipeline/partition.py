@@ -185,7 +185,7 @@ def partition(graph: Graph, k: int, *, seed: int = 0, time_limit_s: float = 60.0
             return exact
     lower, lower_source = 0.0, "boundary cuts"
     if not deadline.expired():
-        lower = cut_lower_bound(graph, k)
+        lower = cut_lower_bound(graph, k, deadline=deadline)
     if graph.n <= THRESHOLD_STAGE_NODES * k and not deadline.expired():
         threshold = threshold_search(graph, k, lower, found.bottleneck, deadline=deadline)
         if threshold.split is not None and threshold.split.bottleneck < found.bottleneck:

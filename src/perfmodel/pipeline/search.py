@@ -104,7 +104,9 @@ def _seed_keys(graph: Graph) -> list[np.ndarray]:
     return [by_index, by_depth, position]
 
 
-def polish(graph: Graph, stages: Sequence[Sequence[int]]) -> tuple[tuple[int, ...], ...]:
+def polish(
+    graph: Graph, stages: Sequence[Sequence[int]], *, deadline: Deadline | None = None
+) -> tuple[tuple[int, ...], ...]:
     """Move single nodes out of the bottleneck stage while that makes it cheaper.
 
     A node of the bottleneck stage may move to the stage before it when none of its inputs
@@ -119,6 +121,9 @@ def polish(graph: Graph, stages: Sequence[Sequence[int]]) -> tuple[tuple[int, ..
         The model graph.
     stages : sequence of sequence of int
         A feasible split, stages in pipeline order.
+    deadline : Deadline, optional
+        A wall-clock safety net: past it, no further move is weighed (on a graph of
+        thousands of nodes in two stages, one move weighs a thousand stage costs).
 
     Returns
     -------
@@ -133,11 +138,14 @@ def polish(graph: Graph, stages: Sequence[Sequence[int]]) -> tuple[tuple[int, ..
     members = [set(stage) for stage in stages]
     label = {v: s for s, stage in enumerate(members) for v in stage}
     costs = [stage_cost(graph, stage) for stage in members]
+    deadline = Deadline.none() if deadline is None else deadline
     for _ in range(4 * graph.n):
         top = max(costs)
         b = costs.index(top)
         move, value = None, top
         for v in sorted(members[b]):
+            if deadline.expired():
+                break
             targets = []
             if b > 0 and all(label[u] < b for u in graph.predecessors[v]):
                 targets.append(b - 1)
@@ -216,7 +224,7 @@ def search_orders(
         order = decode(graph, keys.tolist())
         if order not in cache:
             split = split_order(graph, order, k)
-            stages = polish(graph, split.stages)
+            stages = polish(graph, split.stages, deadline=deadline)
             better = stage_order(graph, stages)
             cache[order] = (min(split.bottleneck, bottleneck_of(graph, stages)), better)
         value, better = cache[order]
@@ -273,7 +281,7 @@ def search_orders(
             deadline=deadline,
         )
     stages = found.stages if mixed is None else mixed.stages
-    stages = polish(graph, stages)
+    stages = polish(graph, stages, deadline=deadline)
     return Partition(
         stages=stages,
         bottleneck=bottleneck_of(graph, stages),

@@ -40,6 +40,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.sparse import csr_array
 
 from perfmodel._validate import count, non_negative, positive
 from perfmodel.pipeline.bounds import _reach_works, _stage_windows
@@ -64,6 +65,7 @@ SEARCH_STEPS = 6_000_000
 _TOLERANCE = 1e-9  # relative: a proof at T certifies T * (1 - this), below any float tie
 _ROUNDING = 1e-12  # relative: a stage summed in another order may differ in its last bits
 _BELOW = 1e-9  # relative: "can the incumbent be beaten?" is asked at incumbent * (1 - this)
+_BATCH = 4096  # downsets checked against the boundary cuts at once (a bool row of n each)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,9 +104,10 @@ class _Problem:
         self.full = (1 << graph.n) - 1
         self.bytes = (graph.n + 7) // 8
         self.network = _Network(graph)
-        self.readers = np.zeros((graph.n, graph.n))  # readers[u, v]: v reads u
-        for u, v in graph.edges:
-            self.readers[u, v] = 1.0
+        heads = [u for u, _ in graph.edges]
+        tails = [v for _, v in graph.edges]
+        ones = np.ones(len(graph.edges))  # readers[u, v] = 1: v reads u
+        self.readers = csr_array((ones, (heads, tails)), shape=(graph.n, graph.n))
         self.comm = np.asarray(graph.comm)
 
     def unpack(self, masks: list[int]) -> np.ndarray:
@@ -175,7 +178,7 @@ def threshold_probe(
             placed[j] |= 1 << v
     ceiling = limit * (1 + _ROUNDING)
     slack = (problem.total + k * limit) * _ROUNDING  # absolute: the work left is a difference
-    cuts = problem.network.cuts(k, limit)
+    cuts = problem.network.cuts(k, limit, deadline)
     if cuts is None:
         return Verdict.INFEASIBLE, None, 0
     crossed = np.concatenate([[0.0], np.cumsum(cuts)])  # crossed[i]: boundaries 0 .. i-1
@@ -231,8 +234,9 @@ def threshold_probe(
                 if reached not in parent:
                     parent[reached] = done  # kept even if hopeless: it is hopeless later too
                     fresh.append((reached, done_work + stage_work))
-            if fresh:
-                following.extend(_hopeful(problem, fresh, j + 1, limit, crossed))
+            for start in range(0, len(fresh), _BATCH):
+                batch = fresh[start : start + _BATCH]
+                following.extend(_hopeful(problem, batch, j + 1, limit, crossed))
         level = following
         if not level:
             break
@@ -257,7 +261,7 @@ def _hopeful(
     if placed >= k:
         return []
     inside = problem.unpack([reached for reached, _ in fresh])
-    outside_readers = (~inside).astype(float) @ problem.readers.T  # (fresh, n)
+    outside_readers = (problem.readers @ (~inside).T.astype(float)).T  # (fresh, n)
     leaving = (inside & (outside_readers > 0)).astype(float) @ problem.comm
     left = problem.total - np.array([done_work for _, done_work in fresh])
     stages = np.arange(1, k - placed + 1)  # stages still to come
