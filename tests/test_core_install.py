@@ -32,6 +32,7 @@ MODELS = [
     "perfmodel.pipeline.cover", "perfmodel.pipeline.budget", "perfmodel.pipeline.baselines",
     "perfmodel.pipeline.schedule", "perfmodel.pipeline.zoo", "perfmodel.pipeline.partition",
     "perfmodel.pipeline.lattice", "perfmodel.pipeline.model", "perfmodel.pipeline.networks",
+    "perfmodel.pipeline.cuts", "perfmodel.pipeline.threshold",
     "perfmodel.distributed", "perfmodel.distributed.memory", "perfmodel.distributed.mesh",
     "perfmodel.distributed.network", "perfmodel.distributed.strategies",
     "perfmodel.distributed.utilization", "perfmodel.distributed.data_parallel",

@@ -8,7 +8,8 @@ This package's top level is its public face, everything lecture 10 and a learner
   :func:`brute_force` (the oracle for tiny graphs), :func:`split_chain`,
   :func:`split_order`, :func:`split_downsets`, :func:`split_lattice` (the downset program
   block by block), :func:`search_orders`, :func:`solve_mip`;
-* the proofs: :func:`combinatorial_lower_bound`, :func:`mip_lower_bound`,
+* the proofs: :func:`combinatorial_lower_bound`, :func:`cut_lower_bound`,
+  :func:`threshold_search`, :func:`mip_lower_bound`,
   :func:`downsets` (the sets a stage prefix can be, counted to see whether the exact
   dynamic program fits), :func:`series_points` and :func:`lattice_size` (how the block
   program sees a graph);
@@ -20,7 +21,8 @@ This package's top level is its public face, everything lecture 10 and a learner
   :meth:`perfmodel.pipeline.model.Model.with_memory` gives their stages a device capacity.
 
 The submodules (``graph``, ``split``, ``lattice``, ``search``, ``mip``, ``bounds``,
-``cover``, ``baselines``, ``schedule``, ``model``, ``zoo``, ``networks``) each hold one part;
+``cuts``, ``threshold``, ``cover``, ``baselines``, ``schedule``, ``model``, ``zoo``,
+``networks``) each hold one part;
 pictures live in :mod:`perfmodel.plotting.pipeline`.
 
 >>> from perfmodel.pipeline import Graph, partition
@@ -38,6 +40,7 @@ from perfmodel.pipeline.baselines import (
     greedy_cuts,
 )
 from perfmodel.pipeline.bounds import MipBound, mip_lower_bound
+from perfmodel.pipeline.cuts import cut_lower_bound
 from perfmodel.pipeline.graph import (
     MIP_REL_GAP,
     Graph,
@@ -52,6 +55,7 @@ from perfmodel.pipeline.partition import EXACT_NODE_LIMIT, brute_force, partitio
 from perfmodel.pipeline.schedule import Schedule, bubble_fraction, simulate, simulate_batch
 from perfmodel.pipeline.search import search_orders
 from perfmodel.pipeline.split import downsets, split_chain, split_downsets, split_order
+from perfmodel.pipeline.threshold import threshold_search
 
 __all__ = [
     "EXACT_NODE_LIMIT",
@@ -66,6 +70,7 @@ __all__ = [
     "brute_force",
     "bubble_fraction",
     "combinatorial_lower_bound",
+    "cut_lower_bound",
     "downsets",
     "equal_layers",
     "is_feasible",
@@ -83,5 +88,6 @@ __all__ = [
     "split_lattice",
     "split_order",
     "stage_cost",
+    "threshold_search",
     "zoo",
 ]

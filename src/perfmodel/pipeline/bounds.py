@@ -18,6 +18,11 @@ A lower bound ``L`` turns any split of bottleneck ``B`` into a certificate: it i
   feasible answer is a better split, which lowers the upper end instead; running out
   of nodes leaves both and the bisection moves down.
 
+Two more bounds live beside these: :mod:`~perfmodel.pipeline.cuts` charges every stage
+boundary the tensors that must cross it, and :mod:`~perfmodel.pipeline.threshold` answers
+"is there a split under ``T``?" exactly where stages are small; :func:`mip_lower_bound`
+starts from whatever they proved (its ``lower``).
+
 >>> from perfmodel.pipeline.zoo import random_layered_dag
 >>> from perfmodel.pipeline.graph import combinatorial_lower_bound
 >>> g = random_layered_dag(6, 3, seed=1)

@@ -7,9 +7,9 @@ so start from the empty downset and, level by level, add every stage ``S`` that 
 graph is reached within ``k`` levels. A downset reached once need not be kept again at a
 later level: whatever finishes from it later also finishes from it sooner.
 
-Three facts keep the search small where the plain downset program is hopeless (random
-DAGs four nodes wide, whose downsets number in the millions and whose pairs of downsets
-in the billions):
+Four facts keep the search small where the plain downset program cannot run (random
+DAGs three or four nodes wide, whose downsets number in the millions and whose pairs of
+downsets in the billions):
 
 * a stage's *work* only grows as nodes join it, so the stages of a downset are
   enumerated by include-or-exclude over its ready nodes, dropping every branch whose work
@@ -17,12 +17,17 @@ in the billions):
   nodes;
 * the stage windows of :func:`perfmodel.pipeline.bounds.windows` say which nodes may sit
   in stage ``j`` and which must be placed by then;
-* the work left after a stage must fit in the stages left, ``T`` each.
+* the work left after a stage must fit in the stages left, ``T`` each;
+* so must the tensors still to cross a boundary: the downset's own outgoing tensors, and
+  the boundary cuts of :mod:`perfmodel.pipeline.cuts` for the boundaries still to come.
 
 So each probe is exact but bounded by a count of search steps: it answers *feasible*
 (with the split), *infeasible* (a proof: ``T`` is a lower bound) or *unknown* when the
 steps run out. :func:`threshold_search` bisects on ``T`` with such probes, asking first
-whether the incumbent can be beaten at all, which settles most random DAGs in one probe.
+whether the incumbent can be beaten at all. Where stages hold a few nodes the probes
+settle quickly; where they hold dozens the stages to enumerate explode and the answer is
+*unknown*, which is why :func:`~perfmodel.pipeline.partition.partition` runs the search
+only where stages are small.
 
 >>> from perfmodel.pipeline.zoo import random_layered_dag
 >>> from perfmodel.pipeline.partition import partition
@@ -43,7 +48,7 @@ import numpy as np
 from scipy.sparse import csr_array
 
 from perfmodel._validate import count, non_negative, positive
-from perfmodel.pipeline.bounds import _reach_works, _stage_windows
+from perfmodel.pipeline.bounds import _stage_windows
 from perfmodel.pipeline.budget import Deadline
 from perfmodel.pipeline.cover import Verdict
 from perfmodel.pipeline.cuts import _Network
@@ -99,11 +104,11 @@ class _Problem:
     def __init__(self, graph: Graph, k: int) -> None:
         self.graph, self.k, self.n = graph, k, graph.n
         self.needs, self.feeds = node_masks(graph)
-        self.reach = _reach_works(graph)
         self.total = math.fsum(graph.work)
         self.full = (1 << graph.n) - 1
         self.bytes = (graph.n + 7) // 8
         self.network = _Network(graph)
+        self.reach = self.network.reach
         heads = [u for u, _ in graph.edges]
         tails = [v for _, v in graph.edges]
         ones = np.ones(len(graph.edges))  # readers[u, v] = 1: v reads u
