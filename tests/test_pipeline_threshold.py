@@ -15,7 +15,7 @@ from perfmodel import pipeline as pl
 from perfmodel.pipeline.bounds import window_lower_bound
 from perfmodel.pipeline.cover import Verdict
 from perfmodel.pipeline.cuts import boundary_cuts, cut_lower_bound
-from perfmodel.pipeline.threshold import threshold_probe, threshold_search
+from perfmodel.pipeline.threshold import MOST_PROBES, threshold_probe, threshold_search
 from perfmodel.pipeline.zoo import random_layered_dag
 
 partition_module = importlib.import_module("perfmodel.pipeline.partition")
@@ -141,3 +141,12 @@ def test_bad_arguments_get_clear_errors(call, error, message):
     graph = random_layered_dag(3, 2, seed=1)
     with pytest.raises(error, match=message):
         call(graph)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e-300, 5e-324])
+def test_the_search_ends_on_its_own_even_where_no_float_lies_between_its_bounds(scale):
+    # subnormal times leave no float between the bound and the incumbent: no deadline needed
+    graph = pl.Graph([3 * scale, 2 * scale, 0.0], [scale, 0.0, 0.0], [(0, 1)])
+    result = threshold_search(graph, 2, 0.0, 3 * scale)
+    assert result.probes <= MOST_PROBES and result.complete
+    assert result.lower_bound <= pl.brute_force(graph, 2).bottleneck

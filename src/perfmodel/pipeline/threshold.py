@@ -61,12 +61,22 @@ from perfmodel.pipeline.graph import (
     node_masks,
 )
 
-__all__ = ["PROBE_STEPS", "SEARCH_STEPS", "ThresholdBound", "threshold_probe", "threshold_search"]
+__all__ = [
+    "MOST_PROBES",
+    "PROBE_STEPS",
+    "SEARCH_STEPS",
+    "ThresholdBound",
+    "threshold_probe",
+    "threshold_search",
+]
 
 #: Most search steps (stages tried) of one probe before it answers "unknown".
 PROBE_STEPS = 2_000_000
 #: Most search steps of all the probes of one :func:`threshold_search`.
 SEARCH_STEPS = 6_000_000
+#: Most probes of one :func:`threshold_search` (a probe that ends at once, on an empty
+#: stage window, takes no steps).
+MOST_PROBES = 40
 _TOLERANCE = 1e-9  # relative: a proof at T certifies T * (1 - this), below any float tie
 _ROUNDING = 1e-12  # relative: a stage summed in another order may differ in its last bits
 _BELOW = 1e-9  # relative: "can the incumbent be beaten?" is asked at incumbent * (1 - this)
@@ -349,14 +359,17 @@ def threshold_search(
     split: Partition | None = None
     ceiling, taken, probes = high, 0, 0
     while high > 0 and low < high * (1 - 2 * _TOLERANCE) and taken < steps:
-        if deadline.expired():
+        if deadline.expired() or probes >= MOST_PROBES:
             break
         close = high - low <= 0.01 * high
-        if ceiling >= high and (probes == 0 or close):
+        top = ceiling >= high and (probes == 0 or close)
+        if top:
             probe = high * (1 - _BELOW)  # can the incumbent be beaten at all?
         elif ceiling - low > 1e-4 * high:
             probe = (low + ceiling) / 2
         else:
+            break
+        if not low < probe < high:  # no float left between them (subnormal times)
             break
         probes += 1
         verdict, found, used = threshold_probe(
@@ -370,6 +383,8 @@ def threshold_search(
         taken += used
         if verdict is Verdict.INFEASIBLE:
             low = max(low, probe * (1 - _TOLERANCE))
+            if top:
+                break  # nothing beats the incumbent: proven optimal
         elif verdict is Verdict.FEASIBLE and found is not None and found.bottleneck < high:
             high = found.bottleneck
             split = found
