@@ -22,7 +22,7 @@ import math
 from perfmodel._validate import positive
 from perfmodel.measure.timing import clock
 
-__all__ = ["Deadline"]
+__all__ = ["Deadline", "check_deadline"]
 
 
 class Deadline:
@@ -79,3 +79,28 @@ class Deadline:
         if clock() >= self._end:
             self.reached = True
         return self.reached
+
+
+def check_deadline(deadline: object) -> Deadline:
+    """``deadline`` itself, or a deadline that never comes for None.
+
+    Parameters
+    ----------
+    deadline : Deadline or None
+        A deadline shared with the caller, or None for none (a TypeError otherwise).
+
+    Returns
+    -------
+    Deadline
+        The deadline to keep.
+
+    Examples
+    --------
+    >>> check_deadline(None).left() == float("inf")
+    True
+    """
+    if deadline is None:
+        return Deadline.none()
+    if not isinstance(deadline, Deadline):
+        raise TypeError(f"`deadline` must be a Deadline or None (got {type(deadline).__name__}).")
+    return deadline

@@ -31,8 +31,9 @@ import numpy as np
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import maximum_flow
 
+from perfmodel._validate import positive
 from perfmodel.pipeline.bounds import _reach_works, _stage_windows, _window_bound
-from perfmodel.pipeline.budget import Deadline
+from perfmodel.pipeline.budget import Deadline, check_deadline
 from perfmodel.pipeline.graph import Graph, bisect_threshold, check_k
 
 __all__ = ["boundary_cuts", "cut_lower_bound"]
@@ -132,7 +133,7 @@ def boundary_cuts(graph: Graph, k: int, limit: float) -> np.ndarray | None:
         some node has no stage window.
     """
     k = check_k(graph, k)
-    return _Network(graph).cuts(k, limit)
+    return _Network(graph).cuts(k, positive("limit", limit))
 
 
 def cut_lower_bound(graph: Graph, k: int, *, deadline: Deadline | None = None) -> float:
@@ -154,7 +155,7 @@ def cut_lower_bound(graph: Graph, k: int, *, deadline: Deadline | None = None) -
         A lower bound on the best bottleneck, never below the window bound, s.
     """
     k = check_k(graph, k)
-    deadline = deadline or Deadline.none()
+    deadline = check_deadline(deadline)
     network = _Network(graph)
     low = _window_bound(graph, k, network.reach)
     work = math.fsum(graph.work)

@@ -49,7 +49,7 @@ from scipy.sparse import csr_array
 
 from perfmodel._validate import count, non_negative, positive
 from perfmodel.pipeline.bounds import _stage_windows
-from perfmodel.pipeline.budget import Deadline
+from perfmodel.pipeline.budget import Deadline, check_deadline
 from perfmodel.pipeline.cover import Verdict
 from perfmodel.pipeline.cuts import _Network
 from perfmodel.pipeline.graph import (
@@ -148,7 +148,6 @@ def threshold_probe(
     *,
     steps: int = PROBE_STEPS,
     deadline: Deadline | None = None,
-    problem: _Problem | None = None,
 ) -> tuple[Verdict, Partition | None, int]:
     """Whether some split into at most ``k`` stages keeps every stage within ``limit``.
 
@@ -164,8 +163,6 @@ def threshold_probe(
         Most search steps (stages tried), count; past them the answer is UNKNOWN.
     deadline : Deadline, optional
         A wall-clock safety net shared with the caller; none by default.
-    problem : optional
-        The graph's masks, prepared by :func:`threshold_search` for all its probes.
 
     Returns
     -------
@@ -177,8 +174,14 @@ def threshold_probe(
     k = check_k(graph, k)
     limit = positive("limit", limit)
     steps = count("steps", steps)
-    deadline = deadline or Deadline.none()
-    problem = problem or _Problem(graph, k)
+    return _probe(_Problem(graph, k), limit, steps, check_deadline(deadline))
+
+
+def _probe(
+    problem: _Problem, limit: float, steps: int, deadline: Deadline
+) -> tuple[Verdict, Partition | None, int]:
+    """:func:`threshold_probe` on a graph already prepared."""
+    graph, k = problem.graph, problem.k
     earliest, latest = _stage_windows(problem.reach, k, limit)
     if np.any(earliest > latest):
         return Verdict.INFEASIBLE, None, 0
@@ -354,7 +357,7 @@ def threshold_search(
     k = check_k(graph, k)
     low, high = non_negative("lower", lower), non_negative("upper", upper)
     steps, probe_steps = count("steps", steps), count("probe_steps", probe_steps)
-    deadline = deadline or Deadline.none()
+    deadline = check_deadline(deadline)
     problem = _Problem(graph, k)
     split: Partition | None = None
     ceiling, taken, probes = high, 0, 0
@@ -372,14 +375,7 @@ def threshold_search(
         if not low < probe < high:  # no float left between them (subnormal times)
             break
         probes += 1
-        verdict, found, used = threshold_probe(
-            graph,
-            k,
-            probe,
-            steps=min(probe_steps, steps - taken),
-            deadline=deadline,
-            problem=problem,
-        )
+        verdict, found, used = _probe(problem, probe, min(probe_steps, steps - taken), deadline)
         taken += used
         if verdict is Verdict.INFEASIBLE:
             low = max(low, probe * (1 - _TOLERANCE))
