@@ -155,3 +155,23 @@ def test_the_search_ends_on_its_own_even_where_no_float_lies_between_its_bounds(
     result = threshold_search(graph, 2, 0.0, 3 * scale)
     assert result.probes <= MOST_PROBES and result.complete
     assert result.lower_bound <= pl.brute_force(graph, 2).bottleneck
+
+
+def test_a_stage_at_the_capacity_edge_is_judged_as_stage_cost_judges_it():
+    # the three memories add up to the capacity within one rounding step, in one order
+    # under it and in another over it: the probe must agree with stage_cost either way
+    memory = [0.24030927323372037, 0.4542301210811698, 0.4291323856929842]
+    tied = pl.Graph([1.0, 1.0, 1.0, 3.0], [0.0] * 4, [], memory=[*memory, 0.01],
+                    capacity=1.1236717788842023)  # fmt: skip
+    assert pl.brute_force(tied, 2).bottleneck == 3.0
+    assert threshold_probe(tied, 2, 3.5)[0] is Verdict.FEASIBLE
+    assert threshold_search(tied, 2, 0.0, 4.0).lower_bound <= 3.0
+    memory = [0.297542878628348, 0.24100921789594001, 0.3530671537511604]
+    over = pl.Graph([1.0] * 3, [0.0] * 3, [], memory=memory, capacity=0.891619249383829)
+    assert math.isinf(pl.brute_force(over, 1).bottleneck)
+    assert threshold_probe(over, 1, 5.0)[0] is Verdict.INFEASIBLE
+
+
+def test_the_cut_bound_stays_below_a_float_tie_with_the_optimum():
+    graph = pl.Graph([0.2, 0.2, 0.2], [0.0] * 3, [])  # 0.6 / 3 rounds to 0.20000000000000004
+    assert cut_lower_bound(graph, 3) <= pl.brute_force(graph, 3).bottleneck

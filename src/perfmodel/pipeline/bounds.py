@@ -96,8 +96,11 @@ def _stage_windows(
 ) -> tuple[np.ndarray, np.ndarray]:
     ancestors, descendants = reach
     scale = limit * (1 + _TOLERANCE)
-    earliest = np.ceil(ancestors / scale).astype(int) - 1
-    latest = k - np.ceil(descendants / scale).astype(int)
+    with np.errstate(over="ignore"):  # a tiny limit: stage counts past 2**40 are all too many
+        before = np.minimum(ancestors / scale, 2.0**40)
+        after = np.minimum(descendants / scale, 2.0**40)
+    earliest = np.ceil(before).astype(np.int64) - 1
+    latest = k - np.ceil(after).astype(np.int64)
     return earliest, latest
 
 

@@ -164,7 +164,6 @@ def cut_lower_bound(graph: Graph, k: int, *, deadline: Deadline | None = None) -
     def fits(limit: float) -> bool:  # out of time: no proof, so it "fits"
         return deadline.expired() or _fits(network, k, limit, work, deadline)
 
-    if low == 0 or fits(low):
-        return low
-    low, _ = bisect_threshold(fits, low, high, rel_tol=1e-4)
-    return low * (1 - _TOLERANCE)
+    if low > 0 and not fits(low):
+        low, _ = bisect_threshold(fits, low, high, rel_tol=1e-4)
+    return low * (1 - _TOLERANCE)  # below any float tie with the optimum

@@ -429,10 +429,31 @@ def stage_cost(graph: Graph, stage: Iterable[int]) -> float:
         The stage's time per input, s: the sum of :func:`stage_parts`, or ``inf``.
     """
     members = set(stage)
-    if graph.limited and not fits_memory(sum(graph.memory[i] for i in members), graph.capacity):
+    if not fits_device(graph, members):
         return math.inf
     compute, receive, send = stage_parts(graph, members)
     return compute + receive + send
+
+
+def fits_device(graph: Graph, members: set[int]) -> bool:
+    """Whether a stage's nodes fit one device: the memory test every solver decides by.
+
+    Parameters
+    ----------
+    graph : Graph
+        The model graph.
+    members : set of int
+        The stage's node indices.
+
+    Returns
+    -------
+    bool
+        True when the graph has no binding capacity or the members' ``memory``, added up
+        in the set's own order, fits it (:func:`fits_memory`).
+    """
+    if not graph.limited:
+        return True
+    return bool(fits_memory(sum(graph.memory[i] for i in members), graph.capacity))
 
 
 def stage_order(graph: Graph, stages: Iterable[Iterable[int]]) -> tuple[int, ...]:

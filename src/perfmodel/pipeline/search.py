@@ -32,7 +32,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from perfmodel._validate import count
-from perfmodel.pipeline.budget import Deadline
+from perfmodel.pipeline.budget import Deadline, check_deadline
 from perfmodel.pipeline.graph import (
     Graph,
     Partition,
@@ -138,7 +138,7 @@ def polish(
     members = [set(stage) for stage in stages]
     label = {v: s for s, stage in enumerate(members) for v in stage}
     costs = [stage_cost(graph, stage) for stage in members]
-    deadline = Deadline.none() if deadline is None else deadline
+    deadline = check_deadline(deadline)
     for _ in range(4 * graph.n):
         top = max(costs)
         b = costs.index(top)

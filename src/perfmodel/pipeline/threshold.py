@@ -58,6 +58,7 @@ from perfmodel.pipeline.graph import (
     Partition,
     bottleneck_of,
     check_k,
+    fits_device,
     node_masks,
 )
 
@@ -187,7 +188,9 @@ def _probe(
         return Verdict.INFEASIBLE, None, 0
     n, work, memory = graph.n, graph.work, graph.memory
     successors, needs, feeds = graph.successors, problem.needs, problem.feeds
-    capacity = graph.capacity * (1 + MEMORY_SLACK) if graph.limited else math.inf
+    # a branch is dropped past the capacity with room for rounding; the stage itself is
+    # judged at its leaf by the very sum stage_cost uses
+    capacity = graph.capacity * (1 + 2 * MEMORY_SLACK) if graph.limited else math.inf
     allowed, placed = [0] * k, [0] * k  # nodes that may sit / must sit in stages 0..j
     for v in range(n):
         for j in range(max(int(earliest[v]), 0), k):
@@ -232,7 +235,9 @@ def _probe(
                         cost = (
                             stage_work + problem.comm_of(received & ~stage) + problem.comm_of(sent)
                         )
-                        if cost <= ceiling:
+                        if cost <= ceiling and (
+                            not graph.limited or fits_device(graph, _members(stage))
+                        ):
                             stages.append((stage, stage_work))
                     continue
                 v, rest_pending = pending[-1], pending[:-1]
@@ -288,6 +293,16 @@ def _hopeful(
     room = stages * limit * (1 + _TOLERANCE)
     keep = np.any(left[:, None] + received <= room[None, :], axis=1)
     return [state for state, kept in zip(fresh, keep, strict=True) if kept]
+
+
+def _members(mask: int) -> set[int]:
+    """The nodes of a bit mask."""
+    found = set()
+    while mask:
+        low = mask & -mask
+        found.add(low.bit_length() - 1)
+        mask ^= low
+    return found
 
 
 def _split(graph: Graph, parent: dict[int, int], reached: int) -> Partition:
