@@ -18,10 +18,11 @@ a chain                                exact: bisection and a stage sweep
 few downsets per block between series  exact: dynamic programming over downsets,
 points (transformers, CNNs, Inception  block by block (:mod:`~perfmodel.pipeline.
 -v3, any graph of at most 12 nodes)    lattice`)
-anything else                          random-key GA over orders; where stages are
-                                       small, the threshold search (exact feasibility
-                                       probes over downsets, :mod:`~perfmodel.
-                                       pipeline.threshold`); then the MIP lower bound.
+anything else                          random-key GA over orders; the boundary-cut
+                                       bound (:mod:`~perfmodel.pipeline.cuts`); where
+                                       stages are small, the threshold search (exact
+                                       feasibility probes, :mod:`~perfmodel.pipeline.
+                                       threshold`); then the MIP bound.
                                        ``method`` says why the exact program was
                                        not run
 =====================================  ============================================
@@ -192,15 +193,14 @@ def partition(graph: Graph, k: int, *, seed: int = 0, time_limit_s: float = 60.0
             found = replace(threshold.split, method=f"{found.method}, then the threshold search")
         if threshold.lower_bound > lower:
             lower, lower_source = threshold.lower_bound, "threshold search"
-        if lower >= found.bottleneck * (1 - MIP_REL_GAP):
-            return Partition(
-                stages=found.stages,
-                bottleneck=found.bottleneck,
-                lower_bound=min(lower, found.bottleneck),
-                method=f"{found.method}; bound: threshold search (exact program not run: "
-                f"{skipped})",
-                complete=not deadline.reached,
-            )
+    if lower >= found.bottleneck * (1 - MIP_REL_GAP):  # proven: the MIP bound has nothing to add
+        return Partition(
+            stages=found.stages,
+            bottleneck=found.bottleneck,
+            lower_bound=min(lower, found.bottleneck),
+            method=f"{found.method}; bound: {lower_source} (exact program not run: {skipped})",
+            complete=not deadline.reached,
+        )
     proof = mip_lower_bound(
         graph,
         k,
