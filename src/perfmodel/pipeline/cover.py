@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from perfmodel.pipeline.budget import Deadline
+from perfmodel.pipeline.budget import Deadline, check_deadline
 from perfmodel.pipeline.graph import MEMORY_SLACK, Graph, node_masks, stage_cost
 from perfmodel.pipeline.mip import SparseRows
 from perfmodel.pipeline.split import order_segment_costs
@@ -267,7 +267,7 @@ class ConnectedPool:
         """
         from scipy.sparse import csr_matrix
 
-        deadline = Deadline.none() if deadline is None else deadline
+        deadline = check_deadline(deadline)
         kept = _priced_connected_sets(graph, limit, _POOL_LIMIT, deadline)
         sets = [s for s, _ in kept]
         around = _neighbours(graph)
@@ -431,7 +431,7 @@ def cover_probe(
     from scipy.optimize import linprog
     from scipy.sparse import csc_matrix
 
-    deadline = Deadline.none() if deadline is None else deadline
+    deadline = check_deadline(deadline)
     n = graph.n
     if segment_costs is None:
         segment_costs = [order_segment_costs(graph, order) for order in orders]

@@ -234,7 +234,7 @@ def search_orders(
     elite = max(1, round(_ELITE * population))
     mutants = max(1, round(_MUTANTS * population))
     seeds = _seed_keys(graph)
-    deadline = Deadline.none() if deadline is None else deadline
+    deadline = check_deadline(deadline)
 
     def evaluate(pool: list[np.ndarray], done: list[float]) -> list[float]:
         """Scores of ``pool`` after ``done``, until the deadline (one at least, overall)."""

@@ -42,6 +42,7 @@ only where stages are small.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,6 +61,7 @@ from perfmodel.pipeline.graph import (
     check_k,
     fits_device,
     node_masks,
+    unpack_masks,
 )
 
 __all__ = [
@@ -117,7 +119,7 @@ class _Problem:
         self.needs, self.feeds = node_masks(graph)
         self.total = math.fsum(graph.work)
         self.full = (1 << graph.n) - 1
-        self.bytes = (graph.n + 7) // 8
+        self.bytes = 8 * ((graph.n + 63) // 64)  # whole 64-bit words, as unpack_masks reads
         self.network = _Network(graph)
         self.reach = self.network.reach
         heads = [u for u, _ in graph.edges]
@@ -129,17 +131,12 @@ class _Problem:
     def unpack(self, masks: list[int]) -> np.ndarray:
         """Bit masks as a (len(masks), n) boolean matrix."""
         raw = b"".join(m.to_bytes(self.bytes, "little") for m in masks)
-        rows = np.frombuffer(raw, np.uint8).reshape(len(masks), -1)
-        return np.unpackbits(rows, axis=1, bitorder="little")[:, : self.n].astype(bool)
+        return unpack_masks(np.frombuffer(raw, "<u8").reshape(len(masks), -1), self.n)
 
     def comm_of(self, mask: int) -> float:
         """The ``comm`` of every node in ``mask``, added up."""
-        comm, total = self.graph.comm, 0.0
-        while mask:
-            low = mask & -mask
-            total += comm[low.bit_length() - 1]
-            mask ^= low
-        return total
+        comm = self.graph.comm
+        return sum((comm[v] for v in _bits(mask)), 0.0)
 
 
 def threshold_probe(
@@ -295,14 +292,17 @@ def _hopeful(
     return [state for state, kept in zip(fresh, keep, strict=True) if kept]
 
 
-def _members(mask: int) -> set[int]:
-    """The nodes of a bit mask."""
-    found = set()
+def _bits(mask: int) -> Iterator[int]:
+    """The nodes of a bit mask, ascending."""
     while mask:
         low = mask & -mask
-        found.add(low.bit_length() - 1)
+        yield low.bit_length() - 1
         mask ^= low
-    return found
+
+
+def _members(mask: int) -> set[int]:
+    """The nodes of a bit mask, as a set."""
+    return set(_bits(mask))
 
 
 def _split(graph: Graph, parent: dict[int, int], reached: int) -> Partition:
