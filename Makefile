@@ -1,51 +1,34 @@
 # Two commands: `make lab` to study, `make test` to check everything.
 # Both create .venv on first use and reinstall only when pyproject.toml changes.
+# Instructors: `make student` writes the student edition, `make dist` a wheel and an sdist.
 
-PYTHON ?= python3
-VENV   ?= .venv
-BIN    := $(VENV)/bin
-PY     := $(BIN)/python
 PYTEST_WORKERS ?= auto
 LECTURE ?= 00
 
-.PHONY: lab demo book test test-fast test-lecture lint typecheck notebooks release clean
+# The student's part (the venv, the lectures' install, `make lab`) is shared with the student
+# edition, which ships this file and a Makefile of two lines.
+include jupyter/lab.mk
 
-$(PY):
-	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "perfmodel needs Python 3.10 or newer; found " + sys.version.split()[0] + ". Run: make PYTHON=python3.12 ...")'
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
+.PHONY: demo book test test-fast test-lecture lint typecheck notebooks release student dist clean
 
-# JupyterLab's own settings for this course: no "news" popup over the outputs, no update check.
-LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
-
-$(VENV)/.installed-lab: pyproject.toml jupyter/overrides.json | $(PY)
+$(VENV)/.installed-course: pyproject.toml jupyter/overrides.json | $(PY)
 	$(PY) -m pip install --quiet -e ".[all]"
 	mkdir -p $(LAB_SETTINGS) && cp jupyter/overrides.json $(LAB_SETTINGS)/overrides.json
-	@touch $@
+	@touch $@ $(VENV)/.installed-lab
 
 $(VENV)/.installed-test: pyproject.toml jupyter/overrides.json | $(PY)
 	$(PY) -m pip install --quiet -e ".[test]"
 	mkdir -p $(LAB_SETTINGS) && cp jupyter/overrides.json $(LAB_SETTINGS)/overrides.json
-	@touch $@ $(VENV)/.installed-lab
-
-# Jupyter refuses to run as root (a container, CI) unless told it is on purpose. Kernel
-# websockets send each message at once (perfmodel.present.websocket: 40 ms less a move).
-ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
-
-lab: $(VENV)/.installed-lab
-	$(BIN)/jupyter lab $(ALLOW_ROOT) --LabApp.news_url= \
-		--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate \
-		--ServerApp.kernel_websocket_connection_class=perfmodel.present.websocket.NoDelayKernelConnection \
-		notebooks/00_start_here.ipynb
+	@touch $@ $(VENV)/.installed-lab $(VENV)/.installed-course
 
 # A lecture as live slides for a lecturer: `make demo LECTURE=04` (Voilà's reveal.js
 # template, with reveal.js's styles from the package: nothing is fetched). `make demo
 # LECTURE="06 --rerun"` runs every cell live.
-demo: $(VENV)/.installed-lab
+demo: $(VENV)/.installed-course
 	$(BIN)/perfmodel demo $(LECTURE)
 
 # Every lecture as a static HTML site that works offline, in build/book (index.html).
-book: $(VENV)/.installed-lab
+book: $(VENV)/.installed-course
 	$(BIN)/perfmodel book
 
 lint: $(VENV)/.installed-test
@@ -84,8 +67,19 @@ notebooks: $(VENV)/.installed-test
 		--ExecutePreprocessor.record_timing=False --ExecutePreprocessor.timeout=120 \
 		notebooks/*.ipynb
 
-release: $(VENV)/.installed-lab
+release: $(VENV)/.installed-course
 	$(BIN)/perfmodel release
 
+# The student edition: lectures, student workbooks, the package and a student README; no
+# masters, hidden tests or autograder zips, and no history. `make student OUT=../class-2027`.
+OUT ?= build/student
+student: $(VENV)/.installed-course
+	$(BIN)/perfmodel student $(OUT)
+
+# A wheel and an sdist in dist/, the catalogue data inside (nothing is published).
+dist: $(VENV)/.installed-course
+	rm -f dist/perfmodel-*.whl dist/perfmodel-*.tar.gz
+	$(PY) -m build --outdir dist .
+
 clean:
-	rm -rf $(VENV) dist test-output .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) dist build test-output .pytest_cache .mypy_cache .ruff_cache

@@ -18,13 +18,14 @@ import venv
 import pytest
 
 from conftest import ROOT
+from perfmodel._extras import MODULE_EXTRAS
 
 #: Model modules: each must import and pass its doctests with the core install alone.
 MODELS = [
     "perfmodel", "perfmodel._validate", "perfmodel._extras", "perfmodel._lazy", "perfmodel.units",
     "perfmodel.hardware", "perfmodel.ops", "perfmodel.metrics", "perfmodel.roofline",
     "perfmodel.minibatch", "perfmodel.scaling", "perfmodel.transformer", "perfmodel.taskgraph",
-    "perfmodel.exercises", "perfmodel.measure", "perfmodel.measure.timing",
+    "perfmodel.exercises", "perfmodel.checker", "perfmodel.measure", "perfmodel.measure.timing",
     "perfmodel.measure.microbench", "perfmodel.measure.calibration", "perfmodel.measure.empirical",
     "perfmodel.measure.parallel", "perfmodel.measure.environment", "perfmodel.measure.gpu",
     "perfmodel.pipeline", "perfmodel.pipeline.graph", "perfmodel.pipeline.split",
@@ -44,15 +45,9 @@ MODELS = [
     "perfmodel.serving.server",
 ]  # fmt: skip
 
-#: Each optional part and the extra its error must name.
-OPTIONAL = {
-    "perfmodel.plotting": "lab",
-    "perfmodel.widgets": "lab",
-    "perfmodel.checker": "course",
-    "perfmodel.grading": "course",
-    "perfmodel.present": "course",
-    "perfmodel.capstone": "capstone",
-}
+#: Each optional part and the extra its error must name on import (the MPI benchmark imports
+#: without its extra and names it when run).
+OPTIONAL = {name: extra for name, extra in MODULE_EXTRAS.items() if name != "perfmodel.comms.bench"}
 
 #: Modules only an extra brings: none may be in the core environment.
 EXTRAS_ONLY = ["matplotlib", "ipywidgets", "jupyterlab", "otter", "nbformat", "onnx", "mpi4py"]
@@ -124,3 +119,15 @@ def test_the_lists_cover_every_module_of_the_package():
     missing = found - covered - under_optional - {"perfmodel.cli", "perfmodel.comms.bench"}
     assert not missing, sorted(missing)
     assert sys.version_info >= (3, 10)
+
+
+def test_each_optional_part_names_an_extra_that_pyproject_defines():
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = extras["optional-dependencies"]
+    assert {extra for extra in MODULE_EXTRAS.values() if extra not in extras} == set()
+    assert {"lab", "grading", "course", "mpi", "capstone"} <= set(MODULE_EXTRAS.values())

@@ -6,11 +6,12 @@ in extras, each named after what it is for:
 ==========  =====================================================================
 extra       for
 ==========  =====================================================================
-lab         the lectures: JupyterLab, widgets, plots
+lab         the lectures and workbooks: JupyterLab, widgets, plots
+grading     grading submissions, here or on Gradescope: otter-grader, a kernel
 course      instructors: releasing, grading, Gradescope, slides and the book
 mpi         measuring collectives with real MPI (lecture 09)
 capstone    ONNX models, priced and run on onnxruntime (lecture 12)
-all         every extra above (what ``make lab`` and ``make test`` install)
+all         every extra above (``make lab`` installs lab, mpi and capstone)
 ==========  =====================================================================
 """
 
@@ -18,7 +19,18 @@ from __future__ import annotations
 
 import importlib.util
 
-__all__ = ["require"]
+__all__ = ["MODULE_EXTRAS", "require"]
+
+#: The optional parts of the package and the extra each needs: what a workbook that imports
+#: one needs in a grading image besides the core (``grading.workbooks`` reads it).
+MODULE_EXTRAS = {
+    "perfmodel.plotting": "lab",
+    "perfmodel.widgets": "lab",
+    "perfmodel.grading": "grading",
+    "perfmodel.present": "course",
+    "perfmodel.capstone": "capstone",
+    "perfmodel.comms.bench": "mpi",
+}
 
 
 def require(extra: str, *modules: str, feature: str = "") -> None:

@@ -1,6 +1,7 @@
 """The ``perfmodel`` command: instructor tools for the course's workbooks and lectures.
 
 ``perfmodel release`` regenerates the student copies and the Gradescope autograder zips;
+``perfmodel student OUT`` writes the student edition a class clones (no answer key);
 ``perfmodel grade`` grades a folder of submissions locally; ``perfmodel key`` makes the
 answer key a workbook test checks against. For lecturers, ``perfmodel demo 04`` presents a
 lecture as live slides, ``perfmodel book`` builds the offline site, and ``perfmodel slides``
@@ -32,9 +33,12 @@ def _positive(kind: type[float] | type[int]) -> Callable[[str], float | int]:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from perfmodel import __version__
+
     parser = argparse.ArgumentParser(
         prog="perfmodel", description="Instructor tools for the perfmodel course workbooks."
     )
+    parser.add_argument("--version", action="version", version=f"perfmodel {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     release = commands.add_parser(
@@ -42,6 +46,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     release.add_argument("--exercises", type=Path, default=Path("exercises"))
     release.add_argument("--dist", type=Path, default=Path("dist"))
+
+    student = commands.add_parser(
+        "student", help="write the student edition: lectures and workbooks, no answer key"
+    )
+    student.add_argument("out", type=Path, help="a new (or empty) folder to write")
+    student.add_argument("--root", type=Path, default=Path(), help="the course's root folder")
 
     grade = commands.add_parser("grade", help="grade a folder of submitted notebooks")
     grade.add_argument(
@@ -150,6 +160,18 @@ def _slides(args: argparse.Namespace) -> int:
     return 0
 
 
+def _student(args: argparse.Namespace) -> int:
+    from perfmodel.grading import write_student_edition
+
+    written = write_student_edition(args.out, args.root)
+    print(
+        f"wrote the student edition, {len(written)} files, to {args.out}: no masters, hidden "
+        f"tests or autograder zips. Publish it as the class repository (git init there), and "
+        f"keep this one private."
+    )
+    return 0
+
+
 def _key(args: argparse.Namespace) -> int:
     from perfmodel import exercises
 
@@ -232,6 +254,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "key":
             return _key(args)
+        if args.command == "student":
+            return _student(args)
         if args.command in ("demo", "book", "slides"):
             return {"demo": _demo, "book": _book, "slides": _slides}[args.command](args)
         return _grade(args)

@@ -4,6 +4,7 @@ One concept a module:
 
 * :mod:`~perfmodel.grading.workbooks`: masters to student copies and Gradescope zips
   (otter assign, cached);
+* :mod:`~perfmodel.grading.edition`: the student edition a class clones, without the masters;
 * :mod:`~perfmodel.grading.grade`: grade a folder of submissions into a CSV and
   per-student feedback;
 * :mod:`~perfmodel.grading.sandbox` runs one submission under limits, with
@@ -23,7 +24,7 @@ from __future__ import annotations
 from perfmodel._extras import require
 from perfmodel._lazy import lazy_face
 
-require("course", "otter", "nbformat", "nbclient", feature="perfmodel.grading")
+require("grading", "otter", "nbformat", "nbclient", feature="perfmodel.grading")
 
 #: Each public name and where it lives.
 _HOMES = {
@@ -32,6 +33,8 @@ _HOMES = {
     "find_workbook": "workbooks:find_workbook",
     "find_workbooks": "workbooks:find_workbooks",
     "release": "workbooks:release",
+    "STUDENT_FILES": "edition:STUDENT_FILES",
+    "write_student_edition": "edition:write_student_edition",
     "SubmissionGrade": "grade:SubmissionGrade",
     "grade_folder": "grade:grade_folder",
     "grade_submission": "grade:grade_submission",

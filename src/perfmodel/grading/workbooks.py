@@ -45,6 +45,8 @@ __all__ = [
     "find_workbook",
     "find_workbooks",
     "assignment_name",
+    "grading_requirements",
+    "workbook_extras",
     "cache_dir",
     "load_tests",
     "release",
@@ -153,7 +155,7 @@ def find_workbook(name_or_path: str | Path, exercises_dir: Path) -> Workbook:
 #: otter's set-up cell in a student copy, and perfmodel's replacement for it.
 _OTTER_INIT = re.compile(r'# Initialize Otter\nimport otter\ngrader = otter\.Notebook\(("[^"]*")\)')
 _PERFMODEL_INIT = (
-    "# Initialize the checks (otter-grader's, showing each hint rather than its test code)\n"
+    "# Initialize the checks (otter-grader's format, showing each hint rather than its test code)\n"
     "from perfmodel.checker import Notebook\n\n"
     "grader = Notebook({name})"
 )
@@ -169,8 +171,92 @@ def _normalise(text: str) -> str:
     return str(nbformat.writes(nb)) + "\n"
 
 
-#: What the Gradescope image needs beyond otter to run a workbook: perfmodel's dependencies.
-_GRADESCOPE_PIP = ("numpy>=1.24", "scipy>=1.11", "matplotlib>=3.7", "tqdm>=4.65", "ipykernel>=6.25")
+#: ``perfmodel`` imported as a module path, or names imported from it, in a master's code.
+_IMPORTED = re.compile(r"perfmodel((?:\.\w+)+)|from perfmodel import ([\w ,()]+)")
+#: One extra a requirement belongs to, in its environment marker.
+_EXTRA_MARKER = re.compile(r"""\s*(?:\band\s+)?extra\s*==\s*["']([\w.-]+)["']""")
+
+
+def workbook_extras(master: Path) -> list[str]:
+    """The extras a workbook's code needs besides the core and ``grading``, by its imports.
+
+    Parameters
+    ----------
+    master : Path
+        The workbook's master notebook.
+
+    Returns
+    -------
+    list of str
+        The extras (``"capstone"``, ...) of the optional parts it imports, sorted.
+    """
+    from perfmodel._extras import MODULE_EXTRAS
+
+    nb = nbformat.read(master, as_version=4)
+    code = "\n".join(cell.source for cell in nb.cells if cell.cell_type == "code")
+    modules = set()
+    for path, names in _IMPORTED.findall(code):
+        modules.add("perfmodel" + path)
+        modules.update(f"perfmodel.{name.strip('() ')}" for name in names.split(",") if name)
+    return sorted(
+        extra
+        for extra in set(MODULE_EXTRAS.values())
+        if any(
+            module == part or module.startswith(part + ".")
+            for module in modules
+            for part, needed in MODULE_EXTRAS.items()
+            if needed == extra
+        )
+    )
+
+
+def grading_requirements(extras: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """What running a workbook needs: the core, the ``grading`` extra and ``extras``.
+
+    Read from the installed package's metadata, which ``pyproject.toml`` writes, so that a
+    Gradescope image's ``environment.yml`` never lists the dependencies a second time.
+
+    Parameters
+    ----------
+    extras : sequence of str, optional
+        More extras, as :func:`workbook_extras` finds them.
+
+    Returns
+    -------
+    list of str
+        pip requirement lines, without ``perfmodel`` itself (the zip bundles it), in order.
+
+    Examples
+    --------
+    >>> any(line.startswith("numpy") for line in grading_requirements())
+    True
+    """
+    from importlib.metadata import requires
+
+    by_extra: dict[str, list[str]] = {}
+    for line in requires("perfmodel") or []:
+        requirement, _, marker = line.partition(";")
+        found = _EXTRA_MARKER.search(marker)
+        rest = _EXTRA_MARKER.sub("", marker).strip().removeprefix("and ").strip()
+        text = requirement.strip() + (f"; {rest}" if rest else "")
+        by_extra.setdefault(found.group(1) if found else "", []).append(text)
+    wanted, seen, lines = ["", "grading", *extras], set(), []
+    while wanted:
+        extra = wanted.pop(0)
+        if extra in seen:
+            continue
+        if extra not in by_extra:
+            raise ValueError(f"`extras` must name extras of perfmodel (got {extra!r})")
+        seen.add(extra)
+        for text in by_extra[extra]:
+            nested = re.fullmatch(r"perfmodel\[([\w,.-]+)\]", text)
+            if nested:
+                wanted += nested.group(1).split(",")
+            elif text not in lines:
+                lines.append(text)
+    return lines
+
+
 _RUN_AUTOGRADER_TAIL = "python /autograder/source/run_otter.py"
 _PERFMODEL_RUN = (
     "# perfmodel: grade with the same clean-room pipeline as `perfmodel grade` (run the\n"
@@ -183,7 +269,7 @@ _PERFMODEL_RUN = (
 )
 
 
-def _rewrite_entry(name: str, data: bytes) -> bytes:
+def _rewrite_entry(name: str, data: bytes, requirements: list[str]) -> bytes:
     """Adapt otter's Gradescope files: perfmodel's runner, its dependencies, bubblewrap."""
     if name == "run_autograder":
         text = data.decode()
@@ -191,7 +277,7 @@ def _rewrite_entry(name: str, data: bytes) -> bytes:
             raise RuntimeError("otter's run_autograder changed shape; update workbooks.py")
         return text.replace(_RUN_AUTOGRADER_TAIL, _PERFMODEL_RUN).encode()
     if name == "environment.yml":
-        extra = "".join(f"      - {requirement}\n" for requirement in _GRADESCOPE_PIP)
+        extra = "".join(f"      - {requirement}\n" for requirement in requirements)
         return (data.decode().rstrip("\n") + "\n" + extra).encode()
     if name == "setup.sh":
         return (
@@ -201,7 +287,7 @@ def _rewrite_entry(name: str, data: bytes) -> bytes:
     return data
 
 
-def _bundle_package(zip_bytes: bytes) -> bytes:
+def _bundle_package(zip_bytes: bytes, requirements: list[str]) -> bytes:
     """Rewrite an otter autograder zip reproducibly, adding ``files/perfmodel``."""
     buffer = io.BytesIO()
     with (
@@ -211,7 +297,7 @@ def _bundle_package(zip_bytes: bytes) -> bytes:
         for info in sorted(original.infolist(), key=lambda item: item.filename):
             entry = zipfile.ZipInfo(info.filename, date_time=_ZIP_DATE)
             entry.external_attr = info.external_attr
-            data = _rewrite_entry(info.filename, original.read(info))
+            data = _rewrite_entry(info.filename, original.read(info), requirements)
             out.writestr(entry, data, zipfile.ZIP_DEFLATED)
         for source in _package_files():
             relative = source.relative_to(_PACKAGE_DIR.parent).as_posix()
@@ -249,6 +335,7 @@ def _cache_key(workbook: Workbook) -> str:
     digest = hashlib.sha256()
     digest.update(f"otter {version('otter-grader')}\0".encode())
     digest.update(workbook.master.read_bytes())
+    digest.update("\n".join(grading_requirements(workbook_extras(workbook.master))).encode())
     for path in _package_files():
         digest.update(path.relative_to(_PACKAGE_DIR).as_posix().encode() + b"\0")
         digest.update(path.read_bytes())
@@ -348,7 +435,8 @@ def _assign(workbook: Workbook) -> Assigned:
                 f"{workbook.master}; check the master's ASSIGNMENT CONFIG (name must be "
                 f"{workbook.name!r})."
             )
-        zip_bytes = _bundle_package(zips[0].read_bytes())
+        requirements = grading_requirements(workbook_extras(workbook.master))
+        zip_bytes = _bundle_package(zips[0].read_bytes(), requirements)
         return Assigned(
             student_text=_normalise(student.read_text(encoding="utf-8")),
             tests=load_tests(zip_bytes),

@@ -1,0 +1,89 @@
+"""The student edition: the course a class clones, without the answer key.
+
+The instructors' repository holds the masters (``exercises/masters/``: every solution and
+hidden test) beside everything else. :func:`write_student_edition` copies out what a student
+needs, by an allowlist: the lectures, the student copies of the workbooks, the package, its
+``pyproject.toml``, the shared ``jupyter/lab.mk`` and a student README and Makefile. Nothing
+else reaches it: no masters, no hidden tests, no autograder zips, no tests or benchmarks, and
+no history (it is a plain folder; ``git init`` it to publish).
+"""
+
+from __future__ import annotations
+
+import shutil
+from importlib import resources
+from pathlib import Path
+
+__all__ = ["STUDENT_FILES", "write_student_edition"]
+
+#: What the edition copies from the course's root, as glob patterns (an allowlist).
+STUDENT_FILES = (
+    "LICENSE",
+    "pyproject.toml",
+    "jupyter/overrides.json",
+    "jupyter/lab.mk",
+    "notebooks/*.ipynb",
+    "exercises/*.ipynb",
+    "src/perfmodel/**/*",
+)
+
+#: Files written from the package's templates (``perfmodel/data/student``), by name there.
+_TEMPLATES = {"README.md": "README.md", "Makefile": "Makefile", ".gitignore": "gitignore"}
+
+#: Never copied, whatever the patterns match.
+_SKIPPED_PARTS = {"__pycache__", "masters", ".ipynb_checkpoints"}
+
+
+def _sources(root: Path) -> list[Path]:
+    found: set[Path] = set()
+    for pattern in STUDENT_FILES:
+        for path in root.glob(pattern):
+            relative = path.relative_to(root)
+            skipped = _SKIPPED_PARTS & set(relative.parts) or path.suffix in {".pyc", ".zip"}
+            if path.is_file() and not skipped:
+                found.add(relative)
+    return sorted(found)
+
+
+def write_student_edition(out: Path, root: Path = Path()) -> list[Path]:
+    """Write the student edition of the course at ``root`` into the new folder ``out``.
+
+    Parameters
+    ----------
+    out : Path
+        The folder to write; it must not exist yet, or be empty.
+    root : Path, optional
+        The course's root (the instructors' clone); by default the working folder.
+
+    Returns
+    -------
+    list of Path
+        The files written, relative to ``out``.
+
+    Raises
+    ------
+    ValueError
+        If ``root`` is not a course (no ``notebooks/`` or ``exercises/masters/``), or ``out``
+        is not empty or lies inside ``root``'s ``exercises/`` or ``notebooks/``.
+    """
+    root, out = Path(root).resolve(), Path(out).resolve()
+    for needed in ("notebooks", "exercises", "src/perfmodel", "pyproject.toml"):
+        if not (root / needed).exists():
+            raise ValueError(
+                f"`root` must be the course's root folder, holding {needed} (got {root})"
+            )
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ValueError(f"`out` must be a new or empty folder (got {out}, which is not)")
+    if any(out.is_relative_to(root / part) for part in ("notebooks", "exercises", "src")):
+        raise ValueError(f"`out` must lie outside the course's own folders (got {out})")
+    written = []
+    for relative in _sources(root):
+        target = out / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(root / relative, target)
+        written.append(relative)
+    templates = resources.files("perfmodel") / "data" / "student"
+    for name, template in _TEMPLATES.items():
+        (out / name).write_text(templates.joinpath(template).read_text(encoding="utf-8"))
+        written.append(Path(name))
+    return sorted(written)
