@@ -18,7 +18,7 @@ import pkgutil
 from typing import Any
 
 #: The one place the version is written; pyproject.toml reads it from here.
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 #: Public modules and subpackages, found on disk: a new module needs no entry here.
 _PUBLIC = tuple(

@@ -7,7 +7,7 @@ import platform
 import sys
 from importlib import metadata
 
-__all__ = ["MINIMUM_PYTHON", "REQUIRED", "environment_report"]
+__all__ = ["MINIMUM_PYTHON", "OPTIONAL", "REQUIRED", "environment_report"]
 
 MINIMUM_PYTHON = (3, 10)
 
@@ -19,9 +19,15 @@ REQUIRED = (
     "matplotlib",
     "ipywidgets",
     "jupyterlab",
-    "otter-grader",
     "tqdm",
 )
+
+#: Distributions one lecture needs, with that lecture and the extra that brings them
+#: (``make lab`` installs both).
+OPTIONAL = {
+    "mpi4py": ("lecture 09", "mpi"),
+    "onnxruntime": ("lecture 12", "capstone"),
+}
 
 
 def environment_report() -> dict[str, str]:
@@ -30,7 +36,8 @@ def environment_report() -> dict[str, str]:
     Returns
     -------
     dict
-        Name to a short description; a missing package reads ``"MISSING"``.
+        Name to a short description; a missing required package reads ``"MISSING"``, a
+        missing optional one names its lecture and the install line that brings it.
 
     Examples
     --------
@@ -50,6 +57,11 @@ def environment_report() -> dict[str, str]:
             report[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             report[name] = "MISSING"
+    for name, (lecture, extra) in OPTIONAL.items():
+        try:
+            report[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            report[name] = f"not installed ({lecture} needs it: pip install 'perfmodel[{extra}]')"
     if sys.version_info < MINIMUM_PYTHON:
         report["python"] += " (too old: the course needs 3.10 or newer)"
     return report
