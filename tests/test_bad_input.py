@@ -51,7 +51,12 @@ NEGATIVE = st.one_of(
     st.floats(max_value=-1e-3, allow_nan=False, allow_infinity=False).map(np.float64),
 )
 ZERO = st.sampled_from([0, 0.0, np.int64(0), np.float64(0.0), -0.0])
-NOT_INTEGERS = st.one_of(NOT_NUMBERS, st.floats(), st.sampled_from([2.0, np.float64(3.0), 1e3]))
+# A whole-number float is a count as people type it (7e9, 4.0); a fractional one is not.
+NOT_INTEGERS = st.one_of(
+    NOT_NUMBERS,
+    st.floats().filter(lambda x: not float(x).is_integer()),
+    st.sampled_from([2.5, np.float64(3.5), 1e3 + 0.5, math.nan, math.inf]),
+)
 
 
 def below(minimum: int) -> st.SearchStrategy[Any]:
@@ -74,7 +79,7 @@ BAD: dict[str, st.SearchStrategy[Any]] = {
     "flag": st.sampled_from(["no", "yes", "", 0, 1, None, 1.0, [], np.int64(1)]),
     "dtype": st.sampled_from(["fp12", "FP99", "", "float", None, 3, 2.0, [], True]),
     "dtype_or_none": st.sampled_from(["fp12", "FP99", "", "float", 3, 2.0, [], True]),
-    "device": st.sampled_from(["H101", "", "gpu", None, 42, 3.5, [], True]),
+    "device": st.sampled_from(["H101", "", "gpu9", "TPU", None, 42, 3.5, [], True]),
     "link": st.sampled_from(["NVLink 9", "", None, 42, []]),
     "cost": st.sampled_from([None, 3.0, "matmul", (1, 2, 3), {"flops": 1}]),
     "graph": st.sampled_from([None, 3, "graph", [[1.0]], {"work": [1.0]}]),

@@ -191,7 +191,7 @@ def test_builders_reject_bad_architectures():
         builders.gpt2(width=16, heads=5)
     with pytest.raises(ValueError, match="`blocks` and `widths` must give one entry per stage"):
         builders.resnet(blocks=(1, 1), widths=(8,))
-    with pytest.raises(TypeError, match="`batch`"):
+    with pytest.raises(ValueError, match="`batch`"):
         builders.mlp(batch=1.5)
 
 
@@ -577,7 +577,7 @@ def test_a_prediction_that_takes_no_time_says_so_instead_of_failing_inside():
             _ = prediction.bottleneck
         with pytest.raises(ValueError, match=r"`throughput` .* takes no time"):
             prediction.throughput(8)
-        with pytest.raises(TypeError, match="samples"):  # the argument is checked first
+        with pytest.raises(ValueError, match="samples"):  # the argument is checked first
             prediction.throughput(8.5)
     # a model that takes time keeps its answers
     timed = capstone.predict_on(

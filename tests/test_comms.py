@@ -182,7 +182,7 @@ def test_the_fit_turns_into_a_catalogue_link_that_loads_back(tmp_path):
     [
         (lambda: comms.allreduce_time(math.nan, 2, "NVLink 4"), ValueError, "`nbytes`"),
         (lambda: comms.allreduce_time(1e6, 0, "NVLink 4"), ValueError, "`p`"),
-        (lambda: comms.allreduce_time(1e6, 2.0, "NVLink 4"), TypeError, "`p`"),
+        (lambda: comms.allreduce_time(1e6, 2.5, "NVLink 4"), ValueError, "`p`"),
         (
             lambda: comms.allreduce_time(1e6, 2, "NVLink 4", algorithm="butterfly"),
             ValueError,

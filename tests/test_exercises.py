@@ -402,7 +402,7 @@ def test_a_measurement_must_be_typed_in_as_printed():
     [
         (0, ValueError, "`figures` must be a positive integer (got 0)"),
         (-2, ValueError, "`figures` must be a positive integer (got -2)"),
-        (2.5, TypeError, "`figures` must be an integer (got float 2.5)"),
+        (2.5, ValueError, "`figures` must be an integer (got 2.5)"),
         ("3", TypeError, "`figures` must be an integer (got str '3')"),
     ],
 )

@@ -327,7 +327,7 @@ def test_split_lattice_names_a_bad_upper_or_blocks():
         split_lattice(g, 2, upper="1.0")
     with pytest.raises(TypeError, match="`blocks` must be the list of Block"):
         split_lattice(g, 2, upper=1.0, blocks=[1, 2])
-    with pytest.raises(TypeError, match="`pair_limit`"):
+    with pytest.raises(ValueError, match="`pair_limit`"):
         split_lattice(g, 2, upper=1.0, pair_limit=1.5)
 
 

@@ -133,7 +133,7 @@ def test_the_cut_bound_sees_the_tensors_every_boundary_must_send():
         (lambda g: threshold_probe(g, 2, "1"), TypeError, "`limit`"),
         (lambda g: threshold_probe(g, 2, 1.0, steps=0), ValueError, "`steps`"),
         (lambda g: threshold_search(g, 2, -1.0, 1.0), ValueError, "`lower`"),
-        (lambda g: threshold_search(g, 2, 0.0, 1.0, probe_steps=1.5), TypeError, "`probe_steps`"),
+        (lambda g: threshold_search(g, 2, 0.0, 1.0, probe_steps=1.5), ValueError, "`probe_steps`"),
         (lambda g: threshold_probe([1, 2], 2, 1.0), TypeError, "`graph`"),
         (lambda g: threshold_probe(g, 2, 1.0, deadline=5), TypeError, "`deadline`"),
         (lambda g: threshold_search(g, 2, 0.0, float("nan")), ValueError, "`upper`"),

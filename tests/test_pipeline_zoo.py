@@ -110,12 +110,12 @@ def test_numpy_parameter_counts_do_not_overflow_in_memory():
 @pytest.mark.parametrize(
     ("field", "value", "error", "message"),
     [
-        ("params", [1.5], TypeError, r"`params\[0\]` must be an integer"),
+        ("params", [1.5], ValueError, r"`params\[0\]` must be an integer"),
         ("params", [-1], ValueError, r"`params\[0\]` must be an integer >= 0"),
         ("params", [1, 2], ValueError, "`params` must have one entry per node: 1"),
         ("params", 3, TypeError, "`params` must be a sequence of counts, one per node"),
         ("labels", [7], TypeError, r"`labels\[0\]` must be a string"),
-        ("out_bytes", [float("nan")], TypeError, r"`out_bytes\[0\]` must be an integer"),
+        ("out_bytes", [float("nan")], ValueError, r"`out_bytes\[0\]` must be an integer"),
         ("input_description", 4, TypeError, "`input_description` must be a string"),
     ],
 )

@@ -65,7 +65,7 @@ def test_palms_reported_training_compute_is_six_n_d():
 @pytest.mark.parametrize(
     ("kwargs", "error", "message"),
     [
-        ({"width": 4096.0}, TypeError, "`width`"),
+        ({"width": 4096.5}, ValueError, "`width`"),
         ({"heads": 0}, ValueError, "`heads`"),
         ({"kv_heads": 5}, ValueError, "`kv_heads`"),
         ({"heads": 3}, ValueError, "`heads`"),

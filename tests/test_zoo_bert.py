@@ -191,7 +191,7 @@ def test_the_import_raises_no_warning():
 def test_a_bad_architecture_argument_is_an_error_naming_it(argument):
     with pytest.raises(ValueError, match=f"`{argument}`"):
         bert(**{**SMALL, argument: 0}, weights=False)
-    with pytest.raises(TypeError, match=f"`{argument}`"):
+    with pytest.raises(ValueError, match=f"`{argument}`"):
         bert(**{**SMALL, argument: 2.5}, weights=False)
     with pytest.raises(TypeError, match=f"`{argument}`"):
         bert(**{**SMALL, argument: "8"}, weights=False)

@@ -257,7 +257,7 @@ def test_the_import_raises_no_warning():
 @pytest.mark.parametrize(
     ("arguments", "error", "message"),
     [
-        ({"batch": 1.5}, TypeError, "`batch` must be an integer"),
+        ({"batch": 1.5}, ValueError, "`batch` must be an integer"),
         ({"image": 0}, ValueError, "`image` must be a positive integer"),
         ({"depths": 3}, TypeError, "`depths` must be a sequence of integers"),
         ({"widths": "96"}, TypeError, "`widths` must be a sequence of integers"),

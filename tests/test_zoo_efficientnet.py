@@ -283,7 +283,7 @@ def test_a_bad_argument_is_a_clear_error_naming_it(argument, kind, data):
         (((1, 4, 16, 1, 1),), ValueError, "kernels must be odd"),
         (((1, 3, 16, 1, 3),), ValueError, "strides must be 1 or 2"),
         (((1, 3, 16, 0, 1),), ValueError, "positive integer"),
-        (((1, 3.0, 16, 1, 1),), TypeError, "integer"),
+        (((1, 3.5, 16, 1, 1),), ValueError, "integer"),
     ],
 )
 def test_bad_stages_are_a_clear_error(stages, error, message):

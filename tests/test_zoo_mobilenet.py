@@ -266,7 +266,7 @@ def test_a_bad_argument_is_a_clear_error_naming_it(argument, kind, data):
         (((1, 16, 1),), TypeError, "four counts"),
         (((1, 16, 1, 3),), ValueError, "strides must be 1 or 2"),
         (((0, 16, 1, 1),), ValueError, "positive integer"),
-        (((1, 16.5, 1, 1),), TypeError, "integer"),
+        (((1, 16.5, 1, 1),), ValueError, "integer"),
     ],
 )
 def test_bad_stages_are_a_clear_error(stages, error, message):

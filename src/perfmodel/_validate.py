@@ -8,8 +8,10 @@ what it got::
     `k` must be an integer (got str '4').
 
 numpy integers and floats are numbers everywhere; ``bool`` never is (``True`` is an int
-in Python, but never a count of anything here). NaN and infinity are rejected wherever
-a check does not explicitly allow infinity. Flags must be real bools (``numpy.bool_``
+in Python, but never a count of anything here). A count takes a whole-number float as
+people type it (``7e9``, ``4.0``); a fractional one is a ValueError. NaN and infinity are
+rejected wherever a check does not explicitly allow infinity. A sequence may be a list, a
+tuple or a 1-D numpy array; a choice ignores case. Flags must be real bools (``numpy.bool_``
 included): ``fused="no"`` is a TypeError, not a truthy string.
 
 Examples
@@ -17,8 +19,8 @@ Examples
 >>> import numpy as np
 >>> positive("bandwidth", np.int64(10))
 10.0
->>> count("k", np.int64(4))
-4
+>>> count("k", np.int64(4)), count("params", 7e9)
+(4, 7000000000)
 >>> positive("bandwidth", float("nan"))
 Traceback (most recent call last):
 ...
@@ -34,19 +36,21 @@ from __future__ import annotations
 import math
 import numbers
 import sys
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 __all__ = [
     "choice",
     "count",
     "describe",
+    "each",
     "flag",
     "fraction",
     "is_number",
     "non_negative",
     "number",
     "positive",
+    "sequence",
     "text",
 ]
 
@@ -160,18 +164,27 @@ def fraction(name: str, value: object, *, allow_zero: bool = False) -> float:
 
 
 def count(name: str, value: object, *, minimum: int = 1, maximum: int | None = None) -> int:
-    """An integer (int or numpy integer; not bool, not float) with ``minimum <= value``.
+    """An integer with ``minimum <= value``: an int, a numpy integer, or a whole-number float.
 
-    >>> count("layers", 0, minimum=0)
-    0
-    >>> count("n", 2.0)
+    ``7e9`` and ``4.0`` are counts as people type them; ``7.5``, NaN and infinity are not
+    (ValueError); a bool or a string is not a number at all (TypeError).
+
+    >>> count("layers", 0, minimum=0), count("n", 2.0)
+    (0, 2)
+    >>> count("n", 2.5)
     Traceback (most recent call last):
     ...
-    TypeError: `n` must be an integer (got float 2.0).
+    ValueError: `n` must be an integer (got 2.5).
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"`{name}` must be an integer (got {_typed(value)}).")
-    result = int(value)
+    if isinstance(value, numbers.Integral):
+        result = int(value)
+    else:
+        whole = float(value)
+        if not whole.is_integer():  # NaN and infinity are not integers either
+            raise ValueError(f"`{name}` must be an integer (got {describe(value)}).")
+        result = int(whole)
     if result < minimum or (maximum is not None and result > maximum):
         if maximum is not None:
             need = f"an integer from {minimum} to {maximum}"
@@ -202,16 +215,82 @@ def text(name: str, value: object) -> str:
     return value.strip()
 
 
-def choice(name: str, value: object, options: Collection[str]) -> str:
-    """One of ``options`` (exactly, as a string).
+def choice(
+    name: str, value: object, options: Collection[str], aliases: Mapping[str, str] | None = None
+) -> str:
+    """One of ``options``, as the option is spelled; case and surrounding space are ignored.
+
+    ``aliases`` maps other names people use (lower case) to an option: ``{"adamw": "adam"}``.
 
     >>> choice("ceiling", "nameplate", ("nameplate", "measured"))
     'nameplate'
+    >>> choice("algorithm", " Ring", ("ring", "tree"))
+    'ring'
+    >>> choice("optimizer", "AdamW", ("adam", "sgd"), {"adamw": "adam"})
+    'adam'
     """
     if not isinstance(value, str):
         raise TypeError(f"`{name}` must be a string (got {_typed(value)}).")
-    if value not in options:
+    if value in options:
+        return value
+    folded = value.strip().casefold()
+    found = [option for option in options if option.casefold() == folded]
+    if len(found) != 1 and aliases and aliases.get(folded) in options:
+        found = [aliases[folded]]
+    if len(found) != 1:
         raise ValueError(
             f"`{name}` must be one of {', '.join(map(repr, options))} (got {value!r})."
         )
-    return value
+    return found[0]
+
+
+def sequence(name: str, value: object, what: str = "numbers") -> list[Any]:
+    """``value``'s items as a list: from a list, a tuple, any sequence, or a 1-D array.
+
+    numpy arrays (and anything numpy can read as one, such as a pandas Series) come back
+    as Python numbers; a string is not a sequence of numbers.
+
+    >>> import numpy as np
+    >>> sequence("times", np.array([1.0, 2.0])), sequence("times", (3, 4))
+    ([1.0, 2.0], [3, 4])
+    >>> sequence("times", np.ones((2, 2)))
+    Traceback (most recent call last):
+    ...
+    ValueError: `times` must be a 1-D sequence of numbers (got an array of shape (2, 2)).
+    """
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"`{name}` must be a sequence of {what} (got {_typed(value)}).")
+    if isinstance(value, Sequence):
+        return list(value)
+    numpy = _loaded_numpy()
+    if numpy is not None and (isinstance(value, numpy.ndarray) or hasattr(value, "__array__")):
+        array = numpy.asarray(value)
+        if array.ndim == 0:
+            raise TypeError(f"`{name}` must be a sequence of {what} (got {_typed(value)}).")
+        if array.ndim != 1:
+            raise ValueError(
+                f"`{name}` must be a 1-D sequence of {what} "
+                f"(got an array of shape {tuple(array.shape)})."
+            )
+        return list(array.tolist())
+    raise TypeError(f"`{name}` must be a sequence of {what} (got {type(value).__name__}).")
+
+
+def each(
+    name: str,
+    value: object,
+    check: Callable[[str, object], float],
+    law: Callable[[float], float],
+) -> Any:
+    """``law`` of ``value`` checked by ``check``: a float for a number, a numpy array of one
+    value per item for a sequence or a 1-D array (each item checked as ``name[i]``).
+
+    >>> each("p", 4, positive, lambda p: 2 * p), each("p", [1, 2], positive, lambda p: 2 * p)
+    (8.0, array([2., 4.]))
+    """
+    if is_number(value):
+        return law(check(name, value))
+    import numpy as np
+
+    items = sequence(name, value)
+    return np.array([law(check(f"{name}[{i}]", v)) for i, v in enumerate(items)], dtype=float)

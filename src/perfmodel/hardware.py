@@ -506,8 +506,13 @@ DeviceLike: TypeAlias = str | Device
 LinkLike: TypeAlias = str | Link | LinkSpec
 
 
+#: Short names people type for a word that starts a catalogue name ("IB NDR").
+_ABBREVIATIONS = {"ib": "infiniband"}
+
+
 def _key(name: str) -> str:
-    return " ".join(name.lower().replace("-", " ").replace("_", " ").split())
+    words = name.lower().replace("-", " ").replace("_", " ").split()
+    return " ".join(_ABBREVIATIONS.get(word, word) for word in words)
 
 
 def _lookup(table: Mapping[str, Any], name: object, what: str, argument: str = "name") -> Any:
@@ -518,11 +523,20 @@ def _lookup(table: Mapping[str, Any], name: object, what: str, argument: str = "
             f"(got {type(name).__name__} {name!r})."
         )
     by_key = {_key(entry): entry for entry in table}
-    if _key(name) in by_key:
-        return table[by_key[_key(name)]]
-    close = difflib.get_close_matches(_key(name), list(by_key), n=3, cutoff=0.4)
-    hint = ", ".join(repr(by_key[c]) for c in close) or "none close"
+    key = _key(name)
+    if key in by_key:
+        return table[by_key[key]]
+    starting = [entry for k, entry in by_key.items() if key and k.startswith(key)]
+    if len(starting) == 1:  # a unique prefix: "MI300" is the MI300X
+        return table[starting[0]]
     listing = "names()" if what == "device" else "link_names()"
+    if starting:
+        raise ValueError(
+            f"`{argument}` must name one catalogue {what}: {name!r} starts the names of "
+            f"{len(starting)}: {', '.join(map(repr, starting))}; say which."
+        )
+    close = difflib.get_close_matches(key, list(by_key), n=3, cutoff=0.4)
+    hint = ", ".join(repr(by_key[c]) for c in close) or "none close"
     raise ValueError(
         f"`{argument}` must name a catalogue {what}: there is no {what} named {name!r}; "
         f"closest: {hint}. See hardware.{listing} for all."
@@ -707,8 +721,8 @@ class Catalogue:
         )
 
     def get(self, name: str, *, argument: str = "name") -> Device:
-        """The device called ``name`` (case, spaces and hyphens ignored); errors name the
-        caller's ``argument``.
+        """The device called ``name`` (case, spaces and hyphens ignored; a unique start of a
+        name will do); errors name the caller's ``argument``.
 
         Parameters
         ----------

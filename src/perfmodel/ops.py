@@ -32,7 +32,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from perfmodel._validate import count, flag, is_number, non_negative, text
+from perfmodel._validate import count, flag, is_number, non_negative, sequence, text
 from perfmodel.hardware import dtype_bytes
 
 __all__ = [
@@ -823,11 +823,9 @@ def fusion(n: int, flops_per_element: Sequence[float], *, dtype: str | int = "fp
     (4, 24000000)
     """
     n = count("n", n)
-    if isinstance(flops_per_element, (str, bytes)) or not isinstance(flops_per_element, Sequence):
-        raise TypeError(
-            "`flops_per_element` must be a sequence, one number per op in the chain "
-            f"(got {type(flops_per_element).__name__})."
-        )
+    flops_per_element = sequence(
+        "flops_per_element", flops_per_element, "numbers, one per op in the chain"
+    )
     if not flops_per_element:
         raise ValueError("`flops_per_element` must list at least one op (got an empty sequence).")
     steps = [

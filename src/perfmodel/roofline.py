@@ -29,9 +29,11 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from perfmodel._show import percent, seconds, shown, words
 from perfmodel._validate import choice, fraction, is_number, number
 from perfmodel.hardware import Device, DeviceLike, get
 from perfmodel.ops import Cost
+from perfmodel.units import format_rate
 
 __all__ = [
     "CEILINGS",
@@ -167,7 +169,7 @@ def attainable_flops(
     return min(peak, intensity * bandwidth)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class Estimate:
     """The roofline's verdict on one operation on one device.
 
@@ -216,6 +218,20 @@ class Estimate:
     def fraction_of_peak(self) -> float:
         """Achieved FLOP/s over the compute ceiling used (see ``ceiling``), fraction."""
         return self.compute_time_s / self.time_s if self.time_s > 0 else 0.0
+
+    def __repr__(self) -> str:
+        return shown(
+            "Estimate",
+            time=seconds(self.time_s),
+            bound=repr(self.bound),
+            compute=seconds(self.compute_time_s),
+            memory=seconds(self.memory_time_s),
+            achieved=format_rate(self.achieved_flops),
+            op=words(self.cost.label or "unlabelled", 80),
+            device=repr(self.device),
+            dtype=repr(self.dtype),
+            ceiling=words(self.ceiling),
+        )
 
 
 def estimate(
@@ -286,7 +302,7 @@ def estimate(
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class SequenceEstimate:
     """Estimates for a sequence of operations run one after another.
 
@@ -332,6 +348,17 @@ class SequenceEstimate:
         """
         total = self.time_s
         return [(s.cost.label, s.time_s / total if total else 0.0) for s in self.steps]
+
+    def __repr__(self) -> str:
+        top = max(self.share(), key=lambda pair: pair[1], default=("none", 0.0))
+        return shown(
+            "SequenceEstimate",
+            steps=str(len(self.steps)),
+            time=seconds(self.time_s),
+            time_no_overlap=seconds(self.time_no_overlap_s),
+            largest=f"{words(top[0] or 'unlabelled', 80)} ({percent(top[1])})",
+            device=repr(self.steps[0].device) if self.steps else "None",
+        )
 
 
 def estimate_sequence(

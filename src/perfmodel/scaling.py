@@ -42,11 +42,16 @@ Examples
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
-from perfmodel._validate import fraction, number, positive
+from perfmodel._show import percent, shown, words
+from perfmodel._validate import each, fraction, number, positive, sequence
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 __all__ = [
     "Fit",
@@ -72,7 +77,11 @@ def _processors(name: str, p: object) -> float:
     return number(name, p, minimum=1, what="a number of processors >= 1")
 
 
-def amdahl_speedup(parallel_fraction: float, p: float) -> float:
+@overload
+def amdahl_speedup(parallel_fraction: float, p: float) -> float: ...
+@overload
+def amdahl_speedup(parallel_fraction: float, p: Sequence[float] | NDArray[Any]) -> NDArray[Any]: ...
+def amdahl_speedup(parallel_fraction: float, p: Any) -> Any:
     """Strong-scaling speedup on ``p`` processors when ``parallel_fraction`` of the work is
     parallel: ``1 / ((1 - α) + α / p)``.
 
@@ -81,13 +90,14 @@ def amdahl_speedup(parallel_fraction: float, p: float) -> float:
     parallel_fraction : float
         The share ``α`` of the one-processor run's work that can run in parallel, in [0, 1],
         fraction.
-    p : float
-        Processors, count (at least 1; need not be whole).
+    p : float or array_like
+        Processors, count (at least 1; need not be whole); a sequence or 1-D array gives
+        one speedup per count.
 
     Returns
     -------
-    float
-        The speedup over one processor, dimensionless.
+    float or numpy.ndarray
+        The speedup over one processor, dimensionless (an array when ``p`` is one).
 
     Raises
     ------
@@ -98,10 +108,11 @@ def amdahl_speedup(parallel_fraction: float, p: float) -> float:
     --------
     >>> amdahl_speedup(1.0, 8), amdahl_speedup(0.0, 8)
     (8.0, 1.0)
+    >>> amdahl_speedup(0.8, [1, 4, 16])
+    array([1. , 2.5, 4. ])
     """
     alpha = fraction("parallel_fraction", parallel_fraction, allow_zero=True)
-    p = _processors("p", p)
-    return 1 / ((1 - alpha) + alpha / p)
+    return each("p", p, _processors, lambda n: 1 / ((1 - alpha) + alpha / n))
 
 
 def amdahl_limit(parallel_fraction: float) -> float:
@@ -126,7 +137,13 @@ def amdahl_limit(parallel_fraction: float) -> float:
     return math.inf if alpha == 1 else 1 / (1 - alpha)
 
 
-def gustafson_speedup(serial_fraction: float, p: float) -> float:
+@overload
+def gustafson_speedup(serial_fraction: float, p: float) -> float: ...
+@overload
+def gustafson_speedup(
+    serial_fraction: float, p: Sequence[float] | NDArray[Any]
+) -> NDArray[Any]: ...
+def gustafson_speedup(serial_fraction: float, p: Any) -> Any:
     """Weak-scaling (scaled) speedup on ``p`` processors: ``s + p·(1 - s)``, where ``s`` is
     the share of the parallel run's time spent in serial work.
 
@@ -135,13 +152,14 @@ def gustafson_speedup(serial_fraction: float, p: float) -> float:
     serial_fraction : float
         Gustafson's ``s``: the share of the ``p``-processor run's time spent in serial work,
         in [0, 1], fraction.
-    p : float
-        Processors, count (at least 1; need not be whole).
+    p : float or array_like
+        Processors, count (at least 1; need not be whole); a sequence or 1-D array gives
+        one speedup per count.
 
     Returns
     -------
-    float
-        The scaled speedup, dimensionless.
+    float or numpy.ndarray
+        The scaled speedup, dimensionless (an array when ``p`` is one).
 
     Raises
     ------
@@ -154,8 +172,7 @@ def gustafson_speedup(serial_fraction: float, p: float) -> float:
     (1024.0, 1.0)
     """
     s = fraction("serial_fraction", serial_fraction, allow_zero=True)
-    p = _processors("p", p)
-    return s + p * (1 - s)
+    return each("p", p, _processors, lambda n: s + n * (1 - s))
 
 
 def amdahl_serial_fraction(serial_share: float, p: float) -> float:
@@ -300,7 +317,7 @@ def karp_flatt(speedup: float, p: float) -> float:
     return (1 / speedup - 1 / p) / (1 - 1 / p)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Fit:
     """A fitted fraction with its confidence interval, and whether the data support it.
 
@@ -361,7 +378,7 @@ class Fit:
 
         Examples
         --------
-        >>> fit_amdahl([1, 2], [1.0, 1.3]).doubt.startswith("the best fit")
+        >>> fit_amdahl([1, 2], [2.0, 2.6]).doubt.startswith("the best fit")
         True
         >>> fit_amdahl([1, 1, 1, 2, 2, 2], [1.0, 1.01, 0.99, 0.55, 0.56, 0.54]).doubt
         ''
@@ -383,16 +400,20 @@ class Fit:
             )
         return ""
 
+    def __repr__(self) -> str:
+        name = "alpha" if self.law == "amdahl" else "s"
+        within = "none" if self.low is None else f"{self.low:.3f} to {self.high:.3f}"
+        parts = {"law": repr(self.law), name: f"{self.value:.3f}", "points": str(self.points),
+                 "interval": f"{within} ({percent(self.confidence)})"}  # fmt: skip
+        if self.scale is not None:
+            parts["T1"] = f"{self.scale:.4g} (the times' unit)"
+        return shown("Fit", **parts, doubt=words(self.doubt, 300))
+
 
 def _points(
     processors: Sequence[float], values: Sequence[float], name: str
 ) -> tuple[list[float], list[float]]:
-    if isinstance(processors, (str, bytes)) or not isinstance(processors, Sequence):
-        raise TypeError(
-            f"`processors` must be a sequence of numbers (got {type(processors).__name__})."
-        )
-    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
-        raise TypeError(f"`{name}` must be a sequence of numbers (got {type(values).__name__}).")
+    processors, values = sequence("processors", processors), sequence(name, values)
     if len(processors) != len(values):
         raise ValueError(
             f"`processors` and `{name}` must have the same length "
@@ -534,6 +555,14 @@ def fit_amdahl(
 
     raw, low, high, medians = _fit_medians(ps, ts, estimate, sigma, 2, confidence)
     counts = np.unique(np.asarray(ps))
+    if raw < -ROUNDING and all(0.9 <= m <= 1.1 * c for c, m in zip(counts, medians, strict=True)):
+        warnings.warn(
+            f"`times` look like speedups: they rise with the processor count, from about 1 "
+            f"at {counts[0]:g} to at most the count (medians {np.round(medians, 3).tolist()}). "
+            f"fit_amdahl takes times (s); pass 1 / speedup for each run to fit speedups.",
+            UserWarning,
+            stacklevel=2,
+        )
     alpha = min(max(raw, 0.0), 1.0)
     # T1 that best fits the medians at the clipped α (the least-squares line when α is inside)
     shape = (1 - alpha) + alpha / counts

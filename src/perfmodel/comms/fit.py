@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from perfmodel._validate import choice, count, non_negative, positive, text
+from perfmodel._validate import choice, count, non_negative, positive, sequence, text
 from perfmodel.comms.collectives import ALGORITHMS, COLLECTIVES, LinkModel, terms
 
 if TYPE_CHECKING:
@@ -162,10 +162,7 @@ def fit_alpha_beta(
     algorithm = ALGORITHMS[collective][0] if algorithm is None else algorithm
     ranks = count("ranks", ranks, minimum=2)
     cost = terms(collective, ranks, algorithm)
-    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Sequence):
-        raise TypeError(f"`sizes` must be a sequence of numbers (got {type(sizes).__name__}).")
-    if isinstance(times, (str, bytes)) or not isinstance(times, Sequence):
-        raise TypeError(f"`times` must be a sequence of numbers (got {type(times).__name__}).")
+    sizes, times = sequence("sizes", sizes), sequence("times", times)
     if len(sizes) != len(times):
         raise ValueError(
             f"`sizes` and `times` must have the same length (got {len(sizes)} and {len(times)})."

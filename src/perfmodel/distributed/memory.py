@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from perfmodel._show import gib, shown
 from perfmodel._validate import choice, count, positive
 from perfmodel.transformer import Transformer
 
@@ -50,7 +51,7 @@ PRECISIONS: dict[str, dict[str, tuple[int, int, int]]] = {
 RECOMPUTE = ("none", "selective", "full")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class TrainingMemory:
     """Bytes one device holds while training, by kind.
 
@@ -104,6 +105,11 @@ class TrainingMemory:
             raise ValueError(f"`device` {spec.name!r} has no memory capacity in the catalogue.")
         usable = positive("usable", usable)
         return self.total <= usable * spec.memory_capacity
+
+    def __repr__(self) -> str:
+        return shown("TrainingMemory", total=gib(self.total), weights=gib(self.weights),
+                     gradients=gib(self.gradients), optimizer=gib(self.optimizer),
+                     activations=gib(self.activations))  # fmt: skip
 
 
 def activation_bytes(
@@ -179,7 +185,8 @@ def training_memory(
         16 bytes per parameter with Adam), fp32 throughout, or bf16 weights and gradients
         with fp32 optimizer moments and no master copy (12 with Adam).
     optimizer : {"adam", "sgd"}
-        Adam, or SGD with momentum.
+        Adam (``"adamw"`` too: decoupled weight decay keeps the same states), or SGD with
+        momentum; case is ignored.
     data_parallel : int
         The data-parallel group size, count.
     zero_stage : int
@@ -202,7 +209,7 @@ def training_memory(
         Bytes per device by kind, B.
     """
     precision = choice("precision", precision, tuple(PRECISIONS))
-    optimizer = choice("optimizer", optimizer, tuple(PRECISIONS[precision]))
+    optimizer = choice("optimizer", optimizer, tuple(PRECISIONS[precision]), {"adamw": "adam"})
     dp = count("data_parallel", data_parallel)
     stage = count("zero_stage", zero_stage, minimum=0, maximum=3)
     tp, pp = (

@@ -39,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from perfmodel._validate import count, describe, flag, fraction, positive
+from perfmodel._validate import count, describe, flag, fraction, positive, sequence
 from perfmodel.measure.timing import Measurement, measure, thread_limit
 
 __all__ = [
@@ -744,10 +744,7 @@ def where_it_pays(sizes: Sequence[int], speedups: Sequence[float]) -> Payoff:
     >>> where_it_pays([64, 16, 32], [1.8, 0.5, 1.5]).paying
     (32, 64)
     """
-    given: tuple[tuple[str, object], ...] = (("sizes", sizes), ("speedups", speedups))
-    for name, values in given:
-        if not isinstance(values, Sequence) or isinstance(values, str | bytes):
-            raise TypeError(f"`{name}` must be a sequence of numbers (got {describe(values)}).")
+    sizes, speedups = sequence("sizes", sizes), sequence("speedups", speedups)
     sizes = [count(f"sizes[{i}]", n) for i, n in enumerate(sizes)]
     speedups = [positive(f"speedups[{i}]", s) for i, s in enumerate(speedups)]
     if len(sizes) != len(speedups) or not sizes:

@@ -24,7 +24,7 @@ import itertools
 import math
 from collections.abc import Sequence
 
-from perfmodel._validate import non_negative
+from perfmodel._validate import non_negative, sequence
 from perfmodel.pipeline.graph import Graph, Partition, bisect_threshold, check_k, stage_cost
 
 __all__ = ["balance_by_params", "balance_by_time", "equal_layers", "greedy_cuts"]
@@ -77,9 +77,7 @@ def balance_by_params(graph: Graph, k: int, params: Sequence[float]) -> Partitio
         The split, priced with communication; its ``lower_bound`` is 0.0 (none proven).
     """
     k = check_k(graph, k)
-    given: object = params
-    if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
-        raise TypeError(f"`params` must be a sequence of counts (got {type(given).__name__}).")
+    params = sequence("params", params, "counts")
     if len(params) != graph.n:
         raise ValueError(
             f"`params` must give a count for each of the {graph.n} nodes "

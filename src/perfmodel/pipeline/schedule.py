@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from perfmodel._validate import count, non_negative
+from perfmodel._validate import count, non_negative, sequence
 from perfmodel.pipeline.graph import Graph, stage_cost
 from perfmodel.pipeline.partition import partition
 
@@ -108,12 +108,8 @@ def simulate(stage_times: Sequence[float], micro_batches: int) -> Schedule:
     Schedule
         When each stage started and finished each micro-batch.
     """
-    given: object = stage_times
-    if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
-        raise TypeError(
-            f"`stage_times` must be a sequence of seconds (got {type(given).__name__})."
-        )
-    times = [non_negative(f"stage_times[{i}]", t) for i, t in enumerate(stage_times)]
+    given = sequence("stage_times", stage_times, "seconds")
+    times = [non_negative(f"stage_times[{i}]", t) for i, t in enumerate(given)]
     if not times:
         raise ValueError("`stage_times` must list at least one stage (got none).")
     micro_batches = count("micro_batches", micro_batches)

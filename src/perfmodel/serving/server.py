@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from perfmodel._show import seconds, shown
 from perfmodel._validate import count, non_negative, positive
 from perfmodel.measure.timing import clock
 from perfmodel.serving.simulator import LatencySummary
@@ -196,7 +197,7 @@ class Server:
             self._free.release()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class LoadTest(LatencySummary):
     """What one load test measured: every request's arrival and completion, and the batches.
 
@@ -257,6 +258,17 @@ class LoadTest(LatencySummary):
     def mean_batch(self) -> float:
         """Requests per batch, on average."""
         return len(self.arrivals) / len(self.batch_sizes)
+
+    def __repr__(self) -> str:
+        return shown(
+            "LoadTest",
+            requests=f"{len(self.arrivals):,}",
+            offered_rate=f"{self.offered_rate:,.4g} requests/s",
+            p50=seconds(self.p50_latency_s),
+            p99=seconds(self.p99_latency_s),
+            throughput=f"{self.throughput:,.4g} requests/s",
+            mean_batch=f"{self.mean_batch:.3g}",
+        )
 
 
 def load_test(

@@ -26,8 +26,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from perfmodel._show import percent, seconds, shown
 from perfmodel._validate import choice, count, fraction, non_negative, positive
 from perfmodel.hardware import DeviceLike
+from perfmodel.serving.theory import OverloadWarning, warn_if_overloaded
 
 if TYPE_CHECKING:
     from perfmodel.ops import Cost
@@ -37,6 +39,7 @@ __all__ = [
     "DISTRIBUTIONS",
     "POLICIES",
     "LatencySummary",
+    "OverloadWarning",
     "Replicated",
     "SimulationResult",
     "linear_batch_time",
@@ -176,7 +179,7 @@ class LatencySummary:
         return self.percentile(99)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class SimulationResult(LatencySummary):
     """One simulated run: every request's times, and the figures that summarise them.
 
@@ -268,8 +271,21 @@ class SimulationResult(LatencySummary):
         present = np.cumsum(steps[order])[:-1]
         return float(np.sum(present * np.diff(times[order])) / self.span_s)
 
+    def __repr__(self) -> str:
+        return shown(
+            "SimulationResult",
+            requests=f"{len(self.arrivals):,}",
+            workers=str(self.workers),
+            p50=seconds(self.p50_latency_s),
+            p99=seconds(self.p99_latency_s),
+            mean_latency=seconds(self.mean_latency_s),
+            utilization=percent(self.utilization),
+            throughput=f"{self.throughput:,.4g} requests/s",
+            mean_batch=f"{self.mean_batch:.3g}",
+        )
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, repr=False)
 class Replicated:
     """Independent replications of one configuration: each figure is their mean.
 
@@ -331,6 +347,24 @@ class Replicated:
             raise AttributeError(name)
         values = self.values(name)
         return sum(values) / len(values)
+
+    def __repr__(self) -> str:
+        def figure(name: str) -> str:
+            if len(self.runs) < 2:
+                return seconds(getattr(self, name))
+            low, high = self.interval(name)
+            return f"{seconds(getattr(self, name))} ({seconds(low)} to {seconds(high)})"
+
+        return shown(
+            "Replicated",
+            runs=str(len(self.runs)),
+            requests=f"{len(self.runs[0].arrivals):,} each" if self.runs else "0",
+            confidence=percent(self.confidence),
+            p50=figure("p50_latency_s"),
+            p99=figure("p99_latency_s"),
+            utilization=percent(self.utilization),
+            throughput=f"{self.throughput:,.4g} requests/s",
+        )
 
 
 def _run(
@@ -505,6 +539,13 @@ def simulate(
     -------
     SimulationResult or Replicated
         The run, or the replications when ``replications`` is more than one.
+
+    Warns
+    -----
+    OverloadWarning
+        When requests arrive (on average, outside a spike) at least as fast as the workers
+        can serve them at their best batch size: utilization 1 or more, a queue that grows
+        without bound, latencies that depend on how many requests were simulated.
     """
     import numpy as np
 
@@ -542,4 +583,7 @@ def simulate(
         )  # fmt: skip
         runs.append(SimulationResult(times, starts, done, tuple(sizes), busy,
                                      workers * servers, int(keep * len(times))))  # fmt: skip
+    span = float(times[-1] - times[0])
+    offered = rate if isinstance(arrivals, str) else (len(times) - 1) / span if span else math.inf
+    warn_if_overloaded(offered, batch_time, workers * servers, min(max_batch, n))
     return runs[0] if replications == 1 else Replicated(tuple(runs))

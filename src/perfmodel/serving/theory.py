@@ -19,9 +19,16 @@ rate λ, mean service time E[S] and ρ = λ·E[S]/c < 1:
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Callable
+
 from perfmodel._validate import count, non_negative, positive
 
-__all__ = ["erlang_c", "mg1_wait", "md1_wait", "mmc_wait", "utilization"]
+__all__ = ["OverloadWarning", "erlang_c", "mg1_wait", "md1_wait", "mmc_wait", "utilization"]
+
+
+class OverloadWarning(UserWarning):
+    """``serving.simulate`` was asked for more requests per second than its workers serve."""
 
 
 def _stable(arrival_rate: float, mean_service_s: float, servers: int) -> tuple[float, float]:
@@ -149,3 +156,37 @@ def md1_wait(arrival_rate: float, service_s: float) -> float:
         Wq, the mean wait before service, s.
     """
     return mg1_wait(arrival_rate, service_s, 0.0)
+
+
+def warn_if_overloaded(
+    rate: float, batch_time: Callable[[int], float], workers: int, max_batch: int
+) -> None:
+    """Warn (:class:`OverloadWarning`) when ``rate`` meets the workers' capacity at their best
+    batch size; the sizes tried are 1, the powers of two and ``max_batch``.
+
+    Parameters
+    ----------
+    rate : float
+        Requests arriving per s, on average.
+    batch_time : callable
+        Mean seconds a worker takes for a batch of b requests.
+    workers : int
+        Workers in all, count.
+    max_batch : int
+        The largest batch a worker takes, count.
+    """
+    sizes = {1, max_batch, *(2**k for k in range(max_batch.bit_length()) if 2**k < max_batch)}
+    times = {b: batch_time(b) for b in sorted(sizes)}
+    if any(not t > 0 for t in times.values()):
+        return
+    best = max(times, key=lambda b: b / times[b])
+    capacity = workers * best / times[best]
+    if rate >= capacity:
+        warnings.warn(
+            f"requests arrive at {rate:,.4g}/s, {rate / capacity:.2f} times what {workers} "
+            f"worker(s) can serve ({capacity:,.4g}/s at batches of {best}): utilization >= 1, "
+            f"so the queue grows without bound and the latencies depend on how many requests "
+            f"were simulated (serving.mmc_wait refuses such a load).",
+            OverloadWarning,
+            stacklevel=3,
+        )

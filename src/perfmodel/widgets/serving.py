@@ -40,12 +40,16 @@ def _simulate(
     servers: int,
     policy: str,
 ) -> Any:
-    from perfmodel.serving import linear_batch_time, simulate
+    import warnings
+
+    from perfmodel.serving import OverloadWarning, linear_batch_time, simulate
 
     cost = linear_batch_time(SETUP_S, PER_REQUEST_S)
-    return simulate(rate, SETUP_S + PER_REQUEST_S, workers, servers=servers, policy=policy,
-                    max_batch=max_batch, max_wait_s=max_wait_ms / 1e3, batch_time=cost,
-                    requests=requests, seed=0)  # fmt: skip
+    with warnings.catch_warnings():  # the rate's slider goes past capacity, on purpose:
+        warnings.simplefilter("ignore", OverloadWarning)  # the title gives the load
+        return simulate(rate, SETUP_S + PER_REQUEST_S, workers, servers=servers,
+                        policy=policy, max_batch=max_batch, max_wait_s=max_wait_ms / 1e3,
+                        batch_time=cost, requests=requests, seed=0)  # fmt: skip
 
 
 def _percentiles(*arguments: Any) -> _Percentiles:

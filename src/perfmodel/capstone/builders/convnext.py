@@ -17,7 +17,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from perfmodel._validate import count
+from perfmodel._validate import count, sequence
 from perfmodel.capstone.builders.graph import GraphBuilder
 
 __all__ = ["convnext_t"]
@@ -28,11 +28,8 @@ _CHANNELS_FIRST = [0, 3, 1, 2]
 
 def _counts(name: str, values: object) -> list[int]:
     """``values`` as a list of positive integers, one per stage."""
-    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
-        raise TypeError(
-            f"`{name}` must be a sequence of integers, one per stage (got {type(values).__name__})."
-        )
-    return [count(name, value) for value in values]
+    given = sequence(name, values, "integers, one per stage")
+    return [count(name, value) for value in given]
 
 
 def convnext_t(
