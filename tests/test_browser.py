@@ -68,8 +68,11 @@ def accept_kernel_dialog(page, timeout_ms: int) -> None:
 
 @pytest.fixture
 def lab(tmp_path):
-    """A JupyterLab server on localhost, empty token, serving a copy of the notebooks."""
-    shutil.copy(ROOT / "notebooks" / "00_start_here.ipynb", tmp_path)
+    """A JupyterLab server on localhost, empty token, serving a copy of the course's layout
+    from its root, as `make lab` does (lecture 00 links to the workbook beside it)."""
+    for folder, name in (("notebooks", "00_start_here.ipynb"), ("exercises", "00_warmup.ipynb")):
+        (tmp_path / folder).mkdir()
+        shutil.copy(ROOT / folder / name, tmp_path / folder)
     port = free_port()
     env = {
         **os.environ,
@@ -112,7 +115,7 @@ def test_start_here_runs_in_jupyterlab_and_its_slider_drives_the_output(lab):
         browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(f"{lab}/lab/tree/00_start_here.ipynb")
+            page.goto(f"{lab}/lab/tree/notebooks/00_start_here.ipynb")
             page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
             accept_kernel_dialog(page, timeout_ms=3_000)
             page.wait_for_selector(
@@ -159,6 +162,15 @@ def test_start_here_runs_in_jupyterlab_and_its_slider_drives_the_output(lab):
             assert "100 MB" in readouts and "100 GB/s" in readouts, readouts
             sentence.scroll_into_view_if_needed()
             page.screenshot(path=str(SCREENSHOTS / "00_start_here.png"))
+            # The workbook is one click away: the lecture's link opens it in a new tab.
+            link = page.locator(".jp-RenderedMarkdown a", has_text="exercises/00_warmup.ipynb")
+            link.scroll_into_view_if_needed()
+            link.click()
+            page.locator(".lm-TabBar-tab", has_text="00_warmup.ipynb").wait_for(timeout=30_000)
+            page.locator(".jp-Notebook h1", has_text="Workbook 00: Warm up").wait_for(
+                timeout=30_000
+            )
+            page.screenshot(path=str(SCREENSHOTS / "00_warmup-from-the-link.png"))
         except Exception:
             page.screenshot(path=str(SCREENSHOTS / "00_start_here-failure.png"))
             raise

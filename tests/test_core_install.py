@@ -131,3 +131,24 @@ def test_each_optional_part_names_an_extra_that_pyproject_defines():
     extras = extras["optional-dependencies"]
     assert {extra for extra in MODULE_EXTRAS.values() if extra not in extras} == set()
     assert {"lab", "grading", "course", "mpi", "capstone"} <= set(MODULE_EXTRAS.values())
+
+
+@pytest.mark.slow
+def test_a_workbooks_instant_check_runs_with_the_core_alone(core_python, tmp_path):
+    # students get no otter-grader: the checks their copy carries must run without it
+    shutil.copy(ROOT / "exercises" / "00_warmup.ipynb", tmp_path)
+    script = (
+        "import importlib.util\n"
+        "assert importlib.util.find_spec('otter') is None\n"
+        "from perfmodel.checker import Notebook\n"
+        "grader = Notebook('00_warmup.ipynb')\n"
+        "print(repr(grader.check('q1', {'vector_bytes': 8e7})))\n"
+        "print(repr(grader.check('q1', {'vector_bytes': 1e7})))\n"
+    )
+    done = subprocess.run(
+        [str(core_python), "-c", script], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    wrong, right = done.stdout.strip().split("\n", 1)[0], done.stdout.strip().splitlines()[-1]
+    assert "8x too large" in done.stdout and "bits-vs-bytes" in done.stdout, done.stdout
+    assert wrong == "q1 results:" and right == "q1 results: All test cases passed!"

@@ -125,7 +125,10 @@ class CheckResult:
     def _repr_html_(self) -> str:
         question = html.escape(self.question)
         if self.passed:
-            return f"<p><strong>{question}</strong> results: All test cases passed!</p>"
+            return (
+                f"<p><strong style='color: #1b7f3b;'>✅ {question}</strong> results: "
+                f"All test cases passed!</p>"
+            )
         items = "".join(f"<li>❌ {html.escape(message)}</li>" for message in self.failures)
         return (
             f"<p><strong style='color: #b00020;'>{question}</strong> results:</p>"
