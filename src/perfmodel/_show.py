@@ -13,10 +13,15 @@ Examples
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from perfmodel.units import format_quantity
 
-__all__ = ["LIMIT", "gib", "percent", "seconds", "shown", "words"]
+if TYPE_CHECKING:
+    from perfmodel.hardware import Device, Link
+
+__all__ = ["LIMIT", "device", "gib", "link", "percent", "seconds", "shown", "words"]
 
 #: The most characters a repr built here holds: about one screen.
 LIMIT = 1000
@@ -89,12 +94,12 @@ def words(text: str, limit: int = 120) -> str:
     return repr(text if len(text) <= limit else text[: limit - 3] + "...")
 
 
-def shown(name: str, **parts: str) -> str:
-    """``name(key=value, ...)``, cut to :data:`LIMIT` characters.
+def shown(title: str, /, **parts: str) -> str:
+    """``title(key=value, ...)``, cut to :data:`LIMIT` characters.
 
     Parameters
     ----------
-    name : str
+    title : str
         The type's name.
     **parts : str
         Each headline figure, already formatted with its unit.
@@ -104,5 +109,59 @@ def shown(name: str, **parts: str) -> str:
     str
         The repr.
     """
-    text = f"{name}({', '.join(f'{key}={value}' for key, value in parts.items())})"
+    text = f"{title}({', '.join(f'{key}={value}' for key, value in parts.items())})"
     return text if len(text) <= LIMIT else text[: LIMIT - 4] + "...)"
+
+
+def device(spec: Device) -> str:
+    """A catalogue device's repr: its peaks, bandwidth and capacity, not its sources.
+
+    Parameters
+    ----------
+    spec : hardware.Device
+        The device.
+
+    Returns
+    -------
+    str
+        ``Device(name=..., kind=..., peak_flops=..., memory_bandwidth=..., ...)``.
+    """
+
+    def rates(table: Mapping[str, float]) -> str:
+        items = (f"{dtype} {format_quantity(rate, 'FLOP/s')}" for dtype, rate in table.items())
+        return f"[{', '.join(items)}]"
+
+    parts = {"name": repr(spec.name), "kind": repr(spec.kind),
+             "peak_flops": rates(spec.peak_flops_by_dtype),
+             "memory_bandwidth": format_quantity(spec.memory_bandwidth, "B/s")}  # fmt: skip
+    if spec.memory_capacity is not None:
+        parts["memory_capacity"] = format_quantity(spec.memory_capacity, "B")
+    if spec.measured_flops_by_dtype:
+        parts["measured_flops"] = rates(spec.measured_flops_by_dtype)
+    if spec.year is not None:
+        parts["year"] = str(spec.year)
+    return shown("Device", **parts)
+
+
+def link(spec: Link) -> str:
+    """A catalogue link's repr: its bandwidth and latency, not its sources.
+
+    Parameters
+    ----------
+    spec : hardware.Link
+        The link.
+
+    Returns
+    -------
+    str
+        ``Link(name=..., kind=..., bandwidth=..., latency=...)``.
+    """
+    parts = {"name": repr(spec.name), "kind": repr(spec.kind),
+             "bandwidth": format_quantity(spec.bandwidth, "B/s"),
+             "latency": seconds(spec.latency)}  # fmt: skip
+    if spec.measured_busbw:
+        parts["measured_busbw"] = ", ".join(
+            f"{algorithm} {format_quantity(rate, 'B/s')}"
+            for algorithm, rate in spec.measured_busbw.items()
+        )
+    return shown("Link", **parts)

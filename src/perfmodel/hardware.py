@@ -33,6 +33,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
+from perfmodel import _show
 from perfmodel._validate import choice, count, describe, is_number, non_negative, positive, text
 
 if sys.version_info >= (3, 11):
@@ -193,7 +194,7 @@ def _source(owner: str, value: object) -> str:
     return value
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class Device:
     """A compute node reduced to the numbers that bound its speed.
 
@@ -408,8 +409,11 @@ class Device:
             )
         return self.measured_flops_by_dtype[key]
 
+    def __repr__(self) -> str:
+        return _show.device(self)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class Link:
     """A connection between devices or nodes.
 
@@ -460,8 +464,8 @@ class Link:
             )
         measured = {}
         for algorithm, rate in self.measured_busbw.items():
-            _field(owner, choice, "measured_busbw", algorithm, BUS_ALGORITHMS)
-            measured[algorithm] = _positive(owner, f"measured_busbw[{algorithm!r}]", rate)
+            key = _field(owner, choice, "measured_busbw", algorithm, BUS_ALGORITHMS)
+            measured[key] = _positive(owner, f"measured_busbw[{algorithm!r}]", rate)
         if measured.get("ring", 0.0) > self.bandwidth:
             raise ValueError(
                 f"{owner}: `measured_busbw['ring']` must be at most the line rate "
@@ -471,6 +475,9 @@ class Link:
         set_("measured_busbw", MappingProxyType(measured))
         if measured and not str(self.measured_source).strip():
             raise ValueError(f"{owner}: measured bus bandwidths need a `measured_source`.")
+
+    def __repr__(self) -> str:
+        return _show.link(self)
 
 
 @runtime_checkable
@@ -990,7 +997,7 @@ def names(kind: str | None = None) -> list[str]:
         If ``kind`` is not one of :data:`KINDS`.
     """
     if kind is not None:
-        choice("kind", kind, KINDS)
+        kind = choice("kind", kind, KINDS)
     return [n for n, d in catalogue().devices.items() if kind is None or d.kind == kind]
 
 

@@ -95,8 +95,7 @@ def ceilings(
     """
     node = _device(device)
     if isinstance(ceiling, str):
-        choice("ceiling", ceiling, CEILINGS)
-        if ceiling == "nameplate":
+        if choice("ceiling", ceiling, CEILINGS) == "nameplate":
             return node.peak_flops(dtype), node.memory_bandwidth, "nameplate"
         peak = node.measured_flops(dtype)
         if node.measured_memory_bandwidth is None:

@@ -141,8 +141,8 @@ class LinkModel:
         if self.measured_busbw:
             from perfmodel.hardware import BUS_ALGORITHMS  # only then: keep comms' import light
         for algorithm, rate in self.measured_busbw.items():
-            choice("measured_busbw", algorithm, BUS_ALGORITHMS)
-            measured[algorithm] = positive(f"measured_busbw[{algorithm!r}]", rate)
+            key = choice("measured_busbw", algorithm, BUS_ALGORITHMS)
+            measured[key] = positive(f"measured_busbw[{algorithm!r}]", rate)
         if measured.get("ring", 0.0) > self.bandwidth:
             raise ValueError(
                 f"`measured_busbw['ring']` must be at most the line rate {self.bandwidth:g} B/s "

@@ -205,9 +205,9 @@ def capstone_view(
     from perfmodel.hardware import get
     from perfmodel.plotting import COLOURS, si_formatter, style
 
-    choice("model", model, tuple(MODELS))
-    choice("parallelism", parallelism, PARALLELISM)
-    choice("network", network, NETWORKS)
+    model = choice("model", model, tuple(MODELS))
+    parallelism = choice("parallelism", parallelism, PARALLELISM)
+    network = choice("network", network, NETWORKS)
     imported = _model(model)
     one = predict_on(imported, device, dtype=_dtype(device), training=True)
     capacity = get(device).memory_capacity

@@ -95,7 +95,7 @@ def data_parallel_view(
     from perfmodel.plotting.distributed import memory_plot, step_plot
     from perfmodel.transformer import preset
 
-    choice("device", device, tuple(NVLINK))
+    device = choice("device", device, tuple(NVLINK))
     shape = preset(model)
     steps = []
     for n in _device_counts(devices):
