@@ -221,3 +221,18 @@ def test_speedups_given_as_times_warn():
         warnings.simplefilter("error")  # times, or 1 / speedup, are silent
         assert scaling.fit_amdahl(p, [1 / s for s in speedups]).value == pytest.approx(0.9)
         scaling.fit_amdahl([1, 2], [2.0, 2.6])  # a slowdown in seconds is not a speedup
+
+
+def test_a_data_parallel_step_a_link_fit_and_a_pipeline_schedule_show_their_times():
+    from perfmodel.transformer import preset
+
+    step = distributed.data_parallel_step(preset("Llama 2 7B"), batch_per_device=1, seq_len=2048,
+                                          devices=64, gpus_per_node=8, device="H100 SXM",
+                                          link="IB NDR", intra_link="NVLink 4")  # fmt: skip
+    readable(step, r"step=[\d.]+ ms", r"communication=[\d.]+ ms", r"efficiency=[\d.]+%",
+             r"memory=[\d.]+ GiB")  # fmt: skip
+    fit = comms.fit_alpha_beta([8.0, 1e6, 1e8], [1e-5, 1e-3, 1e-1], ranks=2)
+    readable(fit, r"latency=5 µs", r"bandwidth=1\.01 GB/s", r"points=3")
+    schedule = pl.simulate([1.0, 2.0] * 50, 64)  # 100 stages: the start and end tables are long
+    readable(schedule, r"stages=100", r"micro_batches=64", r"makespan=[\d.]+ s", r"bubble=[\d.]+%")
+    assert len(schedule.end) == 100 and len(schedule.end[0]) == 64

@@ -25,8 +25,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from perfmodel._show import seconds, shown
 from perfmodel._validate import choice, count, non_negative, positive, sequence, text
 from perfmodel.comms.collectives import ALGORITHMS, COLLECTIVES, LinkModel, terms
+from perfmodel.units import format_quantity
 
 if TYPE_CHECKING:
     from perfmodel.hardware import Link
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["AlphaBetaFit", "fit_alpha_beta"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class AlphaBetaFit:
     """A link's latency and bandwidth as one collective's measurements imply them.
 
@@ -66,6 +68,13 @@ class AlphaBetaFit:
     bandwidth: float
     sizes: tuple[float, ...]
     times: tuple[float, ...]
+
+    def __repr__(self) -> str:
+        return shown("AlphaBetaFit", collective=repr(self.collective),
+                     algorithm=repr(self.algorithm), ranks=str(self.ranks),
+                     latency=seconds(self.latency),
+                     bandwidth=format_quantity(self.bandwidth, "B/s"),
+                     points=str(len(self.sizes)))  # fmt: skip
 
     @property
     def model(self) -> LinkModel:

@@ -36,6 +36,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from perfmodel._show import gib, percent, seconds, shown
 from perfmodel._validate import count, flag
 from perfmodel.distributed.memory import TrainingMemory, training_memory
 from perfmodel.transformer import Transformer
@@ -100,7 +101,7 @@ def compute_time(
     return forward, backward
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class DataParallelStep:
     """The parts of one data-parallel step on one device.
 
@@ -154,6 +155,14 @@ class DataParallelStep:
     def hides_communication(self) -> bool:
         """The overlap condition: all the buckets' all-reduces fit inside the backward pass."""
         return self.communication_s <= self.backward_s
+
+    def __repr__(self) -> str:
+        return shown("DataParallelStep", devices=str(self.devices), step=seconds(self.step_s),
+                     compute=seconds(self.compute_s),
+                     communication=seconds(self.communication_s),
+                     exposed=seconds(self.exposed_communication_s),
+                     efficiency=percent(self.efficiency), buckets=str(self.buckets),
+                     overlap=str(self.overlap), memory=gib(self.memory.total))  # fmt: skip
 
 
 def data_parallel_step(

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from perfmodel._show import percent, seconds, shown
 from perfmodel._validate import count, non_negative, sequence
 from perfmodel.pipeline.graph import Graph, stage_cost
 from perfmodel.pipeline.partition import partition
@@ -52,7 +53,7 @@ def bubble_fraction(stages: int, micro_batches: int) -> float:
     return (stages - 1) / (micro_batches + stages - 1)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class Schedule:
     """When each stage ran each micro-batch: ``start[s][i]`` and ``end[s][i]``, seconds.
 
@@ -91,6 +92,12 @@ class Schedule:
         busy = sum(t * len(self.end[0]) for t in self.stage_times)
         capacity = self.makespan * len(self.stage_times)
         return 1 - busy / capacity if capacity else 0.0
+
+    def __repr__(self) -> str:
+        return shown("Schedule", stages=str(len(self.stage_times)),
+                     micro_batches=str(len(self.end[0]) if self.end else 0),
+                     makespan=seconds(self.makespan), latency=seconds(self.latency),
+                     bubble=percent(self.bubble_fraction))  # fmt: skip
 
 
 def simulate(stage_times: Sequence[float], micro_batches: int) -> Schedule:
