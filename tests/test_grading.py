@@ -15,6 +15,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from attacks import level_args, scoring_level
 
 from conftest import WORKBOOKS, answer_cells, assigned, master_namespace, read_json, solved_copy
 from perfmodel.cli import _tests_for
@@ -46,6 +47,7 @@ def test_master_scores_full_marks_and_blank_scores_zero(workbook, tests_by_workb
         tests,
         assignment=workbook.name,
         limits=LIMITS,
+        isolation_level=scoring_level(),
     )
     assert (right.status, right.reason) == ("graded", "")
     assert right.total == right.possible > 0
@@ -60,7 +62,13 @@ def test_master_scores_full_marks_and_blank_scores_zero(workbook, tests_by_workb
     master = score_answers(tests, {k: v for k, v in answers.items() if _plain(v)})
     assert sum(q.score for q in master) == sum(q.possible for q in master)
 
-    blank = grade_submission(workbook.student, tests, assignment=workbook.name, limits=LIMITS)
+    blank = grade_submission(
+        workbook.student,
+        tests,
+        assignment=workbook.name,
+        limits=LIMITS,
+        isolation_level=scoring_level(),
+    )
     assert (blank.status, blank.total) == ("graded", 0)
 
 
@@ -101,7 +109,7 @@ def test_gradescope_runner_is_the_clean_room_pipeline(tmp_path, copy, total):
     write(tmp_path / "submission", "anything.ipynb", nb)
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "source" / "files")}
     subprocess.run(
-        [sys.executable, "-m", "perfmodel.grading.gradescope", str(tmp_path)],
+        [sys.executable, "-m", "perfmodel.grading.gradescope", str(tmp_path), *level_args()],
         check=True,
         env=env,
         cwd=tmp_path / "submission",
@@ -136,7 +144,7 @@ def test_regrading_gives_the_same_csv(tmp_path):
     (folder / "script.ipynb").write_text("print('not a notebook')")
     command = [
         sys.executable, "-m", "perfmodel.cli", "grade", "00_warmup", str(folder),
-        "--out", str(out / "grades.csv"), "--jobs", "2", "--no-progress",
+        "--out", str(out / "grades.csv"), "--jobs", "2", "--no-progress", *level_args(),
     ]  # fmt: skip
     sheets = []
     for _ in range(2):
@@ -177,7 +185,9 @@ def test_grade_folder_gives_every_file_one_row_even_when_grading_fails(tmp_path,
 
     real = grading.grade_submission
     monkeypatch.setattr(grading, "grade_submission", explode)
-    grades = grade_folder({}, tmp_path, assignment="00_warmup", progress=False)
+    grades = grade_folder(
+        {}, tmp_path, assignment="00_warmup", progress=False, isolation_level=scoring_level()
+    )
     assert [(g.submission, g.status) for g in grades] == [
         ("a.ipynb", "failed"),
         ("b.ipynb", "failed"),
@@ -246,18 +256,30 @@ def test_what_the_instant_check_accepts_gets_full_marks(tests_by_workbook):
     assert q2.score == q2.possible == 1
 
 
-def test_without_bubblewrap_grading_still_works_and_says_so(tmp_path, monkeypatch, capsys):
-    import perfmodel.grading.grade as grading
-    from perfmodel.grading import isolation
+def test_without_any_isolation_grading_refuses_unless_asked(tmp_path, monkeypatch, capsys):
+    """Neither bubblewrap nor an unprivileged user can run: grade_folder raises before the
+    first submission, saying why and how to fix it; asked for by name, level none grades."""
+    from perfmodel.grading import isolation, levels
 
     monkeypatch.setattr(isolation, "probe", lambda: "bubblewrap (`bwrap`) is not installed")
-    monkeypatch.setattr(isolation, "level", lambda: "none")
+    monkeypatch.setattr(levels, "unprivileged_problem", lambda: "it cannot pass through /x")
     workbook = find_workbook("00_warmup", Path("exercises"))
-    path = write(tmp_path, "right.ipynb", solved_copy(workbook))
-    grade = grade_submission(path, assigned(workbook).tests, assignment="00_warmup", limits=LIMITS)
+    write(tmp_path, "right.ipynb", solved_copy(workbook))
+    tests, seen = assigned(workbook).tests, []
+    with pytest.raises(RuntimeError) as refused:
+        grade_folder(tests, tmp_path, assignment="00_warmup", progress=False, on_result=seen.append)
+    assert seen == []
+    for phrase in ("nothing was graded", "`bwrap`) is not installed", "/x", "--no-isolation"):
+        assert phrase in str(refused.value)
+    for level in ("bubblewrap", "unprivileged"):
+        with pytest.raises(RuntimeError, match="cannot grade"):
+            levels.choose(level)
+    [grade] = grade_folder(
+        tests, tmp_path, assignment="00_warmup", progress=False, isolation_level="none"
+    )
     assert (grade.status, grade.total, grade.isolation) == ("graded", 5, "none")
-    grading._warn_without_isolation.__wrapped__()
-    assert "WARNING: grading WITHOUT isolation: bubblewrap" in capsys.readouterr().err
+    levels.warn.__wrapped__("none")
+    assert "WARNING: grading WITHOUT isolation (--no-isolation)" in capsys.readouterr().err
 
 
 def test_a_stopped_batch_keeps_every_row_it_graded(tmp_path):
@@ -271,7 +293,7 @@ def test_a_stopped_batch_keeps_every_row_it_graded(tmp_path):
         write(folder, f"right_{index}.ipynb", solved_copy(workbook))
     command = [
         sys.executable, "-m", "perfmodel.cli", "grade", "00_warmup", str(folder),
-        "--out", str(out / "grades.csv"), "--jobs", "1", "--no-progress",
+        "--out", str(out / "grades.csv"), "--jobs", "1", "--no-progress", *level_args(),
     ]  # fmt: skip
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     partial = out / "grades.csv.partial"

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from attacks import level_args
 
 from conftest import ROOT, WORKBOOKS, assigned, solved_copy
 from perfmodel.grading.workbooks import find_workbook
@@ -123,7 +124,7 @@ def test_a_solved_workbook_scores_full_marks_in_its_zips_environment_alone(tmp_p
         "PYTHONPATH": str(root / "source" / "files"),
     }
     done = subprocess.run(
-        [str(python), "-m", "perfmodel.grading.gradescope", str(root)],
+        [str(python), "-m", "perfmodel.grading.gradescope", str(root), *level_args()],
         env=env, cwd=root, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]

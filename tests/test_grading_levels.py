@@ -1,17 +1,26 @@
 """Grading without bubblewrap, and through Gradescope's layout: the isolation levels below
-the sandbox hold as the README says (a module of its own, so that it runs beside the attack
-batch rather than after it)."""
+the sandbox hold as the README says, and where none can run, nothing is graded unless asked
+(a module of its own, so that it runs beside the attack batch rather than after it).
+
+Where the clone sits does not matter: a test of the unprivileged level opens the folders on
+the way to this Python for itself (:func:`reachable`), and a test of a refusal makes a Python
+whose environment sits in a folder of its own that only root may enter (:func:`closed_python`).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import os
 import shutil
+import site
 import stat
 import subprocess
 import sys
+import tempfile
+import venv
 import zipfile
 from pathlib import Path
 
@@ -19,7 +28,7 @@ import pytest
 from attacks import answered, recovered_answers, when
 
 from conftest import assigned, read_json, solved_copy, with_code
-from perfmodel.grading import isolation
+from perfmodel.grading import isolation, levels
 from perfmodel.grading.workbooks import find_workbook
 
 # --- Gradescope's /autograder layout ------------------------------------------------------
@@ -50,25 +59,61 @@ with open("perfmodel/__init__.py", "w") as handle:  # a shadow package in its ow
 """
 
 
-@pytest.fixture
-def traversable_root():
-    """Let an unprivileged user reach a Python installed under /root, as run_autograder does.
-
-    A lock held for the whole test keeps two test runs (two checkouts, say) from each
-    restoring the other's change."""
+@contextlib.contextmanager
+def _folders_held():
+    """Hold the lock under which tests change folders' modes (two checkouts share it)."""
     import fcntl
 
-    if not os.path.isdir("/root") or os.geteuid() != 0:
-        yield
-        return
     with open("/tmp/perfmodel-traversable-root.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        before = stat.S_IMODE(os.stat("/root").st_mode)
-        os.chmod("/root", before | stat.S_IXOTH)
+        yield
+
+
+@pytest.fixture
+def reachable():
+    """Let the unprivileged level's fresh uid reach this Python and the package, as
+    run_autograder does for /root: each closed folder on the way gets the "other" search bit
+    for the test (so a clone in a 0700 folder works too), and its mode back after. The lock,
+    held for the whole test, keeps two tests from each restoring the other's change.
+
+    Yields a new folder that uid may pass through, for what it must reach (pytest's own
+    temporary folders are no place for it: every pytest that starts makes them 0700 again).
+    """
+    if os.geteuid() != 0:
+        pytest.skip("the unprivileged level needs a root grader")
+    modes: dict[Path, int] = {}
+    with _folders_held():
+        folder = Path(tempfile.mkdtemp(prefix="perfmodel-reachable-"))
         try:
-            yield
+            os.chmod(folder, 0o711)
+            while closed := levels.closed_folders([*levels.needed_paths(), folder]):
+                for shut, _ in closed:
+                    modes.setdefault(shut, stat.S_IMODE(shut.stat().st_mode))
+                    os.chmod(shut, modes[shut] | stat.S_IXOTH)
+            yield folder
         finally:
-            os.chmod("/root", before)
+            for shut, mode in modes.items():
+                os.chmod(shut, mode)
+            isolation.remove_tree(folder)
+
+
+@pytest.fixture
+def closed_python(tmp_path) -> Path:
+    """A Python with this one's packages whose environment sits in a folder only its owner may
+    enter: no unprivileged uid can run it, wherever the clone is."""
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o700)
+    venv.create(closed / "env", symlinks=True, with_pip=False)
+    [site_packages] = (closed / "env" / "lib").glob("python3*/site-packages")
+    folders = [*site.getsitepackages(), isolation.package_parent()]
+    lines = "; ".join(f"site.addsitedir({folder!r})" for folder in folders)
+    (site_packages / "parent.pth").write_text(f"import site; {lines}\n", encoding="utf-8")
+    return closed / "env" / "bin" / "python"
+
+
+def _first_closed(path: Path) -> Path | None:
+    """The first folder on the way to ``path`` without the "other" search bit."""
+    return next((f for f in reversed(path.parents) if not f.stat().st_mode & stat.S_IXOTH), None)
 
 
 def _autograder(tmp_path: Path, nb: dict, workbook) -> Path:
@@ -85,11 +130,10 @@ def _autograder(tmp_path: Path, nb: dict, workbook) -> Path:
 @pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="Gradescope runs the autograder as root")
 @pytest.mark.parametrize("with_bwrap", [True, False], ids=["bubblewrap", "no-bubblewrap"])
-def test_gradescope_layout_holds_with_and_without_bubblewrap(
-    tmp_path, with_bwrap, traversable_root
-):
+def test_gradescope_layout_holds_with_and_without_bubblewrap(tmp_path, with_bwrap, request):
     if with_bwrap and isolation.probe():
         pytest.skip(f"no bubblewrap here: {isolation.probe()}")
+    base = tmp_path if with_bwrap else request.getfixturevalue("reachable")
     workbook = find_workbook("00_warmup", Path("exercises"))
     student = read_json(workbook.student)
     cases = {
@@ -97,10 +141,10 @@ def test_gradescope_layout_holds_with_and_without_bubblewrap(
         "key_search": (answered(student, recovered_answers(student)), 0),
     }
     for name, (nb, total) in cases.items():
-        root = _autograder(tmp_path / name, nb, workbook)
+        root = _autograder(base / name, nb, workbook)
         results = _run_autograder(root, with_bwrap)
         assert results["score"] == total, (name, results["output"])
-    root = _autograder(tmp_path / "hostile", {}, workbook)
+    root = _autograder(base / "hostile", {}, workbook)
     attack = when(GRADESCOPE_HOSTILE.format(root=str(root)), solved_copy(workbook))
     hostile = with_code(student, len(student["cells"]), attack)
     (root / "submission" / "anything.ipynb").write_text(json.dumps(hostile), encoding="utf-8")
@@ -172,7 +216,7 @@ if os.fork() == 0:
 
 @pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="the unprivileged level needs a root grader")
-def test_the_unprivileged_level_keeps_classmates_apart_and_cleans_up(tmp_path, traversable_root):
+def test_the_unprivileged_level_keeps_classmates_apart_and_cleans_up(tmp_path, reachable):
     """Without bubblewrap on PATH: classmates' inboxes stay unreadable, and nothing a
     submission starts or writes in the shared temporary folders outlives its row."""
     workbook = find_workbook("00_warmup", Path("exercises"))
@@ -185,8 +229,6 @@ def test_the_unprivileged_level_keeps_classmates_apart_and_cleans_up(tmp_path, t
     daemon = with_code(solved, 1, DAEMON_AFTER)
     (folder / "c_daemon.ipynb").write_text(json.dumps(daemon), encoding="utf-8")
     env = {**os.environ, "PATH": str(tmp_path / "no-tools-here")}
-    import tempfile
-
     # A master every user may read is refused: the submissions would run as other users.
     with tempfile.TemporaryDirectory(prefix="perfmodel-open-") as open_folder:
         os.chmod(open_folder, 0o755)
@@ -219,3 +261,47 @@ def test_the_unprivileged_level_keeps_classmates_apart_and_cleans_up(tmp_path, t
     }
     assert _running(b"sleep\0" + b"299.25") == [], "a sandbox's daemon outlived its row"
     assert not list(Path("/tmp").glob("left-behind-*")), "a sandbox's file outlived its row"
+
+
+@pytest.mark.slow
+def test_where_no_level_runs_nothing_is_graded_unless_asked(tmp_path, closed_python):
+    """Bubblewrap off PATH and the environment in a 0700 folder: ``perfmodel grade`` and the
+    Gradescope runner stop before the first submission, naming the folder (as root; as
+    another user, saying that only root can run the unprivileged level); with
+    ``--no-isolation`` the batch runs, and the CSV says so."""
+    workbook = find_workbook("00_warmup", Path("exercises"))
+    folder, out = tmp_path / "submissions", tmp_path / "out"
+    folder.mkdir()
+    (folder / "right.ipynb").write_text(json.dumps(solved_copy(workbook)), encoding="utf-8")
+    env = {**os.environ, "PATH": str(tmp_path / "no-tools-here")}
+    command = [
+        str(closed_python), "-m", "perfmodel.cli", "grade", str(workbook.master), str(folder),
+        "--out", str(out / "grades.csv"), "--no-progress",
+    ]  # fmt: skip
+    root = _autograder(tmp_path / "gradescope", solved_copy(workbook), workbook)
+    runner = [str(closed_python), "-m", "perfmodel.grading.gradescope", str(root)]
+    with _folders_held():  # no test opens a folder meanwhile
+        named = _first_closed(closed_python) if os.geteuid() == 0 else "not root"
+        refused = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+        gradescope_env = {**env, "PYTHONPATH": str(root / "source" / "files")}
+        gradescope_env.pop("PERFMODEL_LOCKED", None)
+        stopped = subprocess.run(
+            runner, capture_output=True, text=True, env=gradescope_env, check=False
+        )
+    assert refused.returncode == 2, refused.stderr[-2000:]
+    for phrase in ("nothing was graded", "`bwrap`) is not installed", str(named), "--no-isolation"):
+        assert phrase in refused.stderr, (phrase, refused.stderr[-2000:])
+    assert not out.exists(), "a refused batch wrote its sheet"
+    assert stopped.returncode == 2, stopped.stderr[-2000:]
+    assert str(named) in stopped.stderr and "--no-isolation" in stopped.stderr
+    results = read_json(root / "results" / "results.json")
+    assert results["score"] == 0 and results["output"].startswith("not graded"), results
+    assert str(named) in results["output"]
+
+    done = subprocess.run(
+        [*command, "--no-isolation"], capture_output=True, text=True, env=env, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "WARNING: grading WITHOUT isolation (--no-isolation)" in done.stderr
+    [row] = csv.DictReader(io.StringIO((out / "grades.csv").read_text("utf-8")))
+    assert (row["total"], row["isolation"]) == ("5", "none")

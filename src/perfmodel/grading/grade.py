@@ -12,7 +12,6 @@ after the whole batch, from memory.
 from __future__ import annotations
 
 import csv
-import functools
 import hashlib
 import json
 import os
@@ -30,7 +29,7 @@ from typing import Any
 
 from perfmodel import _validate
 from perfmodel.exercises import feedback
-from perfmodel.grading import isolation
+from perfmodel.grading import levels
 from perfmodel.grading.sandbox import Execution, Limits, execute_notebook
 
 __all__ = [
@@ -359,7 +358,12 @@ def _escape(code: int) -> str:
 
 
 def grade_submission(
-    path: Path, tests: dict[str, str], *, assignment: str, limits: Limits
+    path: Path,
+    tests: dict[str, str],
+    *,
+    assignment: str,
+    limits: Limits,
+    isolation_level: str | None = None,
 ) -> SubmissionGrade:
     """Grade one submitted notebook; never raises for anything the submission does.
 
@@ -377,6 +381,8 @@ def grade_submission(
         The workbook's name; a notebook of another workbook fails with that reason.
     limits : Limits
         The sandbox's limits for this submission.
+    isolation_level : str, optional
+        The level it runs at (default: :func:`perfmodel.grading.levels.choose`'s).
 
     Returns
     -------
@@ -393,7 +399,10 @@ def grade_submission(
             questions=score_answers(tests, {}),
             isolation="not run",
         )
-    execution = execute_notebook(data, limits, name=f"{assignment}.ipynb", assignment=assignment)
+    execution = execute_notebook(
+        data, limits, name=f"{assignment}.ipynb", assignment=assignment,
+        isolation_level=isolation_level,
+    )  # fmt: skip
     notes = _describe_execution(execution)
     answers = execution.answers
     if execution.problem:
@@ -415,25 +424,6 @@ def _submissions(folder: Path) -> list[Path]:
     return sorted(folder.iterdir(), key=lambda path: os.fsencode(path.name))
 
 
-@functools.cache
-def _warn_without_isolation() -> None:
-    """Say once per process, loudly, that submissions will run without the sandbox."""
-    level = isolation.level()
-    if level == "unprivileged":
-        print(
-            f"\n*** WARNING: grading without bubblewrap ({isolation.probe()}).\n*** "
-            f"Submissions run as an unprivileged user with no namespaces: they can read "
-            f"files every user may read. The CSV records `isolation: unprivileged`.\n",
-            file=sys.stderr,
-        )
-    elif level == "none":
-        print(
-            f"\n*** WARNING: grading WITHOUT isolation: {isolation.probe()}.\n*** Submissions "
-            f"run as your user and can read your files. The CSV records `isolation: none`.\n",
-            file=sys.stderr,
-        )
-
-
 def grade_folder(
     tests: dict[str, str],
     submissions: Path,
@@ -443,6 +433,7 @@ def grade_folder(
     jobs: int = 1,
     progress: bool = True,
     on_result: Callable[[SubmissionGrade], None] | None = None,
+    isolation_level: str | None = None,
 ) -> list[SubmissionGrade]:
     """Grade every entry in ``submissions``, sorted by name: one row each, whatever it is.
 
@@ -463,6 +454,9 @@ def grade_folder(
     on_result : callable, optional
         Called with each grade as it comes, in order (to append it to a
         :class:`PartialSheet`, say); an exception it raises is printed, not raised.
+    isolation_level : str, optional
+        The level every submission runs at (default: the strongest that runs here; ``"none"``
+        only when asked for, see :func:`perfmodel.grading.levels.choose`).
 
     Returns
     -------
@@ -473,6 +467,9 @@ def grade_folder(
     ------
     ValueError
         If ``jobs`` is below 1 or ``submissions`` is not a folder.
+    RuntimeError
+        If the level cannot run here (with None: if no isolating level can), before any
+        submission runs; the message says why and how to fix it.
     """
     # Everything scoring imports is imported now, before any student code runs: a module
     # planted later in a folder on sys.path can never be picked up by this process.
@@ -483,12 +480,14 @@ def grade_folder(
         raise ValueError(f"`jobs` must be at least 1 (got jobs={jobs}).")
     limits = limits or Limits()
     paths = _submissions(submissions)
-
-    _warn_without_isolation()
+    level = levels.choose(isolation_level)
+    levels.warn(level)
 
     def grade(path: Path) -> SubmissionGrade:
         try:
-            return grade_submission(path, tests, assignment=assignment, limits=limits)
+            return grade_submission(
+                path, tests, assignment=assignment, limits=limits, isolation_level=level
+            )
         except Exception as error:  # noqa: BLE001 - one broken row must not sink the batch
             return SubmissionGrade(
                 submission=display_name(path),

@@ -14,7 +14,10 @@ without bubblewrap. Before any student code runs, :func:`lock_down` therefore ma
 and the results become unreadable and unwritable to other users, and the bundled package is
 copied to ``/autograder/lib``, root-owned and read-only, from which this process re-imports
 itself. The notebook then runs as a fresh unprivileged user (isolation level
-``"unprivileged"``) or inside bubblewrap where it works, never as root.
+``"unprivileged"``) or inside bubblewrap where it works, never as root. Where neither can run
+(:func:`perfmodel.grading.levels.choose`), the runner grades nothing: it writes a zero result
+that says why, prints the reason and the fix, and exits with status 2. Only
+``--no-isolation`` after the folder (unsafe: the notebook then runs as root) grades anyway.
 """
 
 from __future__ import annotations
@@ -73,21 +76,31 @@ def lock_down(root: Path) -> Path:
     return lib
 
 
-def grade_autograder_folder(root: Path) -> dict[str, Any]:
+def grade_autograder_folder(root: Path, *, isolation_level: str | None = None) -> dict[str, Any]:
     """Grade the notebook in ``root/submission`` and write ``root/results/results.json``.
 
     Parameters
     ----------
     root : Path
         Gradescope's ``/autograder`` folder (``source/`` unzipped, ``submission/``).
+    isolation_level : str, optional
+        The level the notebook runs at (default: the strongest that runs here, see
+        :func:`perfmodel.grading.levels.choose`; ``"none"`` only when asked for).
 
     Returns
     -------
     dict
         The results, as written.
+
+    Raises
+    ------
+    RuntimeError
+        If the level cannot run here; the results then hold a zero score and the reason,
+        and no student code has run.
     """
     import otter.test_files.exception_test  # noqa: F401 - imported before any student code
 
+    from perfmodel.grading import levels
     from perfmodel.grading.grade import grade_submission, score_answers
     from perfmodel.grading.sandbox import Limits
     from perfmodel.grading.workbooks import tests_from_folder
@@ -97,6 +110,12 @@ def grade_autograder_folder(root: Path) -> dict[str, Any]:
     tests = tests_from_folder(source / "tests")
     # A zero result first, so that Gradescope reads one even if this process dies.
     _write_results(root, _results(score_answers(tests, {}), "not graded", config))
+    try:
+        level = levels.choose(isolation_level)
+    except RuntimeError as error:
+        why = f"not graded: the autograder cannot isolate student code here. {error}"
+        _write_results(root, _results(score_answers(tests, {}), why, config))
+        raise
     folder = root / "submission"
     notebooks = sorted(
         (path for path in folder.iterdir() if path.name.endswith(".ipynb")),
@@ -106,7 +125,11 @@ def grade_autograder_folder(root: Path) -> dict[str, Any]:
     if notebooks:
         try:
             grade = grade_submission(
-                notebooks[0], tests, assignment=config["assignment_name"], limits=Limits()
+                notebooks[0],
+                tests,
+                assignment=config["assignment_name"],
+                limits=Limits(),
+                isolation_level=level,
             )
             questions, output = grade.questions, grade.reason
             if grade.isolation != "bubblewrap":
@@ -163,15 +186,20 @@ def main(argv: list[str] | None = None) -> int:
     Parameters
     ----------
     argv : list of str, optional
-        The command line's arguments after the program; None reads ``sys.argv``.
+        The command line's arguments after the program; None reads ``sys.argv``. A
+        ``--no-isolation`` among them grades even where no isolation level can run (unsafe:
+        the notebook runs as this user, root on Gradescope).
 
     Returns
     -------
     int
-        The exit status, 0 once the results are written (as root, this process is
-        replaced and never returns).
+        The exit status: 0 once the results are written, 2 when no isolation level can run
+        (the reason goes to stderr and into the results). As root, this process is replaced
+        and never returns.
     """
-    args = sys.argv[1:] if argv is None else argv
+    args = sys.argv[1:] if argv is None else list(argv)
+    unsafe = "--no-isolation" in args
+    args = [arg for arg in args if arg != "--no-isolation"]
     root = Path(args[0] if args else "/autograder").resolve()
     lib = root / "lib"
     if os.geteuid() == 0 and os.environ.get("PERFMODEL_LOCKED") != str(lib):
@@ -185,8 +213,12 @@ def main(argv: list[str] | None = None) -> int:
             "PYTHONSAFEPATH": "1",  # the working folder is never on the path
         }
         command = [sys.executable, "-m", "perfmodel.grading.gradescope", str(root)]
-        os.execve(sys.executable, command, env)
-    grade_autograder_folder(root)
+        os.execve(sys.executable, command + ["--no-isolation"] * unsafe, env)
+    try:
+        grade_autograder_folder(root, isolation_level="none" if unsafe else None)
+    except RuntimeError as error:
+        print(f"perfmodel.grading.gradescope: error: {error}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -27,7 +27,8 @@ Three levels, the strongest this machine allows (:func:`level`):
     scratch folder only that uid can write. Files that every user may read stay readable;
     the Gradescope runner makes its tests, source and results root-only first.
 ``"none"``
-    Neither: the submission runs as the grader's user. Grading warns loudly.
+    No isolation: the submission runs as the grader's user. Only when asked for by name
+    (``--no-isolation``): :func:`perfmodel.grading.levels.choose` refuses to fall back to it.
 
 The grader (:mod:`perfmodel.grading.sandbox`) watches every level from outside as well: the
 wall clock, the memory of the whole tree (memfds included) and its threads.
@@ -56,6 +57,7 @@ __all__ = [
     "readable_by_others",
     "remove_tree",
     "probe",
+    "run_trial",
     "sandbox_uid",
     "seccomp_pipe",
     "tool",
@@ -185,7 +187,7 @@ class Sandbox:
         The processes and threads the command allows under bubblewrap when the grader is
         not root, count (as root, the caller sets ``RLIMIT_NPROC`` in the child instead).
     isolation : str, optional
-        One of :data:`LEVELS` (default: :func:`level`).
+        One of :data:`LEVELS` (default: :func:`perfmodel.grading.levels.choose`'s).
     """
 
     def __init__(
@@ -199,7 +201,11 @@ class Sandbox:
         max_processes: int,
         isolation: str | None = None,
     ) -> None:
-        self.level = level() if isolation is None else isolation
+        if isolation is None:
+            from perfmodel.grading.levels import choose
+
+            isolation = choose()
+        self.level = isolation
         if self.level not in LEVELS:
             raise ValueError(f"`isolation` must be one of {LEVELS} (got {isolation!r}).")
         self.scratch, self.inbox, self.env = Path(scratch), Path(inbox), dict(env)
@@ -447,8 +453,23 @@ def _remove_owned(folder: Path, uid: int) -> None:
                     os.unlink(entry.path)
 
 
-def _try(isolation: str) -> str:
-    """Run an empty Python at ``isolation``; ``""`` when it works, else why not."""
+def run_trial(isolation: str) -> str:
+    """Run this Python at ``isolation`` as a submission's worker would start; say how it went.
+
+    As the sandbox's user, it imports ``perfmodel``, ``jupyter_client`` and ``nbclient`` and
+    starts a second Python that imports ``ipykernel``.
+
+    Parameters
+    ----------
+    isolation : str
+        One of :data:`LEVELS`.
+
+    Returns
+    -------
+    str
+        ``""`` when it worked, else why not (the last line of its error, at most 300
+        characters).
+    """
     with tempfile.TemporaryDirectory(prefix="perfmodel-probe-") as folder:
         scratch, inbox = Path(folder) / "work", Path(folder) / "inbox"
         scratch.mkdir()
@@ -510,36 +531,24 @@ def probe() -> str:
         return "bubblewrap (`bwrap`) is not installed; on Debian: apt-get install bubblewrap"
     if tool("unshare") is None:
         return "util-linux's `unshare` is not installed"
-    why = _try("bubblewrap")
+    why = run_trial("bubblewrap")
     return f"bubblewrap could not create a sandbox here: {why}" if why else ""
-
-
-@functools.cache
-def _unprivileged_probe() -> str:
-    if os.geteuid() != 0:
-        return "the grader is not root, so it cannot run submissions as another user"
-    if tool("setpriv") is None:
-        return "util-linux's `setpriv` is not installed"
-    why = _try("unprivileged")
-    return (
-        f"an unprivileged user cannot run this Python ({why}); make the folders above it "
-        f"traversable (chmod o+x)"
-        if why
-        else ""
-    )
 
 
 @functools.cache
 def level() -> str:
     """The strongest isolation level this machine allows (checked once).
 
+    Grading does not use it: :func:`perfmodel.grading.levels.choose` never falls back to
+    ``"none"``.
+
     Returns
     -------
     str
-        One of :data:`LEVELS`.
+        One of :data:`LEVELS`: ``"none"`` when neither isolating level can run.
     """
+    from perfmodel.grading.levels import unprivileged_problem
+
     if not probe():
         return "bubblewrap"
-    if not _unprivileged_probe():
-        return "unprivileged"
-    return "none"
+    return "none" if unprivileged_problem() else "unprivileged"

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perfmodel.grading import isolation
+from perfmodel.grading import isolation, levels
 from perfmodel.measure.timing import clock
 
 __all__ = [
@@ -371,8 +371,7 @@ def _watch(process: subprocess.Popen[bytes], limits: Limits, scratch: Path, leve
     task_cap = limits.max_processes if level == "none" else 2 * limits.max_processes
     started = clock()
     next_slow = started
-    watch_tree = os.path.isdir("/proc")
-    memfd = 0
+    watch_tree, memfd = os.path.isdir("/proc"), 0
     while _running(process):
         problem = ""
         now = clock()
@@ -499,7 +498,8 @@ def execute_notebook(
     assignment : str, optional
         The workbook's name; a notebook made for another workbook is refused.
     isolation_level : str, optional
-        One of :data:`perfmodel.grading.isolation.LEVELS` (default: the strongest available).
+        One of :data:`perfmodel.grading.isolation.LEVELS` (default: the strongest that runs
+        here; :func:`perfmodel.grading.levels.choose` raises a RuntimeError when none does).
 
     Returns
     -------
@@ -508,7 +508,7 @@ def execute_notebook(
         did, and the isolation level it ran at.
     """
     started = clock()
-    level = isolation.level() if isolation_level is None else isolation_level
+    level = levels.choose(isolation_level)
     data = path if isinstance(path, bytes) else Path(path).read_bytes()
     private = Path(tempfile.mkdtemp(prefix="perfmodel-grade-"))
     process: subprocess.Popen[bytes] | None = None
