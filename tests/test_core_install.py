@@ -22,7 +22,8 @@ from perfmodel._extras import MODULE_EXTRAS
 
 #: Model modules: each must import and pass its doctests with the core install alone.
 MODELS = [
-    "perfmodel", "perfmodel._validate", "perfmodel._extras", "perfmodel._lazy", "perfmodel.units",
+    "perfmodel", "perfmodel._validate", "perfmodel._extras", "perfmodel._lazy", "perfmodel._show",
+    "perfmodel.units",
     "perfmodel.hardware", "perfmodel.ops", "perfmodel.metrics", "perfmodel.roofline",
     "perfmodel.minibatch", "perfmodel.scaling", "perfmodel.transformer", "perfmodel.taskgraph",
     "perfmodel.exercises", "perfmodel.checker", "perfmodel.measure", "perfmodel.measure.timing",

@@ -34,7 +34,7 @@ class test_case:  # noqa: N801 - the name otter's test files use
     name : str or None, optional
         The case's name.
     points : int, float or None, optional
-        Its points (instant checks in a student copy are worth none).
+        Its points, a count (instant checks in a student copy are worth none).
     hidden : bool, optional
         Whether it is hidden (a student copy ships none that are).
     success_message, failure_message : str or None, optional
