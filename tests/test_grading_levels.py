@@ -76,6 +76,7 @@ def reachable():
     for the test (so a clone in a 0700 folder works too), and its mode back after. The lock,
     held for the whole test, keeps two tests from each restoring the other's change.
 
+    The checkout's masters are closed to other users meanwhile, as ``perfmodel grade`` asks.
     Yields a new folder that uid may pass through, for what it must reach (pytest's own
     temporary folders are no place for it: every pytest that starts makes them 0700 again).
     """
@@ -90,6 +91,10 @@ def reachable():
                 for shut, _ in closed:
                     modes.setdefault(shut, stat.S_IMODE(shut.stat().st_mode))
                     os.chmod(shut, modes[shut] | stat.S_IXOTH)
+            masters = Path(isolation.package_parent()).parent / "exercises" / "masters"
+            if masters.is_dir():
+                modes.setdefault(masters, stat.S_IMODE(masters.stat().st_mode))
+                os.chmod(masters, modes[masters] & ~0o007)
             yield folder
         finally:
             for shut, mode in modes.items():
@@ -229,22 +234,28 @@ def test_the_unprivileged_level_keeps_classmates_apart_and_cleans_up(tmp_path, r
     daemon = with_code(solved, 1, DAEMON_AFTER)
     (folder / "c_daemon.ipynb").write_text(json.dumps(daemon), encoding="utf-8")
     env = {**os.environ, "PATH": str(tmp_path / "no-tools-here")}
-    # A master every user may read is refused: the submissions would run as other users.
-    with tempfile.TemporaryDirectory(prefix="perfmodel-open-") as open_folder:
-        os.chmod(open_folder, 0o755)
-        exposed = Path(open_folder) / "00_warmup.ipynb"
-        shutil.copy(workbook.master, exposed)
-        os.chmod(exposed, 0o644)
-        refused = subprocess.run(
-            [sys.executable, "-m", "perfmodel.cli", "grade", str(exposed), str(folder),
-             "--out", str(out / "grades.csv"), "--no-progress"],
-            capture_output=True, text=True, env=env, check=False,
-        )  # fmt: skip
-    assert refused.returncode == 2 and "unreadable to other users" in refused.stderr
-    assert not (out / "grades.csv").exists()
+    # A master or a classmate's notebook every user may read is refused: the submissions
+    # would run as other users.
     private = tmp_path / "keys"  # under pytest's own 0700 folder
     private.mkdir(mode=0o700)
     shutil.copy(workbook.master, private / "00_warmup.ipynb")
+    for name, source in (("keys", workbook.master), ("submissions", folder / "b_honest.ipynb")):
+        (reachable / name).mkdir()
+        os.chmod(reachable / name, 0o755)
+        shutil.copy(source, reachable / name / source.name)
+        os.chmod(reachable / name / source.name, 0o644)
+    for master, submissions, phrase in (
+        (reachable / "keys" / workbook.master.name, folder, "the answer key"),
+        (private / "00_warmup.ipynb", reachable / "submissions", "a classmate's submission"),
+    ):
+        refused = subprocess.run(
+            [sys.executable, "-m", "perfmodel.cli", "grade", str(master), str(submissions),
+             "--out", str(out / "grades.csv"), "--no-progress"],
+            capture_output=True, text=True, env=env, check=False,
+        )  # fmt: skip
+        assert refused.returncode == 2, refused.stderr[-2000:]
+        assert "unreadable to other users" in refused.stderr and phrase in refused.stderr
+    assert not (out / "grades.csv").exists()
     command = [
         sys.executable, "-m", "perfmodel.cli", "grade", str(private / "00_warmup.ipynb"),
         str(folder), "--out", str(out / "grades.csv"), "--jobs", "2", "--no-progress",

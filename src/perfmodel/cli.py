@@ -218,20 +218,36 @@ def _tests_and_source(workbook: str, exercises: Path) -> tuple[str, dict[str, st
     return found.name, workbooks.assign(found).tests, found.master
 
 
-def _refuse_readable_keys(source: Path, level: str) -> None:
+def _refuse_readable_keys(
+    source: Path, level: str, submissions: Path | None = None, exercises: Path | None = None
+) -> None:
     """At the unprivileged level, a submission runs as another user: it must not be able to
-    read the answer key (the master or zip, or any master beside it)."""
+    read an answer key (the master or zip, any master beside it, the masters of ``exercises``
+    and of the checkout the package is imported from) or another submission."""
     from perfmodel.grading import isolation
 
     if level != "unprivileged":
         return
-    exposed = [p for p in (source, source.parent) if isolation.readable_by_others(p)]
-    if exposed:
-        raise ValueError(
-            f"grading without bubblewrap runs each submission as another user, who could read "
-            f"{exposed[0]}: make it unreadable to other users (chmod o-rx "
-            f"{source.parent}), or install bubblewrap."
-        )
+    folders = {Path(isolation.package_parent()).parent / "exercises" / "masters"}
+    folders |= {exercises / "masters"} if exercises is not None else set()
+    keys = [source, source.parent]
+    for folder in sorted(path.resolve() for path in folders if path.is_dir()):
+        keys += [folder, *sorted(folder.glob("*.ipynb"))]
+    exposed = next((path for path in keys if isolation.readable_by_others(path)), None)
+    shared = sorted(submissions.iterdir()) if submissions and submissions.is_dir() else []
+    shared = [path for path in shared if path.is_file() and not path.is_symlink()]
+    copied = next((path for path in shared if isolation.readable_by_others(path)), None)
+    if exposed is not None:
+        what, folder = f"the answer key {exposed}", exposed if exposed.is_dir() else exposed.parent
+    elif copied is not None:
+        what, folder = f"a classmate's submission {copied}", copied.parent
+    else:
+        return
+    raise ValueError(
+        f"grading without bubblewrap runs each submission as another user, who could read "
+        f"{what}: make it unreadable to other users (chmod -R o-rwx {folder}), or install "
+        f"bubblewrap."
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -285,7 +301,7 @@ def _grade(args: argparse.Namespace) -> int:
     name, tests, source = _tests_and_source(args.workbook, args.exercises)
     # Before any submission: the level, never none unless asked (a RuntimeError says why).
     level = levels.choose("none" if args.no_isolation else None)
-    _refuse_readable_keys(source.resolve(), level)
+    _refuse_readable_keys(source.resolve(), level, args.submissions, args.exercises)
     if args.timeout < args.cell_timeout:
         args.cell_timeout = args.timeout
     limits = Limits(

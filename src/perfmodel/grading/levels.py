@@ -107,9 +107,10 @@ def _closed_message(closed: list[tuple[Path, Path]]) -> str:
     )
     folders = " ".join(str(folder) for folder, _ in closed)
     return (
-        f"the sandbox's user (a fresh uid, not root) cannot pass through {ways}. Move the "
-        f"Python environment and the package out of it, or let other users pass through "
-        f"(chmod o+x {folders}: they can then open what lies below by name, not list it)"
+        f"the sandbox's user (a fresh uid, not root) cannot pass through {ways}. Move what "
+        f"it must reach (the Python environment, the package, TMPDIR) out of such a folder, "
+        f"or let other users pass through (chmod o+x {folders}: they can then open what lies "
+        f"below by name, not list it)"
     )
 
 
@@ -194,7 +195,7 @@ def warn(level: str) -> None:
     """
     if level == "unprivileged":
         print(
-            f"\n*** WARNING: grading without bubblewrap ({isolation.probe()}).\n*** "
+            f"\n*** WARNING: grading without bubblewrap ({isolation.probe() or 'as asked'}).\n*** "
             f"Submissions run as an unprivileged user with no namespaces: they can read "
             f"files every user may read. The CSV records `isolation: unprivileged`.\n",
             file=sys.stderr,
