@@ -408,7 +408,8 @@ def test_safe_text_never_exceeds_its_limit():
     assert safe_text("abcdef", 2) == "ab"
     assert safe_text("abcdef", 5) == "ab..."
     assert safe_text("abcdef", 6) == "abcdef"
-    for bad, error in ((0, ValueError), (-1, ValueError), (2.0, TypeError), (True, TypeError)):
+    assert safe_text("abcdef", 2.0) == "ab"  # a whole-number float is a count, as typed
+    for bad, error in ((0, ValueError), (-1, ValueError), (2.5, ValueError), (True, TypeError)):
         with pytest.raises(error, match="limit"):
             safe_text("abcdef", bad)  # type: ignore[arg-type]
 
