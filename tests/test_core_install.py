@@ -43,7 +43,8 @@ MODELS = [
     "perfmodel.comms", "perfmodel.comms.collectives", "perfmodel.comms.fit",
     "perfmodel.comms.published", "perfmodel.comms.topology", "perfmodel.serving",
     "perfmodel.serving.theory", "perfmodel.serving.simulator", "perfmodel.serving.llm",
-    "perfmodel.serving.server",
+    "perfmodel.serving.server", "perfmodel.serving.inference", "perfmodel.distributed.step",
+    "perfmodel.achieved", "perfmodel.published",
 ]  # fmt: skip
 
 #: Each optional part and the extra its error must name on import (the MPI benchmark imports

@@ -14,12 +14,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import Any
 
 from perfmodel.units import format_quantity
-
-if TYPE_CHECKING:
-    from perfmodel.hardware import Device, Link
 
 __all__ = ["LIMIT", "device", "gib", "link", "percent", "seconds", "shown", "words"]
 
@@ -113,7 +110,7 @@ def shown(title: str, /, **parts: str) -> str:
     return text if len(text) <= LIMIT else text[: LIMIT - 4] + "...)"
 
 
-def device(spec: Device) -> str:
+def device(spec: Any) -> str:
     """A catalogue device's repr: its peaks, bandwidth and capacity, not its sources.
 
     Parameters
@@ -143,7 +140,7 @@ def device(spec: Device) -> str:
     return shown("Device", **parts)
 
 
-def link(spec: Link) -> str:
+def link(spec: Any) -> str:
     """A catalogue link's repr: its bandwidth and latency, not its sources.
 
     Parameters

@@ -4,7 +4,8 @@
   ``α + n/B`` line through them, and the held-out size's prediction and measurement;
 * :func:`step_plot`: a data-parallel step at several device counts, compute and exposed
   communication stacked, with the scaling efficiency written on each bar;
-* :func:`memory_plot`: one device's training memory by kind against its capacity.
+* :func:`memory_plot`: one device's training memory by kind against its capacity;
+* :func:`step_parts_plot`: why a whole training step is not at 100%: its time by part.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 
 from perfmodel.plotting import COLOURS, new_axes, si_formatter, style
 
-__all__ = ["alpha_beta_plot", "memory_plot", "step_plot"]
+__all__ = ["alpha_beta_plot", "memory_plot", "step_parts_plot", "step_plot"]
 
 
 def alpha_beta_plot(result: Any, collective: str = "allreduce", *, ax: Any = None) -> Any:
@@ -146,4 +147,51 @@ def memory_plot(memory: Any, capacity: float | None, *, ax: Any = None) -> Any:
         ax.set(xticks=[], ylabel="GB per device", ylim=(0, top * 1.25),
                title="Memory per device")  # fmt: skip
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.02), fontsize=11)
+    return ax
+
+
+def step_parts_plot(steps: Sequence[tuple[str, Any]], *, ax: Any = None) -> Any:
+    """Why a training step is not at 100%: each step's time split into its parts, as shares.
+
+    Parameters
+    ----------
+    steps : sequence of (str, perfmodel.distributed.TrainingStep)
+        A label and a step per bar, top to bottom.
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on: per step a horizontal bar of 100% of its time, the model's FLOPs at
+        the device's peak first (that share is the MFU), then what the rest of the time went
+        to; None makes a 12 x (1.2 per bar + 2) inch figure.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on.
+    """
+    names = ["at peak (MFU)", "matmul below peak", "attention", "memory-bound",
+             "tensor-parallel comm", "pipeline bubble", "pipeline sends",
+             "data-parallel comm", "optimizer"]  # fmt: skip
+    import matplotlib.pyplot as plt
+
+    colours = [plt.get_cmap("tab10")(i) for i in range(9)]  # nine parts, nine hues
+    with style():
+        ax = new_axes(ax, (12, 1.2 * len(steps) + 2.5))
+        for row, (_, step) in enumerate(steps):
+            parts = dict(step.parts())
+            useful = step.mfu * step.step_s
+            shares = [useful, max(parts["matmul"] - useful, 0.0)]
+            shares += [parts[name] for name in names[2:-4]]
+            shares += [parts[name] for name in names[-4:]]
+            left = 0.0
+            for i, share in enumerate(shares):
+                width = 100 * share / step.step_s
+                ax.barh([row], [width], left=left, color=colours[i],
+                        label=names[i] if row == 0 else None, height=0.6)  # fmt: skip
+                left += width
+            ax.annotate(f"MFU {step.mfu:.0%}", (50 * step.mfu, row), ha="center", va="center",
+                        fontsize=13, color="white", fontweight="bold")  # fmt: skip
+        ax.set_yticks(np.arange(len(steps)), [label for label, _ in steps])
+        ax.invert_yaxis()
+        ax.set(xlim=(0, 100), xlabel="share of the step's time (%)",
+               title="Why not 100%: where a training step's time goes")  # fmt: skip
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=3, fontsize=11)
     return ax

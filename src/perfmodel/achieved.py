@@ -1,0 +1,230 @@
+"""What kernels really reach on a device: the ceilings a prediction of a real run uses.
+
+A datasheet's peak is what no training or serving run reaches. A prediction of "how long will
+it take" prices each kernel at what kernels of its kind *achieve*:
+
+* **matrix multiplies** at the most a large one reaches (the catalogue's measured maximum,
+  Bekman's mamf-finder table, where it has one), plus a fixed cost per kernel: a GEMM of
+  ``F`` FLOPs takes ``F / matmul_flops + kernel_s``, so small and thin ones fall off the
+  ceiling as real ones do (half of it at ``F = matmul_flops · kernel_s``);
+* **attention** (the score and value products) at a fraction of the matmul ceiling;
+* **memory-bound kernels** (norms, activations, residual adds, optimizer steps, and a decode
+  step's weight and cache reads) at an achieved fraction of the memory bandwidth.
+
+The fractions without a published measurement for every device (attention, bandwidth,
+``kernel_s``) are fitted once, on the calibration half of ``data/published_runs.toml``
+(:mod:`perfmodel.published`), and never on its held-out half; :data:`FITTED` says what they
+are and where they came from. Every prediction names the ceilings it used
+(:meth:`Achieved.describe`), and nameplate stays one argument away.
+
+>>> h100 = achieved("H100 SXM")
+>>> round(h100.matmul_flops / 1e12), h100.matmul_source.split(",")[0]
+(794, 'Stas Bekman')
+>>> round(h100.gemm_time(2 * 8192**3) * 1e3, 2)     # an 8192^3 bf16 GEMM, ms
+1.39
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from perfmodel._validate import non_negative, positive
+from perfmodel.hardware import Device, DeviceLike, get
+
+__all__ = ["FITTED", "Achieved", "achieved", "default_links"]
+
+#: What :func:`achieved` assumes where the catalogue has no measurement. Fitted on the
+#: calibration half of the published runs by ``benchmarks/published.py --fit`` (a least-squares
+#: fit of log(predicted / published)); the held-out half was never used.
+FITTED = {
+    # a device's largest GEMMs, as a fraction of its dtype's peak, where none was measured (in
+    # the published runs: fp8 on H100, L40S and MI300X, whose FP8 GEMMs reach about half)
+    "matmul_fraction": 0.4966,
+    # attention's FLOP/s over the matmul ceiling. FlashAttention-2 alone reaches 50-73% of an
+    # A100's peak (Dao, FlashAttention-2, 2023); the fit's 19% also carries what grows with the
+    # sequence and is not modelled (masking, softmax in fp32, the unfused kernels before 2023)
+    "attention_fraction": 0.188,
+    # achieved over nameplate memory bandwidth, for memory-bound kernels
+    "bandwidth_fraction": 0.6799,
+    # a kernel's fixed cost: launch, ramp-up and tail, s
+    "kernel_s": 3.656e-6,
+}
+FITTED_SOURCE = "fitted on the calibration half of data/published_runs.toml"
+
+
+@dataclass(frozen=True, slots=True)
+class Achieved:
+    """The ceilings one device's kernels reach, with where each came from.
+
+    Parameters
+    ----------
+    device : hardware.Device
+        The device.
+    dtype : str
+        The dtype the matmul ceiling is for (``"bf16"``...).
+    matmul_flops : float
+        The most a large GEMM reaches, FLOP/s.
+    matmul_source : str
+        Where that came from.
+    attention_fraction : float
+        Attention's FLOP/s over ``matmul_flops``, fraction.
+    bandwidth : float
+        Memory bandwidth memory-bound kernels reach, B/s.
+    bandwidth_source : str
+        Where that came from.
+    kernel_s : float
+        Each kernel's fixed cost, s.
+    """
+
+    device: Device
+    dtype: str
+    matmul_flops: float
+    matmul_source: str
+    attention_fraction: float
+    bandwidth: float
+    bandwidth_source: str
+    kernel_s: float
+
+    def gemm_time(self, flops: float, nbytes: float = 0.0) -> float:
+        """One GEMM: its FLOPs at the matmul ceiling or its bytes at the bandwidth, the slower,
+        plus the kernel's fixed cost.
+
+        Parameters
+        ----------
+        flops : float
+            The GEMM's FLOPs, FLOP.
+        nbytes : float, optional
+            The bytes it reads and writes, B (0 prices the FLOPs alone).
+
+        Returns
+        -------
+        float
+            Seconds, s.
+        """
+        flops, nbytes = non_negative("flops", flops), non_negative("nbytes", nbytes)
+        return max(flops / self.matmul_flops, nbytes / self.bandwidth) + self.kernel_s
+
+    def attention_time(self, flops: float) -> float:
+        """Attention's score and value products, s.
+
+        Parameters
+        ----------
+        flops : float
+            Their FLOPs, FLOP.
+
+        Returns
+        -------
+        float
+            Seconds, s.
+        """
+        flops = non_negative("flops", flops)
+        return flops / (self.matmul_flops * self.attention_fraction) + self.kernel_s
+
+    def memory_time(self, nbytes: float, kernels: int = 1) -> float:
+        """Memory-bound kernels moving ``nbytes`` in all, s.
+
+        Parameters
+        ----------
+        nbytes : float
+            Bytes read and written, B.
+        kernels : int, optional
+            How many kernels they are, count (each pays ``kernel_s``).
+
+        Returns
+        -------
+        float
+            Seconds, s.
+        """
+        return non_negative("nbytes", nbytes) / self.bandwidth + kernels * self.kernel_s
+
+    def describe(self) -> str:
+        """The ceilings in words, with their sources: what a prediction used.
+
+        Returns
+        -------
+        str
+            One line per ceiling.
+        """
+        peak = self.device.peak_flops_by_dtype.get(self.dtype, 0.0)
+        share = f" ({self.matmul_flops / peak:.0%} of peak)" if peak else ""
+        return (
+            f"matmul {self.matmul_flops / 1e12:.0f} TFLOP/s {self.dtype}{share}: "
+            f"{self.matmul_source}\n"
+            f"attention {self.attention_fraction:.0%} of that: {FITTED_SOURCE}\n"
+            f"memory {self.bandwidth / 1e12:.2f} TB/s: {self.bandwidth_source}\n"
+            f"{self.kernel_s * 1e6:.1f} µs a kernel: {FITTED_SOURCE}"
+        )
+
+
+def achieved(
+    device: DeviceLike, dtype: str = "bf16", *, fitted: dict[str, float] | None = None
+) -> Achieved:
+    """The achieved ceilings of ``device`` for ``dtype``: measured where the catalogue has it.
+
+    Parameters
+    ----------
+    device : str or hardware.Device
+        A catalogue name or a device you built.
+    dtype : str, optional
+        The matmuls' dtype (default ``"bf16"``; ``"fp16"`` shares bf16's measurement).
+    fitted : dict, optional
+        Replacements for :data:`FITTED` (what a fit on the calibration half tries).
+
+    Returns
+    -------
+    Achieved
+        The ceilings, each with its source.
+
+    Raises
+    ------
+    ValueError
+        If the device has no peak for ``dtype``.
+    """
+    device = get(device, argument="device")
+    values = {**FITTED, **(fitted or {})}
+    peak = device.peak_flops_by_dtype.get(dtype)
+    if not peak:
+        have = ", ".join(sorted(device.peak_flops_by_dtype))
+        raise ValueError(f"`dtype` must be one of {device.name}'s: {have} (got {dtype!r})")
+    measured = device.measured_flops_by_dtype
+    same = measured.get(dtype) or (measured.get("bf16") if dtype == "fp16" else None)
+    if same:
+        matmul, source = same, device.measured_source
+    else:
+        matmul = values["matmul_fraction"] * peak
+        source = f"{values['matmul_fraction']:.0%} of the {dtype} peak ({FITTED_SOURCE})"
+    if device.measured_memory_bandwidth:
+        bandwidth, where = device.measured_memory_bandwidth, device.measured_source
+    else:
+        bandwidth = values["bandwidth_fraction"] * device.memory_bandwidth
+        where = f"{values['bandwidth_fraction']:.0%} of nameplate ({FITTED_SOURCE})"
+    return Achieved(
+        device=device,
+        dtype=dtype,
+        matmul_flops=positive("matmul_flops", matmul),
+        matmul_source=source,
+        attention_fraction=positive("attention_fraction", values["attention_fraction"]),
+        bandwidth=positive("bandwidth", bandwidth),
+        bandwidth_source=where,
+        kernel_s=non_negative("kernel_s", values["kernel_s"]),
+    )
+
+
+def default_links(device: str) -> tuple[str, str]:
+    """The links of a catalogue GPU's usual node: NVLink inside, one InfiniBand port per GPU.
+
+    Parameters
+    ----------
+    device : str
+        The device's catalogue name.
+
+    Returns
+    -------
+    (str, str)
+        The link inside a node and the link between nodes (catalogue names).
+    """
+    if device.startswith(("H100", "H200", "H800", "GH200")):
+        return "NVLink 4", "InfiniBand NDR"
+    if device.startswith("B200"):
+        return "NVLink 5", "InfiniBand NDR"
+    return "NVLink 3", "InfiniBand HDR"

@@ -1,0 +1,369 @@
+"""One training step of a transformer, whole: tensor, pipeline and data parallel at once.
+
+:func:`training_step` prices what one step of a real run does, on one device of each kind of
+group, each kernel at what kernels of its kind achieve (:mod:`perfmodel.achieved`):
+
+* **compute**, per micro-batch and pipeline stage: every weight GEMM of the forward pass and
+  its two backward GEMMs (split ``tensor`` ways), attention's score and value products
+  (forward, and twice that backward), the memory-bound kernels between them (norms,
+  activations, residual adds, dropout: bytes after Korthikanti et al.'s activation count), the
+  output layer and its loss on the last stage; recomputation adds the forward again
+  (``"full"``) or attention's forward (``"selective"``);
+* **tensor-parallel collectives**: two all-reduces of the layer's activations forward and two
+  backward (with sequence parallelism, reduce-scatters and all-gathers of the same bytes),
+  exposed, as Megatron-LM runs them;
+* **the pipeline**: ``m`` micro-batches through ``p`` stages in 1F1B order take
+  ``m + (p - 1) / v`` stage times (``v`` interleaved chunks per device), plus the activations
+  sent between stages;
+* **data parallel**: the gradients all-reduced (reduce-scattered and gathered, with a
+  distributed optimizer) after the last micro-batch, exposed; then the optimizer step.
+
+The result splits the step into those parts and gives MFU (model FLOPs: three causal forward
+passes, attention included, over the dtype's peak) and the memory each device holds, with
+the first pipeline stage keeping ``min(m, p)`` micro-batches in flight.
+
+>>> from perfmodel.transformer import Transformer
+>>> gpt = Transformer(width=12288, layers=96, heads=96, vocab=51200)
+>>> step = training_step(gpt, seq_len=2048, global_batch=1536, device="A100 SXM4 80GB",
+...                      tensor=8, pipeline=8, data=16, recompute="full")
+>>> step.gpus, round(step.mfu, 2) > 0.3, step.parts()[0][0]
+(1024, True, 'matmul')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from perfmodel._show import gib, percent, seconds, shown
+from perfmodel._validate import choice, count, flag
+from perfmodel.achieved import Achieved, achieved, default_links
+from perfmodel.distributed.memory import training_memory
+from perfmodel.transformer import Transformer
+
+if TYPE_CHECKING:
+    from perfmodel.hardware import LinkLike
+
+__all__ = ["TrainingStep", "training_step"]
+
+RECOMPUTE = ("none", "selective", "full")
+#: Bytes per element of activations, weights and gradients sent (bf16 or fp16).
+ELEMENT = 2
+#: Bytes the optimizer step moves per parameter it updates: fp32 master weight, two Adam
+#: moments and the gradient read, the master weight and moments written, the bf16 copy written.
+OPTIMIZER_BYTES = 4 * 4 + 4 * 3 + 2
+#: Memory-bound traffic per stored activation byte of a layer (written once, read once forward;
+#: the backward pass reads and writes each twice).
+TRAFFIC_PER_ACTIVATION = 2.0
+#: Memory-bound kernels per layer, forward (norms, bias and activation, dropout, residuals).
+ELEMENTWISE_KERNELS = 8
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class TrainingStep:
+    """One training step on one device, split into its parts.
+
+    Parameters
+    ----------
+    gpus : int
+        Devices in the run, count.
+    tokens : int
+        Tokens the step trains on, count.
+    matmul_s, attention_s, memory_bound_s : float
+        The step's weight GEMMs, attention products and memory-bound kernels on one device
+        (every micro-batch, recomputation included), s.
+    tensor_comm_s : float
+        Tensor-parallel collectives, exposed, s.
+    pipeline_bubble_s : float
+        Stages idle while the pipeline fills and drains, s.
+    pipeline_p2p_s : float
+        Activations sent between stages, s.
+    data_comm_s : float
+        The gradients' reduction across data-parallel replicas, exposed, s.
+    optimizer_s : float
+        The optimizer step, s.
+    model_flops : float
+        The step's model FLOPs: three causal forward passes a token, attention included, FLOP.
+    peak_flops : float
+        Each device's peak for the dtype, FLOP/s.
+    memory_bytes : float
+        What the busiest device holds, B.
+    ceilings : str
+        The achieved ceilings used, with their sources.
+    """
+
+    gpus: int
+    tokens: int
+    matmul_s: float
+    attention_s: float
+    memory_bound_s: float
+    tensor_comm_s: float
+    pipeline_bubble_s: float
+    pipeline_p2p_s: float
+    data_comm_s: float
+    optimizer_s: float
+    model_flops: float
+    peak_flops: float
+    memory_bytes: float
+    ceilings: str
+
+    def parts(self) -> list[tuple[str, float]]:
+        """The step's parts in order, each ``(name, seconds)``; they add up to the step.
+
+        Returns
+        -------
+        list of (str, float)
+            Part name and its time, s.
+        """
+        return [
+            ("matmul", self.matmul_s),
+            ("attention", self.attention_s),
+            ("memory-bound", self.memory_bound_s),
+            ("tensor-parallel comm", self.tensor_comm_s),
+            ("pipeline bubble", self.pipeline_bubble_s),
+            ("pipeline sends", self.pipeline_p2p_s),
+            ("data-parallel comm", self.data_comm_s),
+            ("optimizer", self.optimizer_s),
+        ]
+
+    @property
+    def step_s(self) -> float:
+        """The whole step, s."""
+        return sum(seconds for _, seconds in self.parts())
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Tokens trained per second, the whole run, tokens/s."""
+        return self.tokens / self.step_s
+
+    @property
+    def mfu(self) -> float:
+        """Model FLOPs utilization: model FLOPs per second over every device's peak, fraction."""
+        return self.model_flops / self.step_s / (self.gpus * self.peak_flops)
+
+    def __repr__(self) -> str:
+        return shown(
+            "TrainingStep",
+            gpus=str(self.gpus),
+            step=seconds(self.step_s),
+            mfu=percent(self.mfu),
+            tokens_per_s=f"{self.tokens_per_s:,.0f}",
+            largest=max(self.parts(), key=lambda part: part[1])[0],
+            memory=gib(self.memory_bytes),
+        )
+
+
+def _gemms(model: Transformer, t: int) -> list[tuple[int, int]]:
+    """A layer's weight GEMMs on one tensor-parallel rank, as ``(k, n)`` (QKV fused)."""
+    h, d = model.width, int(model.head_dim or 0)
+    qkv = (model.heads + 2 * int(model.kv_heads or model.heads)) * d
+    mlp = int(model.mlp_width or 0)
+    up = mlp * (2 if model.gated else 1)
+    return [(h, qkv // t), (model.heads * d // t, h), (h, up // t), (mlp // t, h)]
+
+
+def training_step(
+    model: Transformer,
+    *,
+    seq_len: int,
+    global_batch: int,
+    device: str,
+    tensor: int = 1,
+    pipeline: int = 1,
+    data: int = 1,
+    micro_batch: int = 1,
+    virtual_stages: int = 1,
+    sequence_parallel: bool = False,
+    recompute: str = "none",
+    flash_attention: bool = True,
+    distributed_optimizer: bool = False,
+    fsdp: bool = False,
+    gpus_per_node: int = 8,
+    intra_link: LinkLike | None = None,
+    inter_link: LinkLike | None = None,
+    dtype: str = "bf16",
+    ceilings: Achieved | None = None,
+    check_memory: bool = True,
+) -> TrainingStep:
+    """Price one step of ``model`` trained with ``tensor × pipeline × data`` devices.
+
+    Parameters
+    ----------
+    model : Transformer
+        The model's shape.
+    seq_len : int
+        Tokens per sequence, count.
+    global_batch : int
+        Sequences per step, count; must split into ``data × micro_batch`` pieces.
+    device : str
+        The devices' catalogue name.
+    tensor, pipeline, data : int
+        The parallel degrees, count; the run has their product of devices.
+    micro_batch : int
+        Sequences per micro-batch, count.
+    virtual_stages : int
+        Interleaved model chunks per device, count (1: plain 1F1B).
+    sequence_parallel : bool
+        Split the norms and dropout over the tensor-parallel ranks too.
+    recompute : {"none", "selective", "full"}
+        Activation recomputation.
+    flash_attention : bool
+        A fused attention kernel (no score matrix in memory); False prices the scores' softmax
+        and dropout as memory-bound traffic, as before FlashAttention.
+    distributed_optimizer : bool
+        Optimizer states sharded over the data-parallel group (ZeRO stage 1).
+    fsdp : bool
+        Fully sharded data parallel (ZeRO stage 3): weights, gradients and optimizer states
+        sharded over the data-parallel group; the weights are gathered forward and backward
+        and the gradients reduce-scattered, 1.5 times an all-reduce's bytes, exposed.
+    gpus_per_node : int
+        Devices per node, count; tensor parallelism stays inside a node where it fits.
+    intra_link, inter_link : str, hardware.Link or hardware.LinkSpec, optional
+        The links inside and between nodes; by default the device's usual
+        (:func:`perfmodel.achieved.default_links`).
+    dtype : str
+        The matmuls' dtype.
+    ceilings : Achieved, optional
+        The achieved ceilings; by default :func:`perfmodel.achieved.achieved` for ``device``.
+    check_memory : bool
+        Refuse a layout whose busiest device would not hold its states and activations.
+
+    Returns
+    -------
+    TrainingStep
+        The step's parts, s; its MFU; the busiest device's memory, B.
+
+    Raises
+    ------
+    TypeError
+        If ``model`` is not a Transformer.
+    ValueError
+        If the batch does not split into micro-batches, the layers into stages, the heads
+        over the tensor-parallel ranks, or the model does not fit (by how much is said).
+    """
+    from perfmodel import comms
+
+    if not isinstance(model, Transformer):
+        raise TypeError(f"`model` must be a Transformer (got {type(model).__name__}).")
+    s, batch = count("seq_len", seq_len), count("global_batch", global_batch)
+    t, p, d = count("tensor", tensor), count("pipeline", pipeline), count("data", data)
+    b, v = count("micro_batch", micro_batch), count("virtual_stages", virtual_stages)
+    node = count("gpus_per_node", gpus_per_node)
+    sp, flash = (
+        flag("sequence_parallel", sequence_parallel),
+        flag("flash_attention", flash_attention),
+    )
+    zero = flag("distributed_optimizer", distributed_optimizer)
+    sharded = flag("fsdp", fsdp)
+    recompute = choice("recompute", recompute, RECOMPUTE)
+    if batch % (d * b):
+        raise ValueError(
+            f"`global_batch` must split into `data` × `micro_batch` = {d * b} equal parts "
+            f"(got {batch}, which leaves {batch % (d * b)} over)."
+        )
+    if model.layers % (p * v):
+        raise ValueError(
+            f"`pipeline` × `virtual_stages` = {p * v} must divide the model's {model.layers} "
+            f"layers (got pipeline={p}, virtual_stages={v})."
+        )
+    if model.heads % t or int(model.kv_heads or model.heads) % t and t % int(model.kv_heads or 1):
+        raise ValueError(f"`tensor` must divide the model's {model.heads} heads (got {t}).")
+    ceil = ceilings if ceilings is not None else achieved(device, dtype)
+    inside, between = default_links(ceil.device.name)
+    intra = comms.as_link(intra_link or inside, argument="intra_link")
+    inter = comms.as_link(inter_link or between, argument="inter_link")
+    m, layers = batch // (d * b), model.layers // p
+    tokens = b * s
+    h, heads, hd = model.width, model.heads, int(model.head_dim or 0)
+
+    # --- one layer, one micro-batch, one tensor-parallel rank -------------------------------
+    gemm_f = sum(
+        ceil.gemm_time(2.0 * tokens * k * n, ELEMENT * (tokens * k + k * n + tokens * n))
+        for k, n in _gemms(model, t)
+    )
+    gemm_b = 2 * gemm_f  # the input's gradient and the weight's gradient, same shapes
+    attention_flops = 4.0 * b * s * s * heads * hd / t / (2 if flash else 1)
+    attn_f = ceil.attention_time(attention_flops)
+    attn_b = 2 * attn_f
+    # Korthikanti et al.'s stored activations: 34 sbh bytes (10 of them replicated on every
+    # tensor-parallel rank without sequence parallelism) and 5 as^2 b for the scores.
+    sbh = s * b * h
+    stored = sbh * (24 / t + 10 / (t if sp else 1))
+    if not flash:
+        stored += 5.0 * heads * s * s * b / t
+    mem_f = ceil.memory_time(TRAFFIC_PER_ACTIVATION * stored, ELEMENTWISE_KERNELS)
+    mem_b = 2 * mem_f
+    gemm, attn, mem = gemm_f + gemm_b, attn_f + attn_b, mem_f + mem_b
+    if recompute == "full":
+        gemm, attn, mem = gemm + gemm_f, attn + attn_f, mem + mem_f
+    elif recompute == "selective":
+        attn += attn_f
+    tp_link = intra if t <= node else inter
+    collectives = 4 + (2 if recompute == "full" else 0)
+    tp = collectives * comms.allreduce_time(ELEMENT * sbh, t, tp_link) if t > 1 else 0.0
+
+    # --- the last stage's output layer and loss (the busiest stage) -------------------------
+    vocab = model.vocab // t
+    logits = 3 * ceil.gemm_time(2.0 * tokens * h * vocab, ELEMENT * tokens * (h + vocab))
+    loss = ceil.memory_time(3 * 4.0 * tokens * vocab, 3)  # fp32 softmax and its gradient
+
+    stage = layers * (gemm + attn + mem + tp) + logits + loss
+    p2p_link = inter if t * p > node else intra
+    sends = (
+        2 * comms.point_to_point_time(ELEMENT * sbh / (t if sp else 1), p2p_link) if p > 1 else 0.0
+    )
+    bubble = (p - 1) / v * stage
+    p2p = (m + p - 1) * v * sends
+
+    # --- gradients across replicas, then the optimizer --------------------------------------
+    params = model.parameters / (t * p)
+    if d > 1:
+        replicas_in_node = max(1, node // (t * p)) if t * p < node else 1
+        grads = ELEMENT * params * (1.5 if sharded else 1.0)
+        if replicas_in_node > 1 and d % replicas_in_node == 0 and d > replicas_in_node:
+            data_comm = comms.hierarchical_allreduce_time(
+                grads, replicas_in_node, d // replicas_in_node, intra, inter
+            )
+        else:
+            data_comm = comms.allreduce_time(grads, d, intra if t * p * d <= node else inter)
+    else:
+        data_comm = 0.0
+    optimizer = ceil.memory_time(OPTIMIZER_BYTES * params / (d if zero or sharded else 1), 4)
+
+    # --- memory of the busiest (first) stage ------------------------------------------------
+    states = training_memory(
+        model, data_parallel=d, zero_stage=3 if sharded else 1 if zero else 0, tensor_parallel=t,
+        pipeline_parallel=p,
+    ).total  # fmt: skip
+    in_flight = min(m, p) * (1 + (p - 1) / (p * v)) if p > 1 else 1
+    per_layer = {
+        "full": 2.0 * sbh / (t if sp else 1),
+        "selective": sbh * (24 / t + 10 / (t if sp else 1)),
+    }
+    activations = layers * in_flight * per_layer.get(recompute, stored * ELEMENT / 2)
+    memory = states + activations
+    capacity = ceil.device.memory_capacity
+    if check_memory and capacity and memory > capacity:
+        raise ValueError(
+            f"the layout does not fit: the first stage needs {memory / 2**30:.1f} GiB per "
+            f"device ({states / 2**30:.1f} GiB of states, {activations / 2**30:.1f} GiB of "
+            f"activations), {(memory - capacity) / 2**30:.1f} GiB more than {ceil.device.name}'s "
+            f"{capacity / 2**30:.1f} GiB; raise tensor or pipeline, or recompute."
+        )
+
+    return TrainingStep(
+        gpus=t * p * d,
+        tokens=batch * s,
+        matmul_s=m * (layers * gemm + logits),
+        attention_s=m * layers * attn,
+        memory_bound_s=m * (layers * mem + loss),
+        tensor_comm_s=m * layers * tp,
+        pipeline_bubble_s=bubble,
+        pipeline_p2p_s=p2p,
+        data_comm_s=data_comm,
+        optimizer_s=optimizer,
+        model_flops=3.0 * model.forward_flops_per_token(s, causal=True) * batch * s,
+        peak_flops=ceil.device.peak_flops_by_dtype[dtype],
+        memory_bytes=memory,
+        ceilings=ceil.describe(),
+    )

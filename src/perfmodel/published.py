@@ -1,0 +1,317 @@
+"""Published training and serving runs, and how well the course's models predict them.
+
+``data/published_runs.toml`` holds measurements nobody on the project chose: training
+throughput, TFLOP/s per GPU or MFU of runs from about 1B to 1T parameters, and serving time to
+first token, time per output token and throughput, each with its source, the quote it was
+read from and every assumption made. **Its split into a calibration half and a held-out half
+was fixed before anything was fitted**, by a rule nobody can steer (the parity of a SHA-256
+of the row's id; :func:`split_of`), and recorded in the file. The few constants the models fit
+(:data:`perfmodel.achieved.FITTED`, :data:`perfmodel.serving.inference.ENGINE_STEP_S`) were fit
+on the calibration half only (:func:`fit`); :func:`compare` reports both halves.
+
+>>> rows = load()
+>>> len(rows) >= 40, {row.split for row in rows} == {"calibration", "held-out"}
+(True, True)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import statistics
+import sys
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from perfmodel.transformer import Transformer
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+__all__ = ["Comparison", "Row", "compare", "fit", "load", "predict", "split_of", "summary"]
+
+SPLITS = ("calibration", "held-out")
+
+
+def split_of(row_id: str) -> str:
+    """The half a row belongs to: the parity of the SHA-256 of its id (fixed before fitting).
+
+    Parameters
+    ----------
+    row_id : str
+        The row's id.
+
+    Returns
+    -------
+    str
+        ``"calibration"`` or ``"held-out"``.
+    """
+    return SPLITS[int(hashlib.sha256(row_id.encode()).hexdigest(), 16) % 2]
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One published measurement and what it was measured on.
+
+    Parameters
+    ----------
+    kind : str
+        ``"training"`` or ``"inference"``.
+    id : str
+        Its unique id.
+    split : str
+        ``"calibration"`` or ``"held-out"``.
+    metric : str
+        What was measured (``"tflops_per_gpu"``, ``"mfu"``, ``"tpot_s"``...).
+    value : float
+        The published value, in the metric's SI unit (s, tokens/s, FLOP/s or fraction).
+    fields : dict
+        Every field of the row as the file gives it.
+    """
+
+    kind: str
+    id: str
+    split: str
+    metric: str
+    value: float
+    fields: dict[str, Any]
+
+    @property
+    def source(self) -> str:
+        """The row's citation."""
+        return str(self.fields.get("source", ""))
+
+    def model(self) -> Transformer:
+        """The row's model shape.
+
+        Returns
+        -------
+        Transformer
+            Built from the row's ``layers``, ``width``, ``heads``... fields.
+        """
+        f = self.fields
+        return Transformer(
+            width=f["width"], layers=f["layers"], heads=f["heads"], vocab=f["vocab"],
+            kv_heads=f.get("kv_heads"), mlp_width=f.get("mlp_width"),
+            gated=bool(f.get("gated", False)), tied_embeddings=not f.get("gated", False),
+        )  # fmt: skip
+
+
+def load() -> list[Row]:
+    """Every published row, training first, in the file's order.
+
+    Returns
+    -------
+    list of Row
+        The rows, each with its split as the file records it.
+
+    Raises
+    ------
+    ValueError
+        If a row's recorded split is not the one its id gives (the split was moved).
+    """
+    text = (resources.files("perfmodel") / "data" / "published_runs.toml").read_text("utf-8")
+    data = tomllib.loads(text)
+    rows = []
+    for kind in ("training", "inference"):
+        for raw in data.get(kind, []):
+            if raw["split"] != split_of(raw["id"]):
+                raise ValueError(f"row {raw['id']!r} is recorded as {raw['split']!r}, "
+                                 f"but its id puts it in {split_of(raw['id'])!r}")  # fmt: skip
+            rows.append(Row(kind, raw["id"], raw["split"], raw["metric"], float(raw["value"]), raw))
+    return rows
+
+
+# --- predictions ------------------------------------------------------------------------
+
+
+def _step_flops(row: Row, passes: int) -> float:
+    """A step's FLOPs as Narayanan et al. count them: ``passes`` forward passes of every token,
+    attention over the whole sequence (``24·passes·B·s·l·h²(1 + s/6h + V/16lh)`` for GPT)."""
+    f = row.fields
+    per_token = row.model().forward_flops_per_token(f["seq_len"])
+    return float(passes * per_token * f["global_batch"] * f["seq_len"])
+
+
+def predict(row: Row, *, fitted: dict[str, float] | None = None) -> tuple[float, str]:
+    """The model's prediction of ``row``'s metric, and the ceilings it used.
+
+    Parameters
+    ----------
+    row : Row
+        A published row.
+    fitted : dict, optional
+        Constants to use instead of the module's fitted ones (what :func:`fit` tries).
+
+    Returns
+    -------
+    (float, str)
+        The predicted value in the metric's SI unit (s, tokens/s, FLOP/s or fraction), and
+        the ceilings' description.
+    """
+    from perfmodel.achieved import achieved
+    from perfmodel.distributed.step import training_step
+    from perfmodel.serving.inference import ENGINE_STEP_S, inference_run
+
+    fitted = dict(fitted or {})
+    engine = fitted.pop("engine_step_s", ENGINE_STEP_S)
+    f = row.fields
+    if row.kind == "training":
+        dtype = "bf16" if f.get("precision", "bf16") in ("bf16", "fp16") else f["precision"]
+        ceilings = achieved(f["device"], dtype, fitted=fitted)
+        step = training_step(
+            row.model(), seq_len=f["seq_len"], global_batch=f["global_batch"],
+            device=f["device"], tensor=f.get("tensor", 1), pipeline=f.get("pipeline", 1),
+            data=f.get("data", 1), micro_batch=f.get("micro_batch", 1),
+            virtual_stages=f.get("virtual_stages", 1),
+            sequence_parallel=f.get("sequence_parallel", False),
+            recompute=f.get("recompute", "none"),
+            flash_attention=f.get("flash_attention", str(f.get("date", "")) >= "2023"),
+            distributed_optimizer=f.get("distributed_optimizer", False),
+            fsdp=f.get("sharding") == "fsdp",
+            ceilings=ceilings, check_memory=False,
+        )  # fmt: skip
+        gpus, peak = step.gpus, step.peak_flops
+        passes = {"full": 4, "selective": 3, "none": 3}[f.get("recompute", "none")]
+        per_gpu = {
+            "step_s": step.step_s,
+            "tokens_per_s": step.tokens_per_s,
+            "tokens_per_s_per_gpu": step.tokens_per_s / gpus,
+            "tflops_per_gpu": _step_flops(row, passes) / step.step_s / gpus,
+            "hfu": _step_flops(row, passes) / step.step_s / gpus / peak,
+            "mfu": _step_flops(row, 3) / step.step_s / gpus / peak,
+        }
+        return per_gpu[row.metric], step.ceilings
+    dtype = f.get("activation_dtype", "fp16")
+    ceilings = achieved(f["device"], "fp8" if dtype == "fp8" else "bf16", fitted=fitted)
+    run = inference_run(
+        row.model(), f["device"], batch=f["batch"], prompt=f["prompt"], output=f["output"],
+        tensor=f.get("tensor", 1), weight_dtype=f.get("weight_dtype", "fp16"),
+        kv_dtype=f.get("kv_dtype", "fp16"), activation_dtype=dtype, engine_step_s=engine,
+        ceilings=ceilings,
+    )  # fmt: skip
+    metrics = {
+        "ttft_s": run.ttft_s,
+        "tpot_s": run.tpot_s,
+        "e2e_latency_s": run.e2e_latency_s,
+        "output_tokens_per_s": run.output_tokens_per_s,
+        "output_tokens_per_s_per_gpu": run.output_tokens_per_s / run.gpus,
+    }
+    return metrics[row.metric], run.ceilings
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """One row predicted: the published value, the prediction and their ratio.
+
+    Parameters
+    ----------
+    row : Row
+        The published row.
+    predicted : float
+        The prediction, in the metric's SI unit (s, tokens/s, FLOP/s or fraction).
+    ceilings : str
+        The achieved ceilings the prediction used.
+    """
+
+    row: Row
+    predicted: float
+    ceilings: str
+
+    @property
+    def ratio(self) -> float:
+        """Predicted over published."""
+        return self.predicted / self.row.value
+
+    @property
+    def error(self) -> float:
+        """``|predicted / published - 1|``, fraction."""
+        return abs(self.ratio - 1)
+
+
+def compare(
+    rows: list[Row] | None = None, *, fitted: dict[str, float] | None = None
+) -> list[Comparison]:
+    """Predict every row.
+
+    Parameters
+    ----------
+    rows : list of Row, optional
+        The rows; all of :func:`load` by default.
+    fitted : dict, optional
+        Constants to use instead of the fitted ones.
+
+    Returns
+    -------
+    list of Comparison
+        One per row, in order.
+    """
+    return [Comparison(row, *predict(row, fitted=fitted)) for row in (rows or load())]
+
+
+def summary(comparisons: list[Comparison]) -> dict[tuple[str, str], tuple[int, float, float]]:
+    """Per kind and half: rows, median and worst ``|predicted / published - 1|``.
+
+    Parameters
+    ----------
+    comparisons : list of Comparison
+        What :func:`compare` returned.
+
+    Returns
+    -------
+    dict
+        ``(kind, split)`` to ``(rows, median error, worst error)``, errors as fractions.
+    """
+    out = {}
+    for kind in ("training", "inference"):
+        for split in SPLITS:
+            errors = [c.error for c in comparisons if c.row.kind == kind and c.row.split == split]
+            if errors:
+                out[(kind, split)] = (len(errors), statistics.median(errors), max(errors))
+    return out
+
+
+def fit(
+    keys: tuple[str, ...] = ("matmul_fraction", "attention_fraction", "bandwidth_fraction",
+                             "kernel_s", "engine_step_s"),
+) -> dict[str, float]:  # fmt: skip
+    """Fit the model's free constants on the **calibration half only**.
+
+    Minimises the sum of squared ``log(predicted / published)`` over the calibration rows
+    with scipy's bounded least squares, each constant within physical bounds.
+
+    Parameters
+    ----------
+    keys : tuple of str
+        Which constants to fit.
+
+    Returns
+    -------
+    dict of str to float
+        The fitted constants: fractions, and the fixed costs in s.
+    """
+    import numpy as np
+    from scipy.optimize import least_squares
+
+    from perfmodel.achieved import FITTED
+    from perfmodel.serving.inference import ENGINE_STEP_S
+
+    start = {**FITTED, "engine_step_s": ENGINE_STEP_S}
+    bounds = {"matmul_fraction": (0.3, 1.0), "attention_fraction": (0.1, 1.0),
+              "bandwidth_fraction": (0.3, 1.0), "kernel_s": (0.0, 1e-4),
+              "engine_step_s": (0.0, 0.05)}  # fmt: skip
+    scale = {key: bounds[key][1] for key in keys}
+    calibration = [row for row in load() if row.split == "calibration"]
+
+    def residuals(x: Any) -> Any:
+        trial = {key: float(value) * scale[key] for key, value in zip(keys, x, strict=True)}
+        return [math.log(predict(row, fitted=trial)[0] / row.value) for row in calibration]
+
+    x0 = np.array([start[key] / scale[key] for key in keys])
+    lower = [bounds[key][0] / scale[key] for key in keys]
+    upper = [bounds[key][1] / scale[key] for key in keys]
+    found = least_squares(residuals, x0, bounds=(lower, upper), loss="soft_l1", f_scale=0.1)
+    return {key: float(value) * scale[key] for key, value in zip(keys, found.x, strict=True)}

@@ -1,0 +1,202 @@
+"""Serving a language model as an engine runs it: achieved ceilings, tensor parallelism,
+quantized weights and the engine's own cost per step.
+
+:mod:`perfmodel.serving.llm` prices prefill and decode on the datasheet's roofline, which
+teaches the shapes; :func:`inference_run` predicts what a deployed engine reaches:
+
+* **prefill** (time to first token): each layer's GEMMs over ``batch · prompt`` rows at the
+  achieved matmul ceiling, causal attention at the attention ceiling, the memory-bound kernels
+  between them, two all-reduces of the activations a layer over the tensor-parallel group,
+  the output layer for the last token, and the engine's fixed cost;
+* **decode** (time per output token): each step reads every weight (at its stored width;
+  quantized weights are dequantized in the GEMM's tile, paid as their FP16 FLOPs) and every
+  sequence's KV cache at the achieved bandwidth, runs its GEMMs on the roofline, two
+  all-reduces a layer, and pays the engine's fixed cost per step;
+* **throughput** of a static batch: ``batch · output / (TTFT + (output - 1) · TPOT)``, at the
+  mean context of the answer.
+
+>>> from perfmodel.transformer import preset
+>>> run = inference_run(preset("Llama 2 7B"), "A100 SXM4 80GB", batch=1, prompt=512, output=128)
+>>> 5e-3 < run.tpot_s < 20e-3, run.ttft_s < 0.2
+(True, True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from perfmodel._show import seconds, shown
+from perfmodel._validate import count, non_negative
+from perfmodel.achieved import Achieved, achieved, default_links
+from perfmodel.hardware import dtype_bytes
+from perfmodel.transformer import Transformer
+
+__all__ = ["ENGINE_STEP_S", "InferenceRun", "inference_run"]
+
+#: An engine's fixed cost per forward pass (scheduling, sampling, launching), s; fitted on
+#: the calibration half of ``data/published_runs.toml`` (see :mod:`perfmodel.achieved`).
+ENGINE_STEP_S = 1.108e-3
+#: Memory-bound kernels per layer and their traffic, in activation widths per token.
+LAYER_KERNELS = 10
+LAYER_TRAFFIC = 20
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class InferenceRun:
+    """A static batch served end to end, as predicted.
+
+    Parameters
+    ----------
+    batch, prompt, output, gpus : int
+        Sequences, prompt tokens, answer tokens and devices, count.
+    ttft_s : float
+        Time to first token: the prefill, s.
+    tpot_s : float
+        Time per output token: one decode step at the answer's mean context, s.
+    decode_parts : dict of str to float
+        The decode step's parts (weights, KV cache, compute, all-reduce, engine), s.
+    ceilings : str
+        The achieved ceilings used, with their sources.
+    """
+
+    batch: int
+    prompt: int
+    output: int
+    gpus: int
+    ttft_s: float
+    tpot_s: float
+    decode_parts: dict[str, float]
+    ceilings: str
+
+    @property
+    def e2e_latency_s(self) -> float:
+        """One request from arrival to its last token, s."""
+        return self.ttft_s + (self.output - 1) * self.tpot_s
+
+    @property
+    def output_tokens_per_s(self) -> float:
+        """Answer tokens per second over the whole batch, tokens/s."""
+        return self.batch * self.output / self.e2e_latency_s
+
+    def __repr__(self) -> str:
+        return shown(
+            "InferenceRun",
+            batch=str(self.batch),
+            gpus=str(self.gpus),
+            ttft=seconds(self.ttft_s),
+            tpot=seconds(self.tpot_s),
+            output_tokens_per_s=f"{self.output_tokens_per_s:,.0f}",
+        )
+
+
+def _layer_gemms(model: Transformer, t: int) -> list[tuple[int, int]]:
+    h, d = model.width, int(model.head_dim or 0)
+    qkv = (model.heads + 2 * int(model.kv_heads or model.heads)) * d
+    mlp = int(model.mlp_width or 0)
+    return [(h, qkv // t), (model.heads * d // t, h), (h, mlp * (2 if model.gated else 1) // t),
+            (mlp // t, h)]  # fmt: skip
+
+
+def inference_run(
+    model: Transformer,
+    device: str,
+    *,
+    batch: int,
+    prompt: int,
+    output: int,
+    tensor: int = 1,
+    weight_dtype: str = "fp16",
+    kv_dtype: str = "fp16",
+    activation_dtype: str = "fp16",
+    engine_step_s: float | None = None,
+    intra_link: str | None = None,
+    ceilings: Achieved | None = None,
+) -> InferenceRun:
+    """Predict prefill, decode and throughput of a static batch on ``tensor`` devices.
+
+    Parameters
+    ----------
+    model : Transformer
+        The model's shape.
+    device : str
+        The devices' catalogue name.
+    batch, prompt, output : int
+        Sequences served at once, prompt tokens (0: decode alone) and answer tokens each,
+        count.
+    tensor : int
+        Tensor-parallel devices, count.
+    weight_dtype, kv_dtype, activation_dtype : str
+        How weights and the KV cache are stored, and the activations' dtype (``"fp8"``
+        activations run the GEMMs at the fp8 ceiling).
+    engine_step_s : float, optional
+        The engine's fixed cost per forward pass, s; :data:`ENGINE_STEP_S` by default.
+    intra_link : str, optional
+        The link between the devices; the device's usual NVLink by default.
+    ceilings : Achieved, optional
+        The achieved ceilings; by default those of ``device`` for ``activation_dtype``.
+
+    Returns
+    -------
+    InferenceRun
+        TTFT and TPOT, s; throughput; the decode step's parts.
+
+    Raises
+    ------
+    TypeError
+        If ``model`` is not a Transformer.
+    ValueError
+        If ``tensor`` does not divide the heads, or the weights and cache do not fit (by how
+        much is said).
+    """
+    from perfmodel import comms
+
+    if not isinstance(model, Transformer):
+        raise TypeError(f"`model` must be a Transformer (got {type(model).__name__}).")
+    b, n_out = count("batch", batch), count("output", output)
+    n_in = count("prompt", prompt, minimum=0)
+    t = count("tensor", tensor)
+    if model.heads % t:
+        raise ValueError(f"`tensor` must divide the model's {model.heads} heads (got {t}).")
+    engine = (
+        ENGINE_STEP_S if engine_step_s is None else non_negative("engine_step_s", engine_step_s)
+    )
+    compute_dtype = "fp8" if activation_dtype == "fp8" else "bf16"
+    ceil = ceilings if ceilings is not None else achieved(device, compute_dtype)
+    link = comms.as_link(intra_link or default_links(ceil.device.name)[0], argument="intra_link")
+    w_bytes, kv_bytes = dtype_bytes(weight_dtype), dtype_bytes(kv_dtype)
+    a_bytes = dtype_bytes(activation_dtype)
+    h, layers = model.width, model.layers
+    kv_per_token = 2 * layers * int(model.kv_heads or model.heads) * int(model.head_dim or 0)
+    capacity = ceil.device.memory_capacity
+    need = (model.parameters * w_bytes + b * (n_in + n_out) * kv_per_token * kv_bytes) / t
+    if capacity and need > capacity:
+        raise ValueError(
+            f"the weights and the KV cache need {need / 2**30:.1f} GiB per device, "
+            f"{(need - capacity) / 2**30:.1f} GiB more than {ceil.device.name}'s "
+            f"{capacity / 2**30:.1f} GiB; raise `tensor` or shrink the batch."
+        )
+
+    def forward(rows: int, context: float, causal_rows: bool) -> tuple[float, dict[str, float]]:
+        gemms = sum(
+            ceil.gemm_time(2.0 * rows * k * n, w_bytes * k * n + a_bytes * rows * (k + n))
+            for k, n in _layer_gemms(model, t)
+        )
+        heads_dim = model.heads * int(model.head_dim or 0) / t
+        attention_flops = 4.0 * rows * context * heads_dim / (2 if causal_rows else 1)
+        kv_read = b * context * kv_per_token / layers * kv_bytes / t
+        attention = max(ceil.attention_time(attention_flops), kv_read / ceil.bandwidth)
+        elementwise = ceil.memory_time(LAYER_TRAFFIC * a_bytes * rows * h / t, LAYER_KERNELS)
+        allreduce = 2 * comms.allreduce_time(a_bytes * rows * h, t, link) if t > 1 else 0.0
+        head = ceil.gemm_time(2.0 * b * h * model.vocab / t, w_bytes * h * model.vocab / t)
+        parts = {
+            "weights and compute": layers * gemms + head,
+            "attention and KV cache": layers * attention,
+            "memory-bound": layers * elementwise,
+            "all-reduce": layers * allreduce,
+            "engine": engine,
+        }
+        return sum(parts.values()), parts
+
+    ttft = forward(b * n_in, n_in, True)[0] if n_in else 0.0
+    tpot, parts = forward(b, n_in + n_out / 2, False)
+    return InferenceRun(b, n_in, n_out, t, ttft, tpot, parts, ceil.describe())

@@ -1,0 +1,145 @@
+"""A training step whole and a served batch whole: parts that add up, closed forms, and clear
+refusals of layouts that cannot run."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from perfmodel.achieved import achieved
+from perfmodel.distributed.step import training_step
+from perfmodel.serving.inference import inference_run
+from perfmodel.transformer import Transformer, preset
+
+GPT = Transformer(width=2048, layers=24, heads=16, vocab=51200)
+TINY = Transformer(width=256, layers=4, heads=4, vocab=1000)
+
+
+def test_the_parts_add_up_to_the_step_and_mfu_follows_from_it():
+    step = training_step(GPT, seq_len=2048, global_batch=64, device="H100 SXM", tensor=2,
+                         pipeline=2, data=4, micro_batch=2, recompute="selective")  # fmt: skip
+    assert math.isclose(sum(t for _, t in step.parts()), step.step_s)
+    assert all(t >= 0 for _, t in step.parts())
+    assert step.gpus == 16 and step.tokens == 64 * 2048
+    assert math.isclose(step.mfu, step.model_flops / step.step_s / (16 * 989.4e12), rel_tol=1e-3)
+    assert 0.05 < step.mfu < 0.8
+    assert len(repr(step)) < 300 and "mfu=" in repr(step)
+
+
+def test_one_device_is_a_closed_form_of_its_kernels():
+    ceil = achieved("A100 SXM4 80GB")
+    b, s, m = 2, 128, 3
+    step = training_step(TINY, seq_len=s, global_batch=b * m, micro_batch=b,
+                         device="A100 SXM4 80GB", flash_attention=True)  # fmt: skip
+    rows, h = b * s, TINY.width
+    shapes = [(h, 3 * h), (h, h), (h, 4 * h), (4 * h, h)]
+    gemm = sum(ceil.gemm_time(2.0 * rows * k * n, 2 * (rows * k + k * n + rows * n))
+               for k, n in shapes)  # fmt: skip
+    attention = ceil.attention_time(4.0 * b * s * s * h / 2)
+    logits = 3 * ceil.gemm_time(2.0 * rows * h * 1000, 2 * rows * (h + 1000))
+    assert math.isclose(step.matmul_s, m * (4 * 3 * gemm + logits), rel_tol=1e-9)
+    assert math.isclose(step.attention_s, m * 4 * 3 * attention, rel_tol=1e-9)
+    assert step.tensor_comm_s == step.pipeline_bubble_s == step.data_comm_s == 0
+
+
+def test_full_recomputation_adds_one_forward_pass_of_the_layers():
+    kwargs = dict(seq_len=1024, global_batch=8, device="A100 SXM4 80GB", micro_batch=1)
+    plain = training_step(GPT, **kwargs)
+    full = training_step(GPT, recompute="full", **kwargs)
+    loss = 8 * achieved("A100 SXM4 80GB").memory_time(3 * 4.0 * 1024 * 51200, 3)
+    assert math.isclose(full.attention_s, plain.attention_s * 4 / 3, rel_tol=1e-9)
+    assert math.isclose(full.memory_bound_s - loss, (plain.memory_bound_s - loss) * 4 / 3)
+    assert plain.matmul_s < full.matmul_s < plain.matmul_s * 4 / 3
+
+
+def test_interleaving_halves_the_bubble_and_more_micro_batches_shrink_its_share():
+    kwargs = dict(seq_len=2048, device="A100 SXM4 80GB", tensor=8, pipeline=4, data=1)
+    gpt = Transformer(width=4096, layers=32, heads=32, vocab=51200)
+    one = training_step(gpt, global_batch=16, **kwargs)
+    two = training_step(gpt, global_batch=16, virtual_stages=2, **kwargs)
+    assert math.isclose(two.pipeline_bubble_s, one.pipeline_bubble_s / 2, rel_tol=1e-9)
+    more = training_step(gpt, global_batch=64, **kwargs)
+    assert more.pipeline_bubble_s / more.step_s < one.pipeline_bubble_s / one.step_s
+
+
+def test_layouts_that_cannot_run_are_refused_saying_why():
+    base = dict(seq_len=2048, device="A100 SXM4 80GB")
+    with pytest.raises(ValueError, match=r"`global_batch` must split into .* = 8 .*got 12"):
+        training_step(GPT, global_batch=12, data=4, micro_batch=2, **base)
+    with pytest.raises(ValueError, match="must divide the model's 24 layers"):
+        training_step(GPT, global_batch=8, pipeline=5, **base)
+    with pytest.raises(ValueError, match="must divide the model's 16 heads"):
+        training_step(GPT, global_batch=8, tensor=3, **base)
+    with pytest.raises(ValueError, match=r"does not fit: .* GiB more than A100 SXM4 80GB"):
+        training_step(preset("GPT-3 175B"), global_batch=8, **base)
+    with pytest.raises(TypeError, match="`model` must be a Transformer"):
+        training_step("GPT-3", global_batch=8, **base)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="`recompute` must be"):
+        training_step(GPT, global_batch=8, recompute="some", **base)
+
+
+def test_decode_reads_the_weights_so_narrower_weights_and_more_devices_speed_it():
+    llama = preset("Llama 2 7B")
+    fp16 = inference_run(llama, "A100 SXM4 80GB", batch=1, prompt=512, output=128)
+    int8 = inference_run(llama, "A100 SXM4 80GB", batch=1, prompt=512, output=128,
+                         weight_dtype="int8")  # fmt: skip
+    assert int8.tpot_s < fp16.tpot_s and int8.decode_parts["all-reduce"] == 0
+    weights = fp16.decode_parts["weights and compute"]
+    assert weights > 0.9 * 2 * llama.parameters / achieved("A100 SXM4 80GB").bandwidth
+    tp2 = inference_run(llama, "A100 SXM4 80GB", batch=1, prompt=512, output=128, tensor=2)
+    assert tp2.tpot_s < fp16.tpot_s and tp2.decode_parts["all-reduce"] > 0
+    longer = inference_run(llama, "A100 SXM4 80GB", batch=1, prompt=2048, output=128)
+    assert longer.ttft_s > 3 * fp16.ttft_s
+    assert math.isclose(fp16.output_tokens_per_s, 128 / (fp16.ttft_s + 127 * fp16.tpot_s))
+
+
+def test_a_batch_that_does_not_fit_is_refused_by_how_much():
+    with pytest.raises(ValueError, match=r"GiB more than A100 SXM4 40GB"):
+        inference_run(preset("Llama 2 70B"), "A100 SXM4 40GB", batch=1, prompt=512, output=128)
+    with pytest.raises(ValueError, match="must divide the model's 32 heads"):
+        inference_run(preset("Llama 2 7B"), "H100 SXM", batch=1, prompt=8, output=8, tensor=3)
+
+
+# --- the published runs -----------------------------------------------------------------
+
+
+def test_the_published_runs_are_many_cited_and_split_by_their_ids_alone():
+    from perfmodel import hardware, published
+
+    rows = published.load()
+    assert len({row.id for row in rows}) == len(rows) >= 40
+    for kind, least in (("training", 24), ("inference", 16)):
+        mine = [row for row in rows if row.kind == kind]
+        assert len(mine) >= least
+        assert len({row.id.split("-")[0] for row in mine}) >= 4  # independent sources
+        for split in published.SPLITS:
+            assert sum(row.split == split for row in mine) >= 8, (kind, split)
+    for row in rows:
+        assert row.split == published.split_of(row.id)
+        assert row.fields["quote"] and row.fields["source"] and row.fields["assumptions"]
+        hardware.get(row.fields["device"])  # a catalogue name
+    assert published.split_of("narayanan2021-gpt-1t") == "calibration"  # the rule, pinned
+
+
+def test_the_fitted_constants_are_what_the_calibration_half_gives():
+    from perfmodel import published
+    from perfmodel.achieved import FITTED
+    from perfmodel.serving.inference import ENGINE_STEP_S
+
+    found = published.fit()
+    for key, value in found.items():
+        shipped = ENGINE_STEP_S if key == "engine_step_s" else FITTED[key]
+        assert math.isclose(value, shipped, rel_tol=0.02), (key, value, shipped)
+
+
+def test_both_halves_are_reported_and_training_holds_on_the_held_out_half():
+    from perfmodel import published
+
+    summary = published.summary(published.compare())
+    assert set(summary) == {(k, s) for k in ("training", "inference") for s in published.SPLITS}
+    rows, median, worst = summary[("training", "held-out")]
+    assert rows >= 8 and median <= 0.10 and worst <= 0.30
+    # inference misses its goal (median 15%, worst 30%) on the held-out half: a guard, not a claim
+    rows, median, worst = summary[("inference", "held-out")]
+    assert median <= 0.20 and worst <= 0.40
