@@ -11,6 +11,8 @@ This package's top level is its public face, what lecture 09 and a learner need:
   :data:`PUBLISHED_RUNS`, what large runs report;
 * :func:`data_parallel_step`: one step's compute from the roofline, its gradient
   all-reduce with buckets and overlap, and the scaling efficiency;
+* :func:`training_step`: a real run's whole step (tensor × pipeline × data parallel,
+  recomputation, sequence parallelism, FSDP) at achieved ceilings, split into its parts;
 * :func:`sharded_bytes`, :func:`tensor_parallel_bytes`, :func:`pipeline_bytes`: what
   each strategy sends; :func:`critical_tokens` and :func:`critical_width`: where it hides;
   :func:`sync_or_async`: cost against staleness;
@@ -63,6 +65,7 @@ from perfmodel.distributed.network import (
     network_ridge,
     split_minibatch,
 )
+from perfmodel.distributed.step import TrainingStep, training_step
 from perfmodel.distributed.strategies import (
     STRATEGIES,
     SyncOrAsync,
@@ -97,6 +100,7 @@ __all__ = [
     "ShardedMatmul",
     "SyncOrAsync",
     "TrainingMemory",
+    "TrainingStep",
     "WeightStationary",
     "activation_bytes",
     "attainable_flops",
@@ -124,5 +128,6 @@ __all__ = [
     "tensor_parallel_bytes",
     "training_flops",
     "training_memory",
+    "training_step",
     "weight_stationary",
 ]

@@ -14,7 +14,10 @@ This package's top level is its public face, what lecture 11 and a learner need:
   per output token, the KV cache and how many sequences fit, the decode frontier, static vs
   continuous batching;
 * :mod:`perfmodel.serving.sizing`: a deployment sized from bare numbers (weight bytes, KV
-  bytes a token, a slice of chips): the largest batch and a decode step's time.
+  bytes a token, a slice of chips): the largest batch and a decode step's time;
+* :func:`inference_run`: what a deployed engine reaches, at achieved ceilings: time to first
+  token, time per output token and throughput, with tensor parallelism, quantized weights and
+  the engine's own cost per step.
 
 >>> from perfmodel import serving
 >>> run = serving.simulate(0.8, 1.0, 1, requests=20_000, seed=3, replications=5)
@@ -26,6 +29,7 @@ True
 from __future__ import annotations
 
 from perfmodel.serving import llm, sizing
+from perfmodel.serving.inference import InferenceRun, inference_run
 from perfmodel.serving.simulator import (
     ARRIVALS,
     DISTRIBUTIONS,
@@ -42,11 +46,13 @@ from perfmodel.serving.theory import erlang_c, md1_wait, mg1_wait, mmc_wait, uti
 __all__ = [
     "ARRIVALS",
     "DISTRIBUTIONS",
+    "InferenceRun",
     "POLICIES",
     "OverloadWarning",
     "Replicated",
     "SimulationResult",
     "erlang_c",
+    "inference_run",
     "linear_batch_time",
     "llm",
     "sizing",
