@@ -221,6 +221,7 @@ def test_speedups_given_as_times_warn():
         warnings.simplefilter("error")  # times, or 1 / speedup, are silent
         assert scaling.fit_amdahl(p, [1 / s for s in speedups]).value == pytest.approx(0.9)
         scaling.fit_amdahl([1, 2], [2.0, 2.6])  # a slowdown in seconds is not a speedup
+        scaling.fit_amdahl([1, 2], [1.0, 1.37])  # two counts cannot tell a slowdown from one
 
 
 def test_a_data_parallel_step_a_link_fit_and_a_pipeline_schedule_show_their_times():

@@ -555,7 +555,16 @@ def fit_amdahl(
 
     raw, low, high, medians = _fit_medians(ps, ts, estimate, sigma, 2, confidence)
     counts = np.unique(np.asarray(ps))
-    if raw < -ROUNDING and all(0.9 <= m <= 1.1 * c for c, m in zip(counts, medians, strict=True)):
+    # Speedups start at exactly 1 on one processor and rise at every count; a slowdown measured
+    # in seconds on two counts can look the same, so it takes three counts to say so.
+    rising = len(counts) >= 3 and bool(np.all(np.diff(medians) > 0))
+    starts_at_one = counts[0] == 1 and abs(float(medians[0]) - 1.0) <= 0.02
+    if (
+        raw < -ROUNDING
+        and rising
+        and starts_at_one
+        and all(m <= 1.1 * c for c, m in zip(counts, medians, strict=True))
+    ):
         warnings.warn(
             f"`times` look like speedups: they rise with the processor count, from about 1 "
             f"at {counts[0]:g} to at most the count (medians {np.round(medians, 3).tolist()}). "
