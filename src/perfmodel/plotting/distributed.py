@@ -191,7 +191,7 @@ def step_parts_plot(steps: Sequence[tuple[str, Any]], *, ax: Any = None) -> Any:
                         fontsize=13, color="white", fontweight="bold")  # fmt: skip
         ax.set_yticks(np.arange(len(steps)), [label for label, _ in steps])
         ax.invert_yaxis()
-        ax.set(xlim=(0, 100), xlabel="share of the step's time (%)",
+        ax.set(xlim=(0, 100), xlabel="share of the step (%)",
                title="Why not 100%: where a training step's time goes")  # fmt: skip
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=3, fontsize=11)
     return ax
