@@ -36,8 +36,9 @@ def main() -> None:
     parser.add_argument("--fit", action="store_true", help="refit on the calibration half")
     args = parser.parse_args()
     if args.fit:
-        for key, value in published.fit().items():
-            print(f"{key} = {value:.4g}")
+        for use in ("training", "serving"):
+            for key, value in published.fit(use).items():
+                print(f"{use} {key} = {value:.4g}")
         return
     comparisons = published.compare()
     width = max(len(c.row.id) for c in comparisons)

@@ -21,33 +21,44 @@ are and where they came from. Every prediction names the ceilings it used
 >>> round(h100.matmul_flops / 1e12), h100.matmul_source.split(",")[0]
 (794, 'Stas Bekman')
 >>> round(h100.gemm_time(2 * 8192**3) * 1e3, 2)     # an 8192^3 bf16 GEMM, ms
-1.39
+1.4
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from perfmodel._validate import non_negative, positive
+from perfmodel._validate import choice, non_negative, positive
 from perfmodel.hardware import Device, DeviceLike, get
 
 __all__ = ["FITTED", "Achieved", "achieved", "default_links"]
 
-#: What :func:`achieved` assumes where the catalogue has no measurement. Fitted on the
-#: calibration half of the published runs by ``benchmarks/published.py --fit`` (a least-squares
-#: fit of log(predicted / published)); the held-out half was never used.
+#: What :func:`achieved` assumes where the catalogue has no measurement, for a training
+#: framework and for a serving engine (engines launch their kernels differently: CUDA graphs,
+#: fused decode kernels). Each set was fitted on the calibration half of the published runs of
+#: its kind by ``benchmarks/published.py --fit`` (a least-squares fit of log(predicted /
+#: published)); the held-out half was never used.
 FITTED = {
-    # a device's largest GEMMs, as a fraction of its dtype's peak, where none was measured (in
-    # the published runs: fp8 on H100, L40S and MI300X, whose FP8 GEMMs reach about half)
-    "matmul_fraction": 0.4966,
-    # attention's FLOP/s over the matmul ceiling. FlashAttention-2 alone reaches 50-73% of an
-    # A100's peak (Dao, FlashAttention-2, 2023); the fit's 19% also carries what grows with the
-    # sequence and is not modelled (masking, softmax in fp32, the unfused kernels before 2023)
-    "attention_fraction": 0.188,
-    # achieved over nameplate memory bandwidth, for memory-bound kernels
-    "bandwidth_fraction": 0.6799,
-    # a kernel's fixed cost: launch, ramp-up and tail, s
-    "kernel_s": 3.656e-6,
+    "training": {
+        # a device's largest GEMMs as a fraction of its dtype's peak, where none was measured
+        # (in the published training runs: fp8 on H100)
+        "matmul_fraction": 0.7374,
+        # attention's FLOP/s over the matmul ceiling. FlashAttention-2 alone reaches 50-73% of
+        # an A100's peak (Dao, FlashAttention-2, 2023); the fit's 30% also carries what grows
+        # with the sequence and is not modelled (masking, fp32 softmax, unfused kernels)
+        "attention_fraction": 0.3012,
+        # achieved over nameplate memory bandwidth, for the memory-bound kernels between GEMMs
+        "bandwidth_fraction": 0.3644,
+        # a kernel's fixed cost: launch, ramp-up and tail, s
+        "kernel_s": 16.26e-6,
+    },
+    "serving": {
+        # fp8 GEMMs on H100, L40S and MI300X, and bf16 on the L40S and RTX 4090
+        "matmul_fraction": 0.4543,
+        "attention_fraction": 0.1253,
+        "bandwidth_fraction": 0.808,
+        "kernel_s": 7.845e-6,
+    },
 }
 FITTED_SOURCE = "fitted on the calibration half of data/published_runs.toml"
 
@@ -157,7 +168,11 @@ class Achieved:
 
 
 def achieved(
-    device: DeviceLike, dtype: str = "bf16", *, fitted: dict[str, float] | None = None
+    device: DeviceLike,
+    dtype: str = "bf16",
+    *,
+    use: str = "training",
+    fitted: dict[str, float] | None = None,
 ) -> Achieved:
     """The achieved ceilings of ``device`` for ``dtype``: measured where the catalogue has it.
 
@@ -167,8 +182,10 @@ def achieved(
         A catalogue name or a device you built.
     dtype : str, optional
         The matmuls' dtype (default ``"bf16"``; ``"fp16"`` shares bf16's measurement).
+    use : {"training", "serving"}, optional
+        Whose fitted constants: a training framework's or a serving engine's.
     fitted : dict, optional
-        Replacements for :data:`FITTED` (what a fit on the calibration half tries).
+        Replacements for those constants (what a fit on the calibration half tries).
 
     Returns
     -------
@@ -181,7 +198,7 @@ def achieved(
         If the device has no peak for ``dtype``.
     """
     device = get(device, argument="device")
-    values = {**FITTED, **(fitted or {})}
+    values = {**FITTED[choice("use", use, tuple(FITTED))], **(fitted or {})}
     peak = device.peak_flops_by_dtype.get(dtype)
     if not peak:
         have = ", ".join(sorted(device.peak_flops_by_dtype))

@@ -22,16 +22,29 @@ import statistics
 import sys
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perfmodel.transformer import Transformer
+
+if TYPE_CHECKING:
+    from perfmodel.distributed.step import TrainingStep
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-__all__ = ["Comparison", "Row", "compare", "fit", "load", "predict", "split_of", "summary"]
+__all__ = [
+    "Comparison",
+    "Row",
+    "compare",
+    "fit",
+    "load",
+    "predict",
+    "split_of",
+    "summary",
+    "training_step_of",
+]
 
 SPLITS = ("calibration", "held-out")
 
@@ -136,6 +149,59 @@ def _step_flops(row: Row, passes: int) -> float:
     return float(passes * per_token * f["global_batch"] * f["seq_len"])
 
 
+def _micro_batch(f: dict[str, Any]) -> int:
+    """The row's micro-batch; unstated, the whole per-replica batch without a pipeline (nothing
+    to overlap, so frameworks run it at once where it fits) and 1 with one (the most
+    micro-batches, the smallest bubble)."""
+    if "micro_batch" in f:
+        return int(f["micro_batch"])
+    if f.get("pipeline", 1) == 1:
+        return int(f["global_batch"]) // int(f.get("data", 1))
+    return 1
+
+
+def training_step_of(row: Row, *, fitted: dict[str, float] | None = None) -> TrainingStep:
+    """The training step a published training row ran, as :func:`predict` prices it.
+
+    Parameters
+    ----------
+    row : Row
+        A training row.
+    fitted : dict, optional
+        Constants to use instead of the fitted ones.
+
+    Returns
+    -------
+    distributed.TrainingStep
+        The step's parts, s, and its MFU.
+
+    Raises
+    ------
+    ValueError
+        If ``row`` is not a training row.
+    """
+    from perfmodel.achieved import achieved
+    from perfmodel.distributed.step import training_step
+
+    if row.kind != "training":
+        raise ValueError(f"`row` must be a training row (got {row.kind} row {row.id!r})")
+    f = row.fields
+    dtype = "bf16" if f.get("precision", "bf16") in ("bf16", "fp16") else f["precision"]
+    fitted = {key: value for key, value in (fitted or {}).items() if key != "engine_step_s"}
+    return training_step(
+        row.model(), seq_len=f["seq_len"], global_batch=f["global_batch"],
+        device=f["device"], tensor=f.get("tensor", 1), pipeline=f.get("pipeline", 1),
+        data=f.get("data", 1), micro_batch=_micro_batch(f),
+        virtual_stages=f.get("virtual_stages", 1),
+        sequence_parallel=f.get("sequence_parallel", False),
+        recompute=f.get("recompute", "none"),
+        flash_attention=f.get("flash_attention", str(f.get("date", "")) >= "2023"),
+        distributed_optimizer=f.get("distributed_optimizer", False),
+        fsdp=f.get("sharding") == "fsdp", overlap=f.get("overlap", False),
+        ceilings=achieved(f["device"], dtype, fitted=fitted), check_memory=False,
+    )  # fmt: skip
+
+
 def predict(row: Row, *, fitted: dict[str, float] | None = None) -> tuple[float, str]:
     """The model's prediction of ``row``'s metric, and the ceilings it used.
 
@@ -153,27 +219,13 @@ def predict(row: Row, *, fitted: dict[str, float] | None = None) -> tuple[float,
         the ceilings' description.
     """
     from perfmodel.achieved import achieved
-    from perfmodel.distributed.step import training_step
     from perfmodel.serving.inference import ENGINE_STEP_S, inference_run
 
     fitted = dict(fitted or {})
     engine = fitted.pop("engine_step_s", ENGINE_STEP_S)
     f = row.fields
     if row.kind == "training":
-        dtype = "bf16" if f.get("precision", "bf16") in ("bf16", "fp16") else f["precision"]
-        ceilings = achieved(f["device"], dtype, fitted=fitted)
-        step = training_step(
-            row.model(), seq_len=f["seq_len"], global_batch=f["global_batch"],
-            device=f["device"], tensor=f.get("tensor", 1), pipeline=f.get("pipeline", 1),
-            data=f.get("data", 1), micro_batch=f.get("micro_batch", 1),
-            virtual_stages=f.get("virtual_stages", 1),
-            sequence_parallel=f.get("sequence_parallel", False),
-            recompute=f.get("recompute", "none"),
-            flash_attention=f.get("flash_attention", str(f.get("date", "")) >= "2023"),
-            distributed_optimizer=f.get("distributed_optimizer", False),
-            fsdp=f.get("sharding") == "fsdp",
-            ceilings=ceilings, check_memory=False,
-        )  # fmt: skip
+        step = training_step_of(row, fitted=fitted)
         gpus, peak = step.gpus, step.peak_flops
         passes = {"full": 4, "selective": 3, "none": 3}[f.get("recompute", "none")]
         per_gpu = {
@@ -186,7 +238,8 @@ def predict(row: Row, *, fitted: dict[str, float] | None = None) -> tuple[float,
         }
         return per_gpu[row.metric], step.ceilings
     dtype = f.get("activation_dtype", "fp16")
-    ceilings = achieved(f["device"], "fp8" if dtype == "fp8" else "bf16", fitted=fitted)
+    compute = "fp8" if dtype == "fp8" else "bf16"
+    ceilings = achieved(f["device"], compute, use="serving", fitted=fitted)
     run = inference_run(
         row.model(), f["device"], batch=f["batch"], prompt=f["prompt"], output=f["output"],
         tensor=f.get("tensor", 1), weight_dtype=f.get("weight_dtype", "fp16"),
@@ -274,19 +327,28 @@ def summary(comparisons: list[Comparison]) -> dict[tuple[str, str], tuple[int, f
     return out
 
 
-def fit(
-    keys: tuple[str, ...] = ("matmul_fraction", "attention_fraction", "bandwidth_fraction",
-                             "kernel_s", "engine_step_s"),
-) -> dict[str, float]:  # fmt: skip
-    """Fit the model's free constants on the **calibration half only**.
+#: What :func:`fit` fits, per kind, and the bounds each constant keeps to.
+FIT_KEYS = {
+    "training": ("matmul_fraction", "attention_fraction", "bandwidth_fraction", "kernel_s"),
+    "serving": ("matmul_fraction", "attention_fraction", "bandwidth_fraction", "kernel_s",
+                "engine_step_s"),
+}  # fmt: skip
+BOUNDS = {"matmul_fraction": (0.3, 1.0), "attention_fraction": (0.1, 1.0),
+          "bandwidth_fraction": (0.3, 1.0), "kernel_s": (0.0, 1e-4),
+          "engine_step_s": (0.0, 0.05)}  # fmt: skip
 
-    Minimises the sum of squared ``log(predicted / published)`` over the calibration rows
-    with scipy's bounded least squares, each constant within physical bounds.
+
+def fit(use: str = "training") -> dict[str, float]:
+    """Fit one kind's free constants on the **calibration half only**.
+
+    Minimises the soft-L1 loss of ``log(predicted / published)`` over the calibration rows of
+    that kind with scipy's bounded least squares, each constant within physical bounds.
 
     Parameters
     ----------
-    keys : tuple of str
-        Which constants to fit.
+    use : {"training", "serving"}
+        The training framework's constants (training rows) or the serving engine's
+        (inference rows, and the engine's cost per step).
 
     Returns
     -------
@@ -296,22 +358,23 @@ def fit(
     import numpy as np
     from scipy.optimize import least_squares
 
+    from perfmodel._validate import choice
     from perfmodel.achieved import FITTED
     from perfmodel.serving.inference import ENGINE_STEP_S
 
-    start = {**FITTED, "engine_step_s": ENGINE_STEP_S}
-    bounds = {"matmul_fraction": (0.3, 1.0), "attention_fraction": (0.1, 1.0),
-              "bandwidth_fraction": (0.3, 1.0), "kernel_s": (0.0, 1e-4),
-              "engine_step_s": (0.0, 0.05)}  # fmt: skip
-    scale = {key: bounds[key][1] for key in keys}
-    calibration = [row for row in load() if row.split == "calibration"]
+    use = choice("use", use, tuple(FIT_KEYS))
+    keys = FIT_KEYS[use]
+    start = {**FITTED[use], "engine_step_s": ENGINE_STEP_S}
+    scale = {key: BOUNDS[key][1] for key in keys}
+    kind = "training" if use == "training" else "inference"
+    calibration = [row for row in load() if row.split == "calibration" and row.kind == kind]
 
     def residuals(x: Any) -> Any:
         trial = {key: float(value) * scale[key] for key, value in zip(keys, x, strict=True)}
         return [math.log(predict(row, fitted=trial)[0] / row.value) for row in calibration]
 
     x0 = np.array([start[key] / scale[key] for key in keys])
-    lower = [bounds[key][0] / scale[key] for key in keys]
-    upper = [bounds[key][1] / scale[key] for key in keys]
+    lower = [BOUNDS[key][0] / scale[key] for key in keys]
+    upper = [BOUNDS[key][1] / scale[key] for key in keys]
     found = least_squares(residuals, x0, bounds=(lower, upper), loss="soft_l1", f_scale=0.1)
     return {key: float(value) * scale[key] for key, value in zip(keys, found.x, strict=True)}

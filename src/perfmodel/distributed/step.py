@@ -178,6 +178,7 @@ def training_step(
     flash_attention: bool = True,
     distributed_optimizer: bool = False,
     fsdp: bool = False,
+    overlap: bool = False,
     gpus_per_node: int = 8,
     intra_link: LinkLike | None = None,
     inter_link: LinkLike | None = None,
@@ -216,6 +217,12 @@ def training_step(
         Fully sharded data parallel (ZeRO stage 3): weights, gradients and optimizer states
         sharded over the data-parallel group; the weights are gathered forward and backward
         and the gradients reduce-scattered, 1.5 times an all-reduce's bytes, exposed.
+    overlap : bool
+        Communication overlapped with compute, as Megatron-Core's ``--tp-comm-overlap``,
+        ``--overlap-grad-reduce`` and ``--overlap-param-gather`` do: a layer's tensor-parallel
+        collectives run under its GEMMs (only what they exceed is exposed), the gradients'
+        reduction under the last micro-batch's backward pass, the pipeline's sends under the
+        next micro-batch.
     gpus_per_node : int
         Devices per node, count; tensor parallelism stays inside a node where it fits.
     intra_link, inter_link : str, hardware.Link or hardware.LinkSpec, optional
@@ -301,6 +308,9 @@ def training_step(
     tp_link = intra if t <= node else inter
     collectives = 4 + (2 if recompute == "full" else 0)
     tp = collectives * comms.allreduce_time(ELEMENT * sbh, t, tp_link) if t > 1 else 0.0
+    hidden = flag("overlap", overlap)
+    if hidden:
+        tp = max(0.0, tp - gemm)
 
     # --- the last stage's output layer and loss (the busiest stage) -------------------------
     vocab = model.vocab // t
@@ -313,7 +323,7 @@ def training_step(
         2 * comms.point_to_point_time(ELEMENT * sbh / (t if sp else 1), p2p_link) if p > 1 else 0.0
     )
     bubble = (p - 1) / v * stage
-    p2p = (m + p - 1) * v * sends
+    p2p = (m + p - 1) * v * sends if not hidden else (p - 1) * sends
 
     # --- gradients across replicas, then the optimizer --------------------------------------
     params = model.parameters / (t * p)
@@ -328,6 +338,8 @@ def training_step(
             data_comm = comms.allreduce_time(grads, d, intra if t * p * d <= node else inter)
     else:
         data_comm = 0.0
+    if hidden:  # under the last micro-batch's backward pass
+        data_comm = max(0.0, data_comm - layers * (gemm_b + attn_b + mem_b))
     optimizer = ceil.memory_time(OPTIMIZER_BYTES * params / (d if zero or sharded else 1), 4)
 
     # --- memory of the busiest (first) stage ------------------------------------------------

@@ -33,9 +33,10 @@ from perfmodel.transformer import Transformer
 
 __all__ = ["ENGINE_STEP_S", "InferenceRun", "inference_run"]
 
-#: An engine's fixed cost per forward pass (scheduling, sampling, launching), s; fitted on
-#: the calibration half of ``data/published_runs.toml`` (see :mod:`perfmodel.achieved`).
-ENGINE_STEP_S = 1.108e-3
+#: An engine's fixed cost per forward pass (scheduling, sampling), beyond its kernels' own,
+#: s; fitted on the calibration half of ``data/published_runs.toml`` (see
+#: :mod:`perfmodel.achieved`): 0, the kernels' fixed costs carry it.
+ENGINE_STEP_S = 0.0
 #: Memory-bound kernels per layer and their traffic, in activation widths per token.
 LAYER_KERNELS = 10
 LAYER_TRAFFIC = 20
@@ -161,7 +162,7 @@ def inference_run(
         ENGINE_STEP_S if engine_step_s is None else non_negative("engine_step_s", engine_step_s)
     )
     compute_dtype = "fp8" if activation_dtype == "fp8" else "bf16"
-    ceil = ceilings if ceilings is not None else achieved(device, compute_dtype)
+    ceil = ceilings if ceilings is not None else achieved(device, compute_dtype, use="serving")
     link = comms.as_link(intra_link or default_links(ceil.device.name)[0], argument="intra_link")
     w_bytes, kv_bytes = dtype_bytes(weight_dtype), dtype_bytes(kv_dtype)
     a_bytes = dtype_bytes(activation_dtype)
