@@ -46,3 +46,31 @@ def test_every_data_file_of_the_package_is_declared_for_the_wheel():
         for path in package.glob(pattern)
     }
     assert [name for name in data if name not in declared] == []
+
+
+@pytest.mark.slow
+def test_the_sdist_holds_the_package_and_no_answer(tmp_path):
+    import subprocess
+    import sys
+    import tarfile
+
+    done = subprocess.run(
+        [sys.executable, "-m", "build", "--sdist", "--outdir", str(tmp_path), str(ROOT)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0 and "Could not" in done.stderr + done.stdout:
+        pytest.skip(f"cannot build without the package index: {done.stderr[-300:]}")
+    assert done.returncode == 0, done.stderr[-2000:]
+    (sdist,) = tmp_path.glob("perfmodel-*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        names = archive.getnames()
+        top = {name.split("/")[1] for name in names if name.count("/") >= 1}
+        assert {"tests", "exercises", "notebooks", "benchmarks"}.isdisjoint(top), top
+        text = b"".join(
+            archive.extractfile(member).read() for member in archive.getmembers() if member.isfile()
+        )
+    assert any(name.endswith("data/catalogue.toml") for name in names)
+    # no hidden key (salted "WORKBOOK/QUESTION/graded_...") and no master's solution cell
+    assert not re.search(rb"pm1:\w+:[^'\"\s]*/graded_", text)
+    assert b"# SOLUTION" not in text

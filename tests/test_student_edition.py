@@ -67,7 +67,9 @@ def test_the_edition_holds_the_lectures_the_workbooks_and_an_installable_package
 
 def test_no_master_hidden_test_zip_test_suite_or_history_reaches_it(edition):
     found = [path.relative_to(edition).parts for path in edition.rglob("*")]
-    assert not [parts for parts in found if parts[0] in ("tests", "benchmarks", "dist", "build")]
+    assert not [parts for parts in found if parts[0] in ("tests", "dist", "build")]
+    assert (edition / "benchmarks" / "published.py").is_file()  # the lectures name it
+    assert not (edition / "benchmarks" / "grading.py").exists()  # it grades the masters
     assert not [parts for parts in found if {"masters", ".git", "__pycache__"} & set(parts)]
     assert not [parts for parts in found if parts[-1].endswith((".zip", ".pyc"))]
 

@@ -42,15 +42,15 @@ FITTED = {
     "training": {
         # a device's largest GEMMs as a fraction of its dtype's peak, where none was measured
         # (in the published training runs: fp8 on H100)
-        "matmul_fraction": 0.7374,
+        "matmul_fraction": 0.7366,
         # attention's FLOP/s over the matmul ceiling. FlashAttention-2 alone reaches 50-73% of
         # an A100's peak (Dao, FlashAttention-2, 2023); the fit's 30% also carries what grows
         # with the sequence and is not modelled (masking, fp32 softmax, unfused kernels)
-        "attention_fraction": 0.3012,
+        "attention_fraction": 0.3005,
         # achieved over nameplate memory bandwidth, for the memory-bound kernels between GEMMs
-        "bandwidth_fraction": 0.3644,
+        "bandwidth_fraction": 0.3653,
         # a kernel's fixed cost: launch, ramp-up and tail, s
-        "kernel_s": 16.26e-6,
+        "kernel_s": 16.25e-6,
     },
     "serving": {
         # fp8 GEMMs on H100, L40S and MI300X, and bf16 on the L40S and RTX 4090

@@ -142,11 +142,15 @@ def load() -> list[Row]:
 
 
 def _step_flops(row: Row, passes: int) -> float:
-    """A step's FLOPs as Narayanan et al. count them: ``passes`` forward passes of every token,
-    attention over the whole sequence (``24·passes·B·s·l·h²(1 + s/6h + V/16lh)`` for GPT)."""
+    """A step's FLOPs as Narayanan et al. count them (their eq. 3 with ``passes = 4``): the
+    layers ``passes`` times, attention over the whole sequence, and the output layer three
+    times (it is not recomputed): ``24·passes·B·s·l·h²(1 + s/6h) + 6·B·s·h·V``."""
     f = row.fields
-    per_token = row.model().forward_flops_per_token(f["seq_len"])
-    return float(passes * per_token * f["global_batch"] * f["seq_len"])
+    model = row.model()
+    per_token = model.forward_flops_per_token(f["seq_len"])
+    logits = 2.0 * model.vocab * model.width
+    tokens = f["global_batch"] * f["seq_len"]
+    return float((passes * (per_token - logits) + 3 * logits) * tokens)
 
 
 def _micro_batch(f: dict[str, Any]) -> int:

@@ -3,9 +3,10 @@
 The instructors' repository holds the masters (``exercises/masters/``: every solution and
 hidden test) beside everything else. :func:`write_student_edition` copies out what a student
 needs, by an allowlist: the lectures, the student copies of the workbooks, the package, its
-``pyproject.toml``, the shared ``jupyter/lab.mk`` and a student README and Makefile. Nothing
-else reaches it: no masters, no hidden tests, no autograder zips, no tests or benchmarks, and
-no history (it is a plain folder; ``git init`` it to publish).
+``pyproject.toml``, the shared ``jupyter/lab.mk``, the benchmarks the lectures name, and a
+student README and Makefile. Nothing else reaches it: no masters, no hidden tests, no autograder
+zips, no test suite (it holds graded answers to test the grader), and no history (it is a plain
+folder; ``git init`` it to publish).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ STUDENT_FILES = (
     "notebooks/*.ipynb",
     "exercises/*.ipynb",
     "src/perfmodel/**/*",
+    "benchmarks/*.py",
+    "benchmarks/c/*.c",
 )
 
 #: Files written from the package's templates (``perfmodel/data/student``), by name there.
@@ -32,6 +35,8 @@ _TEMPLATES = {"README.md": "README.md", "Makefile": "Makefile", ".gitignore": "g
 
 #: Never copied, whatever the patterns match.
 _SKIPPED_PARTS = {"__pycache__", "masters", ".ipynb_checkpoints"}
+#: Nor these files: the grading benchmark grades the masters, which the edition lacks.
+_SKIPPED_FILES = {"benchmarks/grading.py"}
 
 
 def _sources(root: Path) -> list[Path]:
@@ -40,6 +45,7 @@ def _sources(root: Path) -> list[Path]:
         for path in root.glob(pattern):
             relative = path.relative_to(root)
             skipped = _SKIPPED_PARTS & set(relative.parts) or path.suffix in {".pyc", ".zip"}
+            skipped = skipped or relative.as_posix() in _SKIPPED_FILES
             if path.is_file() and not skipped:
                 found.add(relative)
     return sorted(found)

@@ -151,47 +151,45 @@ def memory_plot(memory: Any, capacity: float | None, *, ax: Any = None) -> Any:
 
 
 def step_parts_plot(steps: Sequence[tuple[str, Any]], *, ax: Any = None) -> Any:
-    """Why a training step is not at 100%: each step's time split into its parts, as shares.
+    """Why a training step is not at 100%: each step's time split into its parts, as shares,
+    with its MFU marked.
 
     Parameters
     ----------
     steps : sequence of (str, perfmodel.distributed.TrainingStep)
         A label and a step per bar, top to bottom.
     ax : matplotlib.axes.Axes or None
-        Axes to draw on: per step a horizontal bar of 100% of its time, the model's FLOPs at
-        the device's peak first (that share is the MFU), then what the rest of the time went
-        to; None makes a 12 x (1.2 per bar + 2) inch figure.
+        Axes to draw on: per step a horizontal bar of 100% of its time split into its parts
+        (GEMMs, attention, memory-bound kernels, then what the layout adds), and a white mark
+        at the MFU, the share the model's FLOPs would take at the device's peak; None makes a
+        12 x (1.2 per bar + 2.5) inch figure.
 
     Returns
     -------
     matplotlib.axes.Axes
         The axes drawn on.
     """
-    names = ["at peak (MFU)", "matmul below peak", "attention", "memory-bound",
-             "tensor-parallel comm", "pipeline bubble", "pipeline sends",
-             "data-parallel comm", "optimizer"]  # fmt: skip
     import matplotlib.pyplot as plt
 
-    colours = [plt.get_cmap("tab10")(i) for i in range(9)]  # nine parts, nine hues
+    names = [name for name, _ in steps[0][1].parts()] if steps else []
+    colours = [plt.get_cmap("tab10")(i) for i in range(len(names))]
     with style():
         ax = new_axes(ax, (12, 1.2 * len(steps) + 2.5))
         for row, (_, step) in enumerate(steps):
-            parts = dict(step.parts())
-            useful = step.mfu * step.step_s
-            shares = [useful, max(parts["matmul"] - useful, 0.0)]
-            shares += [parts[name] for name in names[2:-4]]
-            shares += [parts[name] for name in names[-4:]]
             left = 0.0
-            for i, share in enumerate(shares):
-                width = 100 * share / step.step_s
+            for i, (name, seconds) in enumerate(step.parts()):
+                width = 100 * seconds / step.step_s
                 ax.barh([row], [width], left=left, color=colours[i],
-                        label=names[i] if row == 0 else None, height=0.6)  # fmt: skip
+                        label=name if row == 0 else None, height=0.6)  # fmt: skip
                 left += width
-            ax.annotate(f"MFU {step.mfu:.0%}", (50 * step.mfu, row), ha="center", va="center",
-                        fontsize=13, color="white", fontweight="bold")  # fmt: skip
+            ax.plot([100 * step.mfu] * 2, [row - 0.38, row + 0.38], color="white", lw=4)
+            ax.plot([100 * step.mfu] * 2, [row - 0.38, row + 0.38], color="black", lw=1.5)
+            ax.annotate(f"MFU {step.mfu:.0%}", (100 * step.mfu, row - 0.38), xytext=(0, 3),
+                        textcoords="offset points", ha="center", va="bottom",
+                        fontsize=12)  # fmt: skip
         ax.set_yticks(np.arange(len(steps)), [label for label, _ in steps])
-        ax.invert_yaxis()
+        ax.set_ylim(len(steps) - 0.5, -0.85)  # top to bottom, room above for the MFU marks
         ax.set(xlim=(0, 100), xlabel="share of the step (%)",
                title="Why not 100%: where a training step's time goes")  # fmt: skip
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=3, fontsize=11)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=4, fontsize=11)
     return ax
