@@ -71,8 +71,9 @@ release: $(VENV)/.installed-course
 	$(BIN)/perfmodel release
 
 # The student edition: lectures, student workbooks, the package and a student README; no
-# masters, hidden tests or autograder zips, and no history. `make student OUT=../class-2027`.
-OUT ?= build/student
+# masters, hidden tests or autograder zips, and no history. `make student OUT=../class-2027`;
+# it must lie outside this folder.
+OUT ?= ../$(notdir $(CURDIR))-student
 student: $(VENV)/.installed-course
 	$(BIN)/perfmodel student $(OUT)
 

@@ -110,3 +110,52 @@ def test_the_edition_refuses_a_folder_that_is_not_empty(tmp_path):
 
         write_student_edition(tmp_path, ROOT)
     assert (tmp_path / "something").read_text() == "keep me"
+
+
+def _course(tmp_path):
+    """A small course: one lecture, workbook 00 and its master, a package."""
+    root = tmp_path / "course"
+    for folder in ("notebooks", "exercises/masters", "src/perfmodel"):
+        (root / folder).mkdir(parents=True)
+    shutil.copy(ROOT / "notebooks" / "00_start_here.ipynb", root / "notebooks")
+    shutil.copy(ROOT / "exercises" / "00_warmup.ipynb", root / "exercises")
+    shutil.copy(ROOT / "exercises" / "masters" / "00_warmup.ipynb", root / "exercises" / "masters")
+    (root / "src" / "perfmodel" / "__init__.py").write_text("")
+    (root / "pyproject.toml").write_text("")
+    return root
+
+
+def test_a_master_copied_or_linked_into_exercises_never_reaches_the_edition(tmp_path):
+    from perfmodel.grading import write_student_edition
+
+    root = _course(tmp_path)
+    assert write_student_edition(tmp_path / "fine", root)  # the small course itself is fine
+    master = root / "exercises" / "masters" / "00_warmup.ipynb"
+    cases = {
+        "link": ("zz_link.ipynb", "is a symbolic link"),
+        "copy": ("00_warmup-Copy1.ipynb", "has no master"),
+        "marked": ("00_warmup.ipynb", "which only a master holds"),
+    }
+    for case, (name, words) in cases.items():
+        target = root / "exercises" / name
+        saved = target.read_bytes() if target.exists() else None
+        if case == "link":
+            target.symlink_to(master)
+        else:
+            target.write_bytes(master.read_bytes())
+        out = tmp_path / case
+        with pytest.raises(ValueError, match=words):
+            write_student_edition(out, root)
+        assert not out.exists() or not any(out.iterdir()), case  # nothing written
+        target.unlink()
+        if saved is not None:
+            target.write_bytes(saved)
+
+
+def test_the_edition_is_never_written_inside_the_course(tmp_path):
+    from perfmodel.grading import write_student_edition
+
+    root = _course(tmp_path)
+    for inside in ("tests/empty", "build/student", ".git/x"):
+        with pytest.raises(ValueError, match="must lie outside the course's folder"):
+            write_student_edition(root / inside, root)

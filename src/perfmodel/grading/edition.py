@@ -37,6 +37,8 @@ _TEMPLATES = {"README.md": "README.md", "Makefile": "Makefile", ".gitignore": "g
 _SKIPPED_PARTS = {"__pycache__", "masters", ".ipynb_checkpoints"}
 #: Nor these files: the grading benchmark grades the masters, which the edition lacks.
 _SKIPPED_FILES = {"benchmarks/grading.py"}
+#: What only a master holds (otter assign's markers); no notebook of the edition may.
+_MASTER_MARKERS = ("# BEGIN SOLUTION", "# SOLUTION", "# BEGIN TESTS", "# HIDDEN", "hidden=True")
 
 
 def _sources(root: Path) -> list[Path]:
@@ -49,6 +51,31 @@ def _sources(root: Path) -> list[Path]:
             if path.is_file() and not skipped:
                 found.add(relative)
     return sorted(found)
+
+
+def _check(root: Path, sources: list[Path]) -> None:
+    """Refuse a file that could carry the answer key: a symbolic link, a workbook without a
+    master of its name (a saved copy of a master, say), a notebook with a master's markers."""
+    for relative in sources:
+        path = root / relative
+        if path.is_symlink() or not path.resolve().is_relative_to(root):
+            raise ValueError(f"{relative} is a symbolic link: copy the file itself, or remove it")
+        if (
+            relative.parts[0] == "exercises"
+            and not (root / "exercises" / "masters" / relative.name).is_file()
+        ):
+            raise ValueError(
+                f"{relative} has no master in exercises/masters: it may be a copy of one; move "
+                f"it out of exercises/ (only `perfmodel release` writes the student copies)"
+            )
+        if path.suffix == ".ipynb":
+            text = path.read_text(encoding="utf-8", errors="replace")
+            marker = next((m for m in _MASTER_MARKERS if m in text), None)
+            if marker is not None:
+                raise ValueError(
+                    f"{relative} holds {marker!r}, which only a master holds: regenerate the "
+                    f"student copies with `perfmodel release`"
+                )
 
 
 def write_student_edition(out: Path, root: Path = Path()) -> list[Path]:
@@ -69,8 +96,10 @@ def write_student_edition(out: Path, root: Path = Path()) -> list[Path]:
     Raises
     ------
     ValueError
-        If ``root`` is not a course (no ``notebooks/`` or ``exercises/masters/``), or ``out``
-        is not empty or lies inside ``root``'s ``exercises/`` or ``notebooks/``.
+        If ``root`` is not a course (no ``notebooks/`` or ``exercises/masters/``); if ``out``
+        is not empty or lies inside ``root``; or if a file to copy is a symbolic link, a
+        workbook without a master, or a notebook holding a master's markers (nothing is
+        written then).
     """
     root, out = Path(root).resolve(), Path(out).resolve()
     for needed in ("notebooks", "exercises", "src/perfmodel", "pyproject.toml"):
@@ -80,10 +109,15 @@ def write_student_edition(out: Path, root: Path = Path()) -> list[Path]:
             )
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ValueError(f"`out` must be a new or empty folder (got {out}, which is not)")
-    if any(out.is_relative_to(root / part) for part in ("notebooks", "exercises", "src")):
-        raise ValueError(f"`out` must lie outside the course's own folders (got {out})")
+    if out.is_relative_to(root):
+        raise ValueError(
+            f"`out` must lie outside the course's folder {root}, which holds the answer key "
+            f"(got {out})"
+        )
+    sources = _sources(root)
+    _check(root, sources)
     written = []
-    for relative in _sources(root):
+    for relative in sources:
         target = out / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(root / relative, target)
