@@ -144,6 +144,32 @@ class Transformer:
         mlp = [*([(h, m)] * (2 if self.gated else 1)), (m, h)]
         return [(h, q), (h, kv), (h, kv), (q, h), *mlp] * self.layers + [(h, self.vocab)]
 
+    def layer_gemms(self, tensor: int = 1) -> list[tuple[int, int]]:
+        """One block's weight GEMMs as frameworks run them, on one of ``tensor`` ranks:
+        Q, K and V fused into one, the output projection, the MLP's input (gate and up fused
+        when gated) and output.
+
+        Parameters
+        ----------
+        tensor : int, optional
+            Tensor-parallel ranks each matrix is split over, count (default 1).
+
+        Returns
+        -------
+        list of tuple of int
+            ``(in, out)`` of each GEMM on one rank, counts.
+
+        Examples
+        --------
+        >>> Transformer(width=8, layers=2, heads=2, vocab=10).layer_gemms(2)
+        [(8, 12), (4, 8), (8, 16), (16, 8)]
+        """
+        t = count("tensor", tensor)
+        h, d, mlp = self.width, cast(int, self.head_dim), cast(int, self.mlp_width)
+        qkv = (self.heads + 2 * cast(int, self.kv_heads)) * d
+        up = mlp * (2 if self.gated else 1)
+        return [(h, qkv // t), (self.heads * d // t, h), (h, up // t), (mlp // t, h)]
+
     # ------------------------------------------------------------------------ FLOPs
 
     def forward_flops_per_token(self, seq_len: int = 0, *, causal: bool = False) -> float:

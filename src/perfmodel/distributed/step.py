@@ -153,15 +153,6 @@ class TrainingStep:
         )
 
 
-def _gemms(model: Transformer, t: int) -> list[tuple[int, int]]:
-    """A layer's weight GEMMs on one tensor-parallel rank, as ``(k, n)`` (QKV fused)."""
-    h, d = model.width, int(model.head_dim or 0)
-    qkv = (model.heads + 2 * int(model.kv_heads or model.heads)) * d
-    mlp = int(model.mlp_width or 0)
-    up = mlp * (2 if model.gated else 1)
-    return [(h, qkv // t), (model.heads * d // t, h), (h, up // t), (mlp // t, h)]
-
-
 def training_step(
     model: Transformer,
     *,
@@ -286,7 +277,7 @@ def training_step(
     # --- one layer, one micro-batch, one tensor-parallel rank -------------------------------
     gemm_f = sum(
         ceil.gemm_time(2.0 * tokens * k * n, ELEMENT * (tokens * k + k * n + tokens * n))
-        for k, n in _gemms(model, t)
+        for k, n in model.layer_gemms(t)
     )
     gemm_b = 2 * gemm_f  # the input's gradient and the weight's gradient, same shapes
     attention_flops = 4.0 * b * s * s * heads * hd / t / (2 if flash else 1)

@@ -90,14 +90,6 @@ class InferenceRun:
         )
 
 
-def _layer_gemms(model: Transformer, t: int) -> list[tuple[int, int]]:
-    h, d = model.width, int(model.head_dim or 0)
-    qkv = (model.heads + 2 * int(model.kv_heads or model.heads)) * d
-    mlp = int(model.mlp_width or 0)
-    return [(h, qkv // t), (model.heads * d // t, h), (h, mlp * (2 if model.gated else 1) // t),
-            (mlp // t, h)]  # fmt: skip
-
-
 def inference_run(
     model: Transformer,
     device: str,
@@ -180,7 +172,7 @@ def inference_run(
     def forward(rows: int, context: float, causal_rows: bool) -> tuple[float, dict[str, float]]:
         gemms = sum(
             ceil.gemm_time(2.0 * rows * k * n, w_bytes * k * n + a_bytes * rows * (k + n))
-            for k, n in _layer_gemms(model, t)
+            for k, n in model.layer_gemms(t)
         )
         heads_dim = model.heads * int(model.head_dim or 0) / t
         attention_flops = 4.0 * rows * context * heads_dim / (2 if causal_rows else 1)
