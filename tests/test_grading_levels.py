@@ -76,7 +76,8 @@ def reachable():
     for the test (so a clone in a 0700 folder works too), and its mode back after. The lock,
     held for the whole test, keeps two tests from each restoring the other's change.
 
-    The checkout's masters are closed to other users meanwhile, as ``perfmodel grade`` asks.
+    The checkout's masters, git history and ``dist/`` are closed to other users meanwhile, as
+    ``perfmodel grade`` asks.
     Yields a new folder that uid may pass through, for what it must reach (pytest's own
     temporary folders are no place for it: every pytest that starts makes them 0700 again).
     """
@@ -91,10 +92,12 @@ def reachable():
                 for shut, _ in closed:
                     modes.setdefault(shut, stat.S_IMODE(shut.stat().st_mode))
                     os.chmod(shut, modes[shut] | stat.S_IXOTH)
-            masters = Path(isolation.package_parent()).parent / "exercises" / "masters"
-            if masters.is_dir():
-                modes.setdefault(masters, stat.S_IMODE(masters.stat().st_mode))
-                os.chmod(masters, modes[masters] & ~0o007)
+            checkout = Path(isolation.package_parent()).parent
+            for secret in ("exercises/masters", ".git", "dist"):
+                if (checkout / secret).is_dir():
+                    shut = (checkout / secret).resolve()
+                    modes.setdefault(shut, stat.S_IMODE(shut.stat().st_mode))
+                    os.chmod(shut, modes[shut] & ~0o007)
             yield folder
         finally:
             for shut, mode in modes.items():

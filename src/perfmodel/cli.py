@@ -223,11 +223,24 @@ def _refuse_readable_keys(
 ) -> None:
     """At the unprivileged level, a submission runs as another user: it must not be able to
     read an answer key (the master or zip, any master beside it, the masters of ``exercises``
-    and of the checkout the package is imported from) or another submission."""
-    from perfmodel.grading import isolation
+    and of the checkout the package is imported from, those checkouts' git history, ``dist/``
+    and autograder zips) or another submission."""
+    from perfmodel.grading import isolation, private
 
     if level != "unprivileged":
         return
+    checkouts = [Path(isolation.package_parent()).parent]
+    checkouts += [exercises.resolve().parent] if exercises is not None else []
+    found = private.exposed_checkout(checkouts)
+    if found is not None:
+        readable, close = found
+        kind = {".git": "git history (every master)", "dist": "release folder (hidden tests)"}
+        raise ValueError(
+            f"grading without bubblewrap runs each submission as another user, who could read "
+            f"the course's {kind.get(close.name, 'autograder zip (hidden tests)')} through "
+            f"{readable}: make it unreadable to other users (chmod -R o-rwx {close}), or "
+            f"install bubblewrap."
+        )
     folders = {Path(isolation.package_parent()).parent / "exercises" / "masters"}
     folders |= {exercises / "masters"} if exercises is not None else set()
     keys = [source, source.parent]

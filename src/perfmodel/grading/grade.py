@@ -29,7 +29,7 @@ from typing import Any
 
 from perfmodel import _validate
 from perfmodel.exercises import feedback
-from perfmodel.grading import levels
+from perfmodel.grading import levels, private
 from perfmodel.grading.sandbox import Execution, Limits, execute_notebook
 
 __all__ = [
@@ -551,7 +551,7 @@ class PartialSheet:
     def __init__(self, out: Path, questions: list[str]) -> None:
         self.path = out.with_name(out.name + ".partial")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._handle = open(self.path, "w", newline="", encoding="utf-8")  # noqa: SIM115
+        self._handle = private.open_text(self.path)  # the grader's alone, like the CSV
         self._writer = csv.writer(self._handle)
         self._writer.writerow(["submission", *questions, *_COLUMNS])
         self._handle.flush()
@@ -684,7 +684,7 @@ def write_feedback(grades: Iterable[SubmissionGrade], folder: Path) -> None:
             ],
         }
         target = staging / file_name
-        target.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", "utf-8")
+        private.write_text(target, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
     if folder.exists():
         shutil.rmtree(folder)
     staging.rename(folder)

@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["grade_autograder_folder", "lock_down", "main"]
+__all__ = ["grade_autograder_folder", "lock_down", "lock_problem", "main"]
 
 #: Entries of ``/autograder`` that only root may touch while student code runs.
 _PRIVATE = ("source", "submission", "results", "run_autograder", "submission_metadata.json")
@@ -74,6 +74,48 @@ def lock_down(root: Path) -> Path:
         for file in files:
             os.chmod(Path(folder, file), 0o644)
     return lib
+
+
+def lock_problem(root: Path) -> str:
+    """Why :func:`lock_down` does not hold for ``root`` now; ``""`` when it does.
+
+    It holds when root owns ``root`` and no one else may write it; the private entries
+    (those present, a link followed) are root's alone (mode ``0700`` or less); and this
+    process's ``perfmodel`` comes from ``root/lib``, which root owns throughout and no one
+    else may write. An environment variable proves none of this: it is checked each time.
+
+    Parameters
+    ----------
+    root : Path
+        Gradescope's ``/autograder`` folder.
+
+    Returns
+    -------
+    str
+        The first thing that does not hold, or an empty string.
+    """
+    import perfmodel
+
+    def shut(path: Path, others: int) -> bool:
+        info = os.stat(path)
+        return info.st_uid == 0 and not info.st_mode & others
+
+    lib = (root / "lib").resolve()
+    try:
+        if not shut(root, 0o022):
+            return f"{root} is not root's, or others may write it"
+        for name in _PRIVATE:
+            if (root / name).exists() and not shut(root / name, 0o077):
+                return f"{root / name} is not root's alone"
+        if lib not in Path(perfmodel.__file__).resolve().parents:
+            return f"perfmodel is imported from {Path(perfmodel.__file__).parent}, not {lib}"
+        for folder, _, files in os.walk(lib):
+            for path in [Path(folder), *(Path(folder, file) for file in files)]:
+                if not shut(path, 0o022):
+                    return f"{path} is not root's, or others may write it"
+    except OSError as error:
+        return f"it cannot be checked: {error}"
+    return ""
 
 
 def grade_autograder_folder(root: Path, *, isolation_level: str | None = None) -> dict[str, Any]:
@@ -180,8 +222,10 @@ def _write_results(root: Path, results: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Grade ``argv[0]`` (default ``/autograder``), locked down first when run as root.
 
-    As root, it locks the folder down (:func:`lock_down`) and replaces this process with a
-    fresh Python that imports the locked copy of the package, which then grades.
+    As root, unless the lock-down already holds (:func:`lock_problem`, checked whatever the
+    environment says), it locks the folder down (:func:`lock_down`) and replaces this process
+    with a fresh Python that imports the locked copy of the package, which checks the lock
+    again and then grades (or, where it still does not hold, refuses).
 
     Parameters
     ----------
@@ -194,23 +238,33 @@ def main(argv: list[str] | None = None) -> int:
     -------
     int
         The exit status: 0 once the results are written, 2 when no isolation level can run
-        (the reason goes to stderr and into the results). As root, this process is replaced
-        and never returns.
+        or the lock-down does not hold after a try (the reason goes to stderr and into the
+        results). As root, a process that locks down is replaced and never returns.
     """
     args = sys.argv[1:] if argv is None else list(argv)
     unsafe = "--no-isolation" in args
     args = [arg for arg in args if arg != "--no-isolation"]
     root = Path(args[0] if args else "/autograder").resolve()
     lib = root / "lib"
-    if os.geteuid() == 0 and os.environ.get("PERFMODEL_LOCKED") != str(lib):
+    # Whether the lock holds is checked every time, whatever the environment says; the
+    # marker only stops a second try (set by hand, it can only make the runner refuse).
+    problem = lock_problem(root) if os.geteuid() == 0 else ""
+    if problem and os.environ.get("PERFMODEL_LOCK_TRIED") == str(lib):
+        why = f"not graded: the autograder could not make {root} root's alone: {problem}"
+        _write_results(root, {"score": 0, "output": why, "tests": []})
+        print(f"perfmodel.grading.gradescope: error: {why}", file=sys.stderr)
+        return 2
+    if problem:
         lock_down(root)
         # Start again on the locked copy, so that the grader and the sandbox import the
-        # package from a folder no student can write.
+        # package from a folder no student can write; that process checks the lock again.
         env = {
             **os.environ,
             "PYTHONPATH": str(lib),
             "PERFMODEL_LOCKED": str(lib),
+            "PERFMODEL_LOCK_TRIED": str(lib),
             "PYTHONSAFEPATH": "1",  # the working folder is never on the path
+            "PYTHONDONTWRITEBYTECODE": "1",  # lib stays as lock_down made it
         }
         command = [sys.executable, "-m", "perfmodel.grading.gradescope", str(root)]
         os.execve(sys.executable, command + ["--no-isolation"] * unsafe, env)

@@ -51,7 +51,9 @@ from pathlib import Path
 
 __all__ = [
     "LEVELS",
+    "SYSTEM_BIN",
     "Sandbox",
+    "bwrap_path",
     "level",
     "package_parent",
     "readable_by_others",
@@ -84,10 +86,29 @@ _SETUP = (
 )
 
 
-def tool(name: str) -> str | None:
-    """A system tool on ``PATH``, else in ``/usr/bin``, ``/bin``, ``/usr/sbin`` or ``/sbin``.
+#: The only folders the sandboxing tools (``bwrap``, ``setpriv``, ``unshare``...) come from.
+SYSTEM_BIN = ("/usr/bin", "/bin", "/usr/sbin", "/sbin")
 
-    util-linux's tools live there even when ``PATH`` leaves them out.
+
+def _root_only(path: str) -> bool:
+    """Whether root owns ``path`` (links followed) and its folder, neither group- nor
+    other-writable: no other user could have put it there or changed it."""
+    real = Path(os.path.realpath(path))
+    try:
+        return all(
+            (info := os.stat(each)).st_uid == 0 and not info.st_mode & 0o022
+            for each in (real, real.parent)
+        )
+    except OSError:
+        return False
+
+
+def tool(name: str) -> str | None:
+    """A system tool from :data:`SYSTEM_BIN`, never from ``PATH``.
+
+    A program first on ``PATH`` (a fake ``setpriv`` that drops its options) must not decide
+    who runs a submission, so ``PATH`` is not read; a tool is taken only where root owns it
+    and its folder and neither is writable by the group or others.
 
     Parameters
     ----------
@@ -97,15 +118,29 @@ def tool(name: str) -> str | None:
     Returns
     -------
     str or None
-        Its path, or None when it is found nowhere (or is not executable).
+        Its path, or None when no folder holds a trusted, executable one.
     """
-    found = shutil.which(name)
-    if found:
-        return found
-    for folder in ("/usr/bin", "/bin", "/usr/sbin", "/sbin"):
-        if os.access(f"{folder}/{name}", os.X_OK):
-            return f"{folder}/{name}"
+    for folder in SYSTEM_BIN:
+        path = f"{folder}/{name}"
+        if os.access(path, os.X_OK) and _root_only(path):
+            return path
     return None
+
+
+def _missing(name: str) -> str:
+    raise RuntimeError(f"`{name}` is not installed in {', '.join(SYSTEM_BIN)}, owned by root")
+
+
+def bwrap_path() -> str | None:
+    """Bubblewrap's ``bwrap`` from :func:`tool`, if ``PATH`` has one (``PATH`` only says
+    whether to use bubblewrap, never which program runs).
+
+    Returns
+    -------
+    str or None
+        The trusted system copy, or None.
+    """
+    return tool("bwrap") if shutil.which("bwrap") else None
 
 
 def seccomp_pipe() -> int | None:
@@ -292,7 +327,7 @@ class Sandbox:
     def _drop_privileges(self) -> list[str]:
         if self.uid is None:
             return []
-        setpriv = tool("setpriv") or "setpriv"
+        setpriv = tool("setpriv") or _missing("setpriv")
         uid = str(self.uid)
         return [
             setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs",
@@ -300,7 +335,7 @@ class Sandbox:
         ]  # fmt: skip
 
     def _setup(self) -> list[str]:
-        unshare = tool("unshare") or "unshare"
+        unshare = tool("unshare") or _missing("unshare")
         flags = ["--mount", "--ipc", "--propagation", "private"]
         if self.root:
             owner, nproc = f",uid={self.uid},gid={self.uid}", ""
@@ -315,9 +350,9 @@ class Sandbox:
         ]  # fmt: skip
 
     def _bwrap(self, seccomp_fd: int | None) -> list[str]:
-        bwrap = shutil.which("bwrap")
+        bwrap = bwrap_path()
         if bwrap is None:
-            raise RuntimeError("bubblewrap (`bwrap`) is not installed")
+            raise RuntimeError("bubblewrap (`bwrap`) is not installed in a system folder")
         args = [bwrap]
         made: set[str] = set()
 
@@ -488,9 +523,14 @@ def run_trial(isolation: str) -> str:
         sandbox.prepare()
         # The worker starts a kernel with this same Python: check it can, as the sandbox's user.
         check = (
-            "import subprocess, sys; import perfmodel, jupyter_client, nbclient; "
+            "import os, subprocess, sys; import perfmodel, jupyter_client, nbclient; "
             "subprocess.run([sys.executable, '-c', 'import ipykernel'], check=True)"
         )
+        # And that it is isolated: not root (a fake setpriv), blind to the host's inbox path.
+        if sandbox.uid is not None:
+            check += "; assert os.getuid() != 0 != os.geteuid(), 'the sandbox ran it as root'"
+        if isolation == "bubblewrap":
+            check += f"; assert not os.path.exists({str(inbox)!r}), 'the sandbox sees the host'"
         filter_fd = seccomp_pipe() if isolation == "bubblewrap" else None
         command = sandbox.command([sys.executable, "-c", check], seccomp_fd=filter_fd)
         try:
@@ -529,6 +569,8 @@ def probe() -> str:
         return f"bubblewrap needs Linux (this is {sys.platform})"
     if shutil.which("bwrap") is None:
         return "bubblewrap (`bwrap`) is not installed; on Debian: apt-get install bubblewrap"
+    if bwrap_path() is None:
+        return f"`bwrap` is on PATH but not in {', '.join(SYSTEM_BIN)}, owned by root"
     if tool("unshare") is None:
         return "util-linux's `unshare` is not installed"
     why = run_trial("bubblewrap")
