@@ -73,4 +73,4 @@ def test_the_sdist_holds_the_package_and_no_answer(tmp_path):
     assert any(name.endswith("data/catalogue.toml") for name in names)
     # no hidden key (salted "WORKBOOK/QUESTION/graded_...") and no master's solution cell
     assert not re.search(rb"pm1:\w+:[^'\"\s]*/graded_", text)
-    assert b"# SOLUTION" not in text
+    assert not re.search(rb"= [^\n]*  # SOLUTION", text)  # a master's answer line
