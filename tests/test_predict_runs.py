@@ -156,3 +156,25 @@ def test_overlap_hides_what_runs_under_compute_and_never_adds_time():
     assert exposed.tensor_comm_s > 0 and hidden.tensor_comm_s < exposed.tensor_comm_s
     assert hidden.data_comm_s <= exposed.data_comm_s
     assert hidden.matmul_s == exposed.matmul_s and hidden.step_s < exposed.step_s
+
+
+def test_the_readmes_example_and_figures_are_what_the_package_gives():
+    from conftest import ROOT
+    from perfmodel import published, serving
+
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    gpt = Transformer(width=12288, layers=96, heads=96, vocab=51200)
+    step = training_step(gpt, seq_len=2048, global_batch=1536, device="A100 SXM4 80GB",
+                         tensor=8, pipeline=8, data=16, recompute="full",
+                         flash_attention=False)  # fmt: skip
+    assert f"step={step.step_s:.1f} s, mfu={step.mfu:.1%}" in readme
+    run = serving.inference_run(preset("Llama 2 70B"), "H100 SXM", batch=8, prompt=512,
+                                output=256, tensor=4)  # fmt: skip
+    assert f"ttft={run.ttft_s * 1e3:.0f} ms, tpot={run.tpot_s * 1e3:.1f} ms" in readme
+    summary = published.summary(published.compare())
+    _, train_median, train_worst = summary[("training", "held-out")]
+    _, serve_median, serve_worst = summary[("inference", "held-out")]
+    assert f"within {train_median:.1%} (median of 19 runs" in readme
+    assert f"2021, {train_worst:.0%} low)" in readme
+    assert f"within {serve_median:.1%} (median of 16;" in readme
+    assert f"MI300Xs, {serve_worst:.0%} slow)" in readme
