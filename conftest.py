@@ -65,3 +65,13 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
             problems = [p for line in lines for p in json.loads(line)]
         pytest.fail("a figure this cell drew misleads:\n  " + "\n  ".join(problems), pytrace=False)
     return result
+
+
+@pytest.fixture(autouse=True)
+def _close_figures() -> Iterator[None]:
+    """Close every pyplot figure a test leaves open: a worker runs many test files in turn,
+    and matplotlib warns (an error here) once twenty are open at once."""
+    yield
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is not None:
+        pyplot.close("all")
