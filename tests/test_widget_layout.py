@@ -120,7 +120,10 @@ LABEL_TOPS = st.sampled_from([1, 10, 10**3, 10**6, 10**9, 10**12])
         st.tuples(
             st.text(alphabet="abcdefgh ", min_size=1, max_size=40),
             LABEL_TOPS,
-            st.text(alphabet="xyz \n", min_size=1, max_size=60),  # titles of 1 to 4 lines
+            # titles of 1 to 4 lines (more does not fit 3 inches: matplotlib gives up, warning)
+            st.lists(st.text(alphabet="xyz ", min_size=1, max_size=15), min_size=1, max_size=4).map(
+                "\n".join
+            ),
         ),
         min_size=2,
         max_size=5,
