@@ -252,24 +252,15 @@ def test_the_lock_down_is_checked_not_assumed(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(lib), "PYTHONDONTWRITEBYTECODE": "1"}
     check = "import sys; from pathlib import Path; from perfmodel.grading import gradescope; "
     check += f"print(gradescope.lock_problem(Path({str(root)!r})))"
-    said = subprocess.run(
-        [sys.executable, "-c", check],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    assert "exercises.py is not root's, or others may write it" in said
+
+    def problem() -> str:
+        done = subprocess.run([sys.executable, "-c", check], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, check=True)  # fmt: skip
+        return done.stdout
+
+    assert "exercises.py is not root's, or others may write it" in problem()
     os.chmod(lib / "perfmodel" / "exercises.py", 0o644)
-    said = subprocess.run(
-        [sys.executable, "-c", check],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    said = problem()
     assert said.strip() == "", said
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from perfmodel._show import gib, shown
-from perfmodel._validate import choice, count, positive
+from perfmodel._validate import choice, count, flag, positive
 from perfmodel.transformer import Transformer
 
 if TYPE_CHECKING:
@@ -120,6 +120,8 @@ def activation_bytes(
     recompute: str = "none",
     tensor_parallel: int = 1,
     layers: int | None = None,
+    sequence_parallel: bool = True,
+    flash_attention: bool = False,
 ) -> float:
     """Activation bytes kept for the backward pass, after Korthikanti et al. (2022).
 
@@ -139,6 +141,11 @@ def activation_bytes(
         Ways each layer is split (with sequence parallelism), count.
     layers : int, optional
         Layers counted, count; all of the model's by default.
+    sequence_parallel : bool, optional
+        The norms' and dropout's ``10·s·b·h`` split over the tensor-parallel ranks too (the
+        default); False keeps them whole on every rank.
+    flash_attention : bool, optional
+        A fused attention kernel that keeps no ``5·a·s²·b`` of scores (default False).
 
     Returns
     -------
@@ -151,13 +158,13 @@ def activation_bytes(
     recompute = choice("recompute", recompute, RECOMPUTE)
     t = count("tensor_parallel", tensor_parallel)
     layers = model.layers if layers is None else count("layers", layers, minimum=0)
+    sp = flag("sequence_parallel", sequence_parallel)
     sbh = s * b * model.width
     if recompute == "full":
-        per_layer = 2.0 * sbh  # the layer's input only; the rest is recomputed
-    elif recompute == "selective":
-        per_layer = 34.0 * sbh / t
-    else:
-        per_layer = sbh * (34 + 5 * model.heads * s / model.width) / t
+        return layers * 2.0 * sbh  # the layer's input only; the rest is recomputed
+    per_layer = sbh * (24 / t + 10 / (t if sp else 1))
+    if recompute == "none" and not flag("flash_attention", flash_attention):
+        per_layer += 5.0 * model.heads * s * s * b / t  # the scores, softmax and dropout
     return layers * per_layer
 
 

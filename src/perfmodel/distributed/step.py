@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 from perfmodel._show import gib, percent, seconds, shown
 from perfmodel._validate import choice, count, flag
 from perfmodel.achieved import Achieved, achieved, default_links
-from perfmodel.distributed.memory import training_memory
+from perfmodel.distributed.memory import activation_bytes, training_memory
 from perfmodel.transformer import Transformer
 
 if TYPE_CHECKING:
@@ -283,12 +283,15 @@ def training_step(
     attention_flops = 4.0 * b * s * s * heads * hd / t / (2 if flash else 1)
     attn_f = ceil.attention_time(attention_flops)
     attn_b = 2 * attn_f
-    # Korthikanti et al.'s stored activations: 34 sbh bytes (10 of them replicated on every
-    # tensor-parallel rank without sequence parallelism) and 5 as^2 b for the scores.
+    # What a layer stores for its backward pass (Korthikanti et al.), written and read again.
     sbh = s * b * h
-    stored = sbh * (24 / t + 10 / (t if sp else 1))
-    if not flash:
-        stored += 5.0 * heads * s * s * b / t
+
+    def kept(policy: str) -> float:
+        return activation_bytes(model, micro_batch=b, seq_len=s, recompute=policy,
+                                tensor_parallel=t, layers=1, sequence_parallel=sp,
+                                flash_attention=flash)  # fmt: skip
+
+    stored = kept("none")
     mem_f = ceil.memory_time(TRAFFIC_PER_ACTIVATION * stored, ELEMENTWISE_KERNELS)
     mem_b = 2 * mem_f
     gemm, attn, mem = gemm_f + gemm_b, attn_f + attn_b, mem_f + mem_b
@@ -339,11 +342,7 @@ def training_step(
         pipeline_parallel=p,
     ).total  # fmt: skip
     in_flight = min(m, p) * (1 + (p - 1) / (p * v)) if p > 1 else 1
-    per_layer = {
-        "full": 2.0 * sbh / (t if sp else 1),
-        "selective": sbh * (24 / t + 10 / (t if sp else 1)),
-    }
-    activations = layers * in_flight * per_layer.get(recompute, stored * ELEMENT / 2)
+    activations = layers * in_flight * kept(recompute)
     memory = states + activations
     capacity = ceil.device.memory_capacity
     if check_memory and capacity and memory > capacity:

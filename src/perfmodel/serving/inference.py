@@ -142,6 +142,7 @@ def inference_run(
         much is said).
     """
     from perfmodel import comms
+    from perfmodel.serving import llm
 
     if not isinstance(model, Transformer):
         raise TypeError(f"`model` must be a Transformer (got {type(model).__name__}).")
@@ -156,12 +157,14 @@ def inference_run(
     compute_dtype = "fp8" if activation_dtype == "fp8" else "bf16"
     ceil = ceilings if ceilings is not None else achieved(device, compute_dtype, use="serving")
     link = comms.as_link(intra_link or default_links(ceil.device.name)[0], argument="intra_link")
-    w_bytes, kv_bytes = dtype_bytes(weight_dtype), dtype_bytes(kv_dtype)
+    w_bytes = dtype_bytes(weight_dtype)
     a_bytes = dtype_bytes(activation_dtype)
     h, layers = model.width, model.layers
-    kv_per_token = 2 * layers * int(model.kv_heads or model.heads) * int(model.head_dim or 0)
+    kv_per_token = llm.kv_bytes_per_token(model, kv_dtype=kv_dtype)  # B
     capacity = ceil.device.memory_capacity
-    need = (model.parameters * w_bytes + b * (n_in + n_out) * kv_per_token * kv_bytes) / t
+    need = (
+        llm.weight_bytes(model, weight_dtype=weight_dtype) + b * (n_in + n_out) * kv_per_token
+    ) / t
     if capacity and need > capacity:
         raise ValueError(
             f"the weights and the KV cache need {need / 2**30:.1f} GiB per device, "
@@ -176,7 +179,7 @@ def inference_run(
         )
         heads_dim = model.heads * int(model.head_dim or 0) / t
         attention_flops = 4.0 * rows * context * heads_dim / (2 if causal_rows else 1)
-        kv_read = b * context * kv_per_token / layers * kv_bytes / t
+        kv_read = b * context * kv_per_token / layers / t
         attention = max(ceil.attention_time(attention_flops), kv_read / ceil.bandwidth)
         elementwise = ceil.memory_time(LAYER_TRAFFIC * a_bytes * rows * h / t, LAYER_KERNELS)
         allreduce = 2 * comms.allreduce_time(a_bytes * rows * h, t, link) if t > 1 else 0.0
