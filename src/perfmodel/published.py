@@ -338,7 +338,7 @@ FIT_KEYS = {
                 "engine_step_s"),
 }  # fmt: skip
 BOUNDS = {"matmul_fraction": (0.3, 1.0), "attention_fraction": (0.1, 1.0),
-          "bandwidth_fraction": (0.3, 1.0), "kernel_s": (0.0, 1e-4),
+          "bandwidth_fraction": (0.7, 0.95), "kernel_s": (0.0, 1e-4),
           "engine_step_s": (0.0, 0.05)}  # fmt: skip
 
 
@@ -377,7 +377,7 @@ def fit(use: str = "training") -> dict[str, float]:
         trial = {key: float(value) * scale[key] for key, value in zip(keys, x, strict=True)}
         return [math.log(predict(row, fitted=trial)[0] / row.value) for row in calibration]
 
-    x0 = np.array([start[key] / scale[key] for key in keys])
+    x0 = np.array([min(max(start[k], BOUNDS[k][0]), BOUNDS[k][1]) / scale[k] for k in keys])
     lower = [BOUNDS[key][0] / scale[key] for key in keys]
     upper = [BOUNDS[key][1] / scale[key] for key in keys]
     found = least_squares(residuals, x0, bounds=(lower, upper), loss="soft_l1", f_scale=0.1)

@@ -5,7 +5,8 @@ group, each kernel at what kernels of its kind achieve (:mod:`perfmodel.achieved
 
 * **compute**, per micro-batch and pipeline stage: every weight GEMM of the forward pass and
   its two backward GEMMs (split ``tensor`` ways), attention's score and value products
-  (forward, and twice that backward), the memory-bound kernels between them (norms,
+  (forward, and twice that backward: one fused kernel with FlashAttention, else two batched
+  GEMMs a head at the matmul ceiling), the memory-bound kernels between them (norms,
   activations, residual adds, dropout: bytes after Korthikanti et al.'s activation count), the
   output layer and its loss on the last stage; recomputation adds the forward again
   (``"full"``) or attention's forward (``"selective"``);
@@ -280,8 +281,11 @@ def training_step(
         for k, n in model.layer_gemms(t)
     )
     gemm_b = 2 * gemm_f  # the input's gradient and the weight's gradient, same shapes
-    attention_flops = 4.0 * b * s * s * heads * hd / t / (2 if flash else 1)
-    attn_f = ceil.attention_time(attention_flops)
+    if flash:  # one fused kernel, causal: half the square computed
+        attn_f = ceil.attention_time(2.0 * b * s * s * heads * hd / t)
+    else:  # two batched GEMMs a head, scores (s × hd · hd × s) and values (s × s · s × hd)
+        scores = ELEMENT * b * heads / t * (2 * s * hd + s * s)
+        attn_f = 2 * ceil.gemm_time(2.0 * b * s * s * heads * hd / t, scores)
     attn_b = 2 * attn_f
     # What a layer stores for its backward pass (Korthikanti et al.), written and read again.
     sbh = s * b * h
