@@ -4,9 +4,12 @@ A datasheet's peak is what no training or serving run reaches. A prediction of "
 it take" prices each kernel at what kernels of its kind *achieve*:
 
 * **matrix multiplies** at the most a large one reaches (the catalogue's measured maximum,
-  Bekman's mamf-finder table, where it has one), plus a fixed cost per kernel: a GEMM of
-  ``F`` FLOPs takes ``F / matmul_flops + kernel_s``, so small and thin ones fall off the
-  ceiling as real ones do (half of it at ``F = matmul_flops · kernel_s``);
+  Bekman's mamf-finder table, where it has one), in whole waves of output tiles, plus a fixed
+  cost per kernel. A GEMM with an ``m × n`` output is cut into ``⌈m/128⌉·⌈n/128⌉`` tiles, one
+  per streaming multiprocessor at a time, and a wave that leaves some idle takes as long as a
+  full one (NVIDIA, *Matrix Multiplication Background User's Guide*: tile and wave
+  quantization). So a GEMM of ``F`` FLOPs takes ``F / matmul_flops · waves · units / tiles +
+  kernel_s``: small and thin ones fall off the ceiling as real ones do;
 * **attention** (the score and value products): a fused kernel (FlashAttention) at a fraction
   of the matmul ceiling; unfused, as two batched GEMMs a head at the matmul ceiling, its
   softmax and dropout among the memory-bound kernels;
@@ -23,17 +26,26 @@ are and where they came from. Every prediction names the ceilings it used
 >>> round(h100.matmul_flops / 1e12), h100.matmul_source.split(",")[0]
 (794, 'Stas Bekman')
 >>> round(h100.gemm_time(2 * 8192**3) * 1e3, 2)     # an 8192^3 bf16 GEMM, ms
-1.4
+1.42
+>>> thin = 2 * 128 * 8192 * 2560     # FLOPs of a 128 x 2560 output: 20 tiles for 132 SMs
+>>> round(h100.gemm_time(thin) * 1e6), round(h100.gemm_time(thin, rows=128, cols=2560) * 1e6)
+(44, 82)
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from perfmodel._validate import choice, non_negative, positive
+from perfmodel._validate import choice, count, non_negative, positive
 from perfmodel.hardware import Device, DeviceLike, get
 
-__all__ = ["FITTED", "Achieved", "achieved", "default_links"]
+__all__ = ["FITTED", "TILE", "Achieved", "achieved", "default_links"]
+
+#: The side of a GEMM's output tile, elements: cuBLAS's usual 128 × 128 for 16-bit GEMMs
+#: (NVIDIA, *Matrix Multiplication Background User's Guide*), one tile per streaming
+#: multiprocessor at a time.
+TILE = 128
 
 #: What :func:`achieved` assumes where the catalogue has no measurement, for a training
 #: framework and for a serving engine (engines launch their kernels differently: CUDA graphs,
@@ -44,24 +56,24 @@ FITTED = {
     "training": {
         # a device's largest GEMMs as a fraction of its dtype's peak, where none was measured
         # (in the published training runs: fp8 on H100)
-        "matmul_fraction": 0.7266,
+        "matmul_fraction": 0.6994,
         # a fused attention kernel's FLOP/s over the matmul ceiling. FlashAttention-2 alone
-        # reaches 50-73% of an A100's peak (Dao, FlashAttention-2, 2023); the fit's 22% also
+        # reaches 50-73% of an A100's peak (Dao, FlashAttention-2, 2023); the fit's 21% also
         # carries what grows with the sequence and is not modelled (masking, fp32 softmax)
-        "attention_fraction": 0.2174,
+        "attention_fraction": 0.2102,
         # achieved over nameplate memory bandwidth, for the memory-bound kernels between GEMMs;
         # kept within 70-95%, what copy kernels reach (an A100 40GB copies at 1,355 of its
         # 1,555 GB/s: PTsolvers, gpu-workshop-JuliaCon23 issue 7). The fit sits at 70%
         "bandwidth_fraction": 0.7,
         # a kernel's fixed cost: launch, ramp-up and tail, and the framework's dispatch, s
-        "kernel_s": 49.11e-6,
+        "kernel_s": 37.11e-6,
     },
     "serving": {
         # fp8 GEMMs on H100, L40S and MI300X, and bf16 on the L40S and RTX 4090
-        "matmul_fraction": 0.4543,
-        "attention_fraction": 0.1253,
-        "bandwidth_fraction": 0.808,
-        "kernel_s": 7.845e-6,
+        "matmul_fraction": 0.4404,
+        "attention_fraction": 0.143,
+        "bandwidth_fraction": 0.8343,
+        "kernel_s": 4.535e-6,
     },
 }
 FITTED_SOURCE = "fitted on the calibration half of data/published_runs.toml"
@@ -100,9 +112,16 @@ class Achieved:
     bandwidth_source: str
     kernel_s: float
 
-    def gemm_time(self, flops: float, nbytes: float = 0.0) -> float:
+    def gemm_time(
+        self, flops: float, nbytes: float = 0.0, *, rows: int | None = None,
+        cols: int | None = None,
+    ) -> float:  # fmt: skip
         """One GEMM: its FLOPs at the matmul ceiling or its bytes at the bandwidth, the slower,
         plus the kernel's fixed cost.
+
+        Given its output's shape and a device whose compute units the catalogue counts, the
+        FLOPs run in whole waves of :data:`TILE` × :data:`TILE` output tiles, one tile per
+        unit at a time: 20 tiles on 132 units take as long as 132 would.
 
         Parameters
         ----------
@@ -110,6 +129,8 @@ class Achieved:
             The GEMM's FLOPs, FLOP.
         nbytes : float, optional
             The bytes it reads and writes, B (0 prices the FLOPs alone).
+        rows, cols : int, optional
+            Its output's rows and columns, count (both, or neither: no waves).
 
         Returns
         -------
@@ -117,7 +138,14 @@ class Achieved:
             Seconds, s.
         """
         flops, nbytes = non_negative("flops", flops), non_negative("nbytes", nbytes)
-        return max(flops / self.matmul_flops, nbytes / self.bandwidth) + self.kernel_s
+        compute = flops / self.matmul_flops
+        units = self.device.compute_units
+        if (rows is None) != (cols is None):
+            raise ValueError("give both `rows` and `cols` of the GEMM's output, or neither.")
+        if rows is not None and cols is not None and units:
+            tiles = math.ceil(count("rows", rows) / TILE) * math.ceil(count("cols", cols) / TILE)
+            compute *= math.ceil(tiles / units) * units / tiles
+        return max(compute, nbytes / self.bandwidth) + self.kernel_s
 
     def attention_time(self, flops: float) -> float:
         """Attention's score and value products, s.

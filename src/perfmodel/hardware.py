@@ -230,6 +230,9 @@ class Device:
     memory_levels : mapping, optional
         Measured bandwidth of each memory level, B/s, fastest first
         (``{"L1": ..., "L2": ..., "L3": ..., "DRAM": ...}``): what lecture 06 measures.
+    compute_units : int, optional
+        Streaming multiprocessors (NVIDIA) or compute units (AMD), count: how many tiles of
+        a GEMM run at once (:mod:`perfmodel.achieved` prices a GEMM in waves of them).
     notes : str, optional
         Anything a reader needs to interpret the figures.
     """
@@ -249,6 +252,7 @@ class Device:
     measured_memory_bandwidth: float | None = None
     measured_source: str = ""
     memory_levels: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    compute_units: int | None = None
     notes: str = ""
 
     def __post_init__(self) -> None:
@@ -293,6 +297,8 @@ class Device:
         set_("power_w", _optional_positive(owner, "power_w", self.power_w))
         if self.year is not None:
             set_("year", _field(owner, count, "year", self.year, minimum=1940, maximum=2100))
+        if self.compute_units is not None:
+            set_("compute_units", _field(owner, count, "compute_units", self.compute_units))
         set_("source", _source(owner, self.source))
         if not isinstance(self.memory_levels, Mapping):
             raise TypeError(
@@ -552,7 +558,7 @@ def _lookup(table: Mapping[str, Any], name: object, what: str, argument: str = "
 
 _DEVICE_KEYS = {
     "name", "kind", "peak_flops", "sparse_flops", "derived", "measured", "memory_bandwidth",
-    "memory_capacity", "power_w", "year", "source", "notes", "memory_levels",
+    "memory_capacity", "power_w", "year", "source", "notes", "memory_levels", "compute_units",
 }  # fmt: skip
 _DEVICE_REQUIRED = ("name", "kind", "memory_bandwidth", "source")
 _LINK_KEYS = {"name", "kind", "bandwidth", "latency", "source", "notes", "measured"}
@@ -881,6 +887,7 @@ def to_toml(device: Device | Link) -> str:
         "peak_flops": dict(device.peak_flops_by_dtype),
         "sparse_flops": dict(device.sparse_flops_by_dtype) or None,
         "memory_levels": dict(device.memory_levels) or None,
+        "compute_units": device.compute_units,
     }
     measured: dict[str, object] = {}
     if device.measured_flops_by_dtype:

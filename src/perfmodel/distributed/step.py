@@ -277,7 +277,9 @@ def training_step(
 
     # --- one layer, one micro-batch, one tensor-parallel rank -------------------------------
     gemm_f = sum(
-        ceil.gemm_time(2.0 * tokens * k * n, ELEMENT * (tokens * k + k * n + tokens * n))
+        ceil.gemm_time(
+            2.0 * tokens * k * n, ELEMENT * (tokens * k + k * n + tokens * n), rows=tokens, cols=n
+        )
         for k, n in model.layer_gemms(t)
     )
     gemm_b = 2 * gemm_f  # the input's gradient and the weight's gradient, same shapes
@@ -312,7 +314,9 @@ def training_step(
 
     # --- the last stage's output layer and loss (the busiest stage) -------------------------
     vocab = model.vocab // t
-    logits = 3 * ceil.gemm_time(2.0 * tokens * h * vocab, ELEMENT * tokens * (h + vocab))
+    logits = 3 * ceil.gemm_time(
+        2.0 * tokens * h * vocab, ELEMENT * tokens * (h + vocab), rows=tokens, cols=vocab
+    )
     loss = ceil.memory_time(3 * 4.0 * tokens * vocab, 3)  # fp32 softmax and its gradient
 
     stage = layers * (gemm + attn + mem + tp) + logits + loss

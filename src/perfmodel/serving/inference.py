@@ -174,7 +174,9 @@ def inference_run(
 
     def forward(rows: int, context: float, causal_rows: bool) -> tuple[float, dict[str, float]]:
         gemms = sum(
-            ceil.gemm_time(2.0 * rows * k * n, w_bytes * k * n + a_bytes * rows * (k + n))
+            ceil.gemm_time(
+                2.0 * rows * k * n, w_bytes * k * n + a_bytes * rows * (k + n), rows=rows, cols=n
+            )
             for k, n in model.layer_gemms(t)
         )
         heads_dim = model.heads * int(model.head_dim or 0) / t
@@ -183,7 +185,10 @@ def inference_run(
         attention = max(ceil.attention_time(attention_flops), kv_read / ceil.bandwidth)
         elementwise = ceil.memory_time(LAYER_TRAFFIC * a_bytes * rows * h / t, LAYER_KERNELS)
         allreduce = 2 * comms.allreduce_time(a_bytes * rows * h, t, link) if t > 1 else 0.0
-        head = ceil.gemm_time(2.0 * b * h * model.vocab / t, w_bytes * h * model.vocab / t)
+        head = ceil.gemm_time(
+            2.0 * b * h * model.vocab / t, w_bytes * h * model.vocab / t, rows=b,
+            cols=-(-model.vocab // t),
+        )  # fmt: skip
         parts = {
             "weights and compute": layers * gemms + head,
             "attention and KV cache": layers * attention,
