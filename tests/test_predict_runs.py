@@ -240,6 +240,12 @@ def test_the_readmes_example_and_figures_are_what_the_package_gives():
     run = serving.inference_run(preset("Llama 2 70B"), "H100 SXM", batch=8, prompt=512,
                                 output=256, tensor=4)  # fmt: skip
     assert f"ttft={run.ttft_s * 1e3:.0f} ms, tpot={run.tpot_s * 1e3:.1f} ms" in readme
+    busy = serving.continuous_run(preset("Llama 2 70B"), "H100 SXM", concurrency=64, prompt=512,
+                                  output=256, tensor=4)  # fmt: skip
+    assert (
+        f"ContinuousRun(concurrency=64 of {busy.max_concurrency}, ttft={busy.ttft_s * 1e3:.1f} "
+        f"ms, tpot={busy.tpot_s * 1e3:.1f} ms, ...)" in readme
+    )
     summary = published.summary(published.compare())
     _, train_median, train_worst = summary[("training", "held-out")]
     _, serve_median, serve_worst = summary[("inference", "held-out")]
@@ -247,3 +253,52 @@ def test_the_readmes_example_and_figures_are_what_the_package_gives():
     assert f"64 H100s, {train_worst:.0%} low;" in readme
     assert f"within {serve_median:.1%} (median of 16;" in readme
     assert f"one L40S, {serve_worst:.0%} slow," in readme
+
+
+# --- continuous batching ----------------------------------------------------------------------
+
+
+def test_continuous_batching_is_its_closed_form_and_its_pages_bound_the_concurrency():
+    from perfmodel import serving
+    from perfmodel.serving import llm
+
+    llama = preset("Llama 2 7B")
+    run = serving.continuous_run(llama, "A100 SXM4 80GB", concurrency=32, prompt=500,
+                                 output=200, block_tokens=16)  # fmt: skip
+    prefill = inference_run(llama, "A100 SXM4 80GB", batch=1, prompt=500, output=1).ttft_s
+    step = inference_run(llama, "A100 SXM4 80GB", batch=32, prompt=500, output=200).tpot_s
+    cycle = 200 * step + 32 * prefill  # every slot decodes 200 tokens; 32 prefills stall it
+    assert math.isclose(run.output_tokens_per_s, 32 * 200 / cycle, rel_tol=1e-12)
+    assert math.isclose(run.tpot_s, cycle / 200, rel_tol=1e-12) and run.tpot_s > step
+    assert math.isclose(run.ttft_s, prefill + step / 2, rel_tol=1e-12)
+    # pages: 700 tokens take 44 pages of 16 (704 tokens); brute force over the concurrency
+    page = 704 * llm.kv_bytes_per_token(llama, kv_dtype="fp16")
+    room = 0.9 * 80e9 - llm.weight_bytes(llama, weight_dtype="fp16")
+    most = max(c for c in range(1, 1000) if c * page <= room)
+    assert run.max_concurrency == most
+    serving.continuous_run(llama, "A100 SXM4 80GB", concurrency=most, prompt=500, output=200)
+    with pytest.raises(ValueError, match=f"at most {most}"):
+        serving.continuous_run(llama, "A100 SXM4 80GB", concurrency=most + 1, prompt=500,
+                               output=200)  # fmt: skip
+    # bigger pages waste more of the last one: never more requests fit
+    coarse = serving.continuous_run(llama, "A100 SXM4 80GB", concurrency=1, prompt=500,
+                                    output=200, block_tokens=256)  # fmt: skip
+    assert coarse.max_concurrency <= run.max_concurrency
+    # more slots: more tokens a second, each request slower
+    wider = serving.continuous_run(llama, "A100 SXM4 80GB", concurrency=64, prompt=500,
+                                   output=200)  # fmt: skip
+    assert wider.output_tokens_per_s > run.output_tokens_per_s and wider.tpot_s > run.tpot_s
+
+
+def test_continuous_batching_refuses_bad_input_by_name():
+    from perfmodel import serving
+
+    llama = preset("Llama 2 7B")
+    good = dict(concurrency=4, prompt=64, output=64)
+    for key, bad, error in (("concurrency", 0, ValueError), ("prompt", 0, ValueError),
+                            ("output", 2.5, ValueError), ("block_tokens", "16", TypeError),
+                            ("usable", 1.5, ValueError), ("usable", -0.1, ValueError)):  # fmt: skip
+        with pytest.raises(error, match=key):
+            serving.continuous_run(llama, "A100 SXM4 80GB", **{**good, key: bad})
+    assert serving.continuous_run(llama, "A100 SXM4 80GB", concurrency=4.0, prompt=64,
+                                  output=64).concurrency == 4  # fmt: skip

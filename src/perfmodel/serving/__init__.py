@@ -17,7 +17,8 @@ This package's top level is its public face, what lecture 11 and a learner need:
   bytes a token, a slice of chips): the largest batch and a decode step's time;
 * :func:`inference_run`: what a deployed engine reaches, at achieved ceilings: time to first
   token, time per output token and throughput, with tensor parallelism, quantized weights and
-  the engine's own cost per step.
+  the engine's own cost per step; :func:`continuous_run`, the same with continuous batching
+  and a paged KV cache.
 
 >>> from perfmodel import serving
 >>> run = serving.simulate(0.8, 1.0, 1, requests=20_000, seed=3, replications=5)
@@ -29,7 +30,7 @@ True
 from __future__ import annotations
 
 from perfmodel.serving import llm, sizing
-from perfmodel.serving.inference import InferenceRun, inference_run
+from perfmodel.serving.inference import ContinuousRun, InferenceRun, continuous_run, inference_run
 from perfmodel.serving.simulator import (
     ARRIVALS,
     DISTRIBUTIONS,
@@ -46,12 +47,14 @@ from perfmodel.serving.theory import erlang_c, md1_wait, mg1_wait, mmc_wait, uti
 __all__ = [
     "ARRIVALS",
     "DISTRIBUTIONS",
+    "ContinuousRun",
     "InferenceRun",
     "POLICIES",
     "OverloadWarning",
     "Replicated",
     "SimulationResult",
     "erlang_c",
+    "continuous_run",
     "inference_run",
     "linear_batch_time",
     "llm",

@@ -13,7 +13,11 @@ teaches the shapes; :func:`inference_run` predicts what a deployed engine reache
   sequence's KV cache at the achieved bandwidth, runs its GEMMs on the roofline, two
   all-reduces a layer, and pays the engine's fixed cost per step;
 * **throughput** of a static batch: ``batch · output / (TTFT + (output - 1) · TPOT)``, at the
-  mean context of the answer.
+  mean context of the answer;
+* **continuous batching** (:func:`continuous_run`): ``concurrency`` slots kept full, the KV
+  cache in pages of ``block_tokens``; each slot's next request is prefilled alone between
+  decode steps, as vLLM schedules without chunked prefill, so the decode steps stall for
+  every prefill, and the pages bound how many requests run at once.
 
 >>> from perfmodel.transformer import preset
 >>> run = inference_run(preset("Llama 2 7B"), "A100 SXM4 80GB", batch=1, prompt=512, output=128)
@@ -26,12 +30,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from perfmodel._show import seconds, shown
-from perfmodel._validate import count, non_negative
+from perfmodel._validate import count, non_negative, positive
 from perfmodel.achieved import Achieved, achieved, default_links
-from perfmodel.hardware import dtype_bytes
+from perfmodel.hardware import dtype_bytes, get
 from perfmodel.transformer import Transformer
 
-__all__ = ["ENGINE_STEP_S", "InferenceRun", "inference_run"]
+__all__ = ["ENGINE_STEP_S", "ContinuousRun", "InferenceRun", "continuous_run", "inference_run"]
 
 #: An engine's fixed cost per forward pass (scheduling, sampling), beyond its kernels' own,
 #: s; fitted on the calibration half of ``data/published_runs.toml`` (see
@@ -201,3 +205,165 @@ def inference_run(
     ttft = forward(b * n_in, n_in, True)[0] if n_in else 0.0
     tpot, parts = forward(b, n_in + n_out / 2, False)
     return InferenceRun(b, n_in, n_out, t, ttft, tpot, parts, ceil.describe())
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class ContinuousRun:
+    """Requests served with continuous batching, in the steady state, as predicted.
+
+    Parameters
+    ----------
+    concurrency : int
+        Requests in flight at once, count.
+    max_concurrency : int
+        The most whose KV pages fit beside the weights, count.
+    prompt, output : int
+        Prompt and answer tokens of each request, count.
+    prefill_s : float
+        One request's prefill, alone, s.
+    step_s : float
+        One decode step of ``concurrency`` sequences at the answer's mean context, s.
+    """
+
+    concurrency: int
+    max_concurrency: int
+    prompt: int
+    output: int
+    prefill_s: float
+    step_s: float
+
+    @property
+    def cycle_s(self) -> float:
+        """Time in which every slot finishes one request: its decode steps and every slot's
+        next prefill, s."""
+        return self.output * self.step_s + self.concurrency * self.prefill_s
+
+    @property
+    def ttft_s(self) -> float:
+        """Time to first token of a request that finds a slot free: half a decode step, on
+        average, then its prefill, s."""
+        return self.step_s / 2 + self.prefill_s
+
+    @property
+    def tpot_s(self) -> float:
+        """Time per output token a request sees, the other slots' prefills included, s."""
+        return self.cycle_s / self.output
+
+    @property
+    def output_tokens_per_s(self) -> float:
+        """Answer tokens per second over all slots, tokens/s."""
+        return self.concurrency * self.output / self.cycle_s
+
+    @property
+    def requests_per_s(self) -> float:
+        """Requests finished per second, 1/s."""
+        return self.concurrency / self.cycle_s
+
+    def __repr__(self) -> str:
+        return shown(
+            "ContinuousRun",
+            concurrency=f"{self.concurrency} of {self.max_concurrency}",
+            ttft=seconds(self.ttft_s),
+            tpot=seconds(self.tpot_s),
+            output_tokens_per_s=f"{self.output_tokens_per_s:,.0f}",
+        )
+
+
+def continuous_run(
+    model: Transformer,
+    device: str,
+    *,
+    concurrency: int,
+    prompt: int,
+    output: int,
+    tensor: int = 1,
+    block_tokens: int = 16,
+    usable: float = 0.9,
+    weight_dtype: str = "fp16",
+    kv_dtype: str = "fp16",
+    activation_dtype: str = "fp16",
+    engine_step_s: float | None = None,
+    ceilings: Achieved | None = None,
+) -> ContinuousRun:
+    """Predict a server that keeps ``concurrency`` requests in flight (continuous batching).
+
+    Each request holds ``⌈(prompt + output) / block_tokens⌉`` pages of KV cache; the pages
+    of every request in flight and the weights must fit in ``usable`` of the devices' memory
+    (vLLM's ``gpu_memory_utilization`` is 0.9 by default). Each decode step serves every
+    slot (:func:`inference_run`'s step, at the answer's mean context), and a finished
+    request's slot is refilled by a prefill run alone between steps.
+
+    Parameters
+    ----------
+    model : Transformer
+        The model's shape.
+    device : str
+        The devices' catalogue name.
+    concurrency : int
+        Requests in flight, count.
+    prompt, output : int
+        Prompt and answer tokens of each request, count.
+    tensor : int
+        Tensor-parallel devices, count.
+    block_tokens : int
+        Tokens a KV page holds, count (vLLM's default: 16).
+    usable : float
+        The share of each device's memory the weights and pages may use, fraction.
+    weight_dtype, kv_dtype, activation_dtype : str
+        As for :func:`inference_run`.
+    engine_step_s : float, optional
+        The engine's fixed cost per forward pass, s.
+    ceilings : Achieved, optional
+        The achieved ceilings.
+
+    Returns
+    -------
+    ContinuousRun
+        Prefill and step times, s; TTFT, TPOT and throughput; how many requests fit.
+
+    Raises
+    ------
+    ValueError
+        If ``concurrency`` requests' pages do not fit (the most that do is said).
+
+    Examples
+    --------
+    >>> from perfmodel.transformer import preset
+    >>> run = continuous_run(preset("Llama 2 7B"), "A100 SXM4 80GB", concurrency=64,
+    ...                      prompt=512, output=256)
+    >>> run.max_concurrency, run.tpot_s > run.step_s
+    (145, True)
+    """
+    from perfmodel.serving import llm
+
+    c, n_in, n_out = (
+        count("concurrency", concurrency),
+        count("prompt", prompt),
+        count("output", output),
+    )
+    t, block = count("tensor", tensor), count("block_tokens", block_tokens)
+    share = positive("usable", usable)
+    if share > 1:
+        raise ValueError(f"`usable` must be at most 1 (got {usable!r}).")
+    spec = get(device, argument="device")
+    if spec.memory_capacity is None:
+        raise ValueError(f"`device` {spec.name!r} has no memory capacity in the catalogue.")
+    room = share * spec.memory_capacity * t - llm.weight_bytes(model, weight_dtype=weight_dtype)
+    pages = -(-(n_in + n_out) // block) * block * llm.kv_bytes_per_token(model, kv_dtype=kv_dtype)
+    most = max(0, int(room // pages))
+    if c > most:
+        raise ValueError(
+            f"`concurrency` must be at most {most}: that many requests' KV pages "
+            f"({pages / 2**20:.0f} MiB each) fit beside the weights in {share:.0%} of "
+            f"{t} × {spec.name} (got {c})."
+        )
+
+    def served(batch: int, answer: int) -> InferenceRun:
+        return inference_run(
+            model, device, batch=batch, prompt=n_in, output=answer, tensor=t,
+            weight_dtype=weight_dtype, kv_dtype=kv_dtype, activation_dtype=activation_dtype,
+            engine_step_s=engine_step_s, ceilings=ceilings,
+        )  # fmt: skip
+
+    prefill, step = served(1, 1).ttft_s, served(c, n_out).tpot_s
+    return ContinuousRun(c, most, n_in, n_out, prefill, step)
