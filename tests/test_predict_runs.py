@@ -302,3 +302,38 @@ def test_continuous_batching_refuses_bad_input_by_name():
             serving.continuous_run(llama, "A100 SXM4 80GB", **{**good, key: bad})
     assert serving.continuous_run(llama, "A100 SXM4 80GB", concurrency=4.0, prompt=64,
                                   output=64).concurrency == 4  # fmt: skip
+
+
+def test_the_deepspeed_convention_is_deepspeeds_estimator_and_the_default_the_papers():
+    from perfmodel.distributed.memory import training_memory
+
+    # DeepSpeed's estimators without offload (deepspeed/runtime/zero/stage_1_and_2.py and
+    # stage3.py): 4Ψ + 16Ψ/N at stage 2; 4·L + 18Ψ/N at stage 3, L the largest layer
+    llama = preset("Llama 2 7B")
+    psi, n = llama.parameters, 64
+    largest = max(llama.vocab * llama.width, *(k * m for k, m in llama.layer_gemms()))
+    two = training_memory(llama, data_parallel=n, zero_stage=2, convention="deepspeed")
+    three = training_memory(llama, data_parallel=n, zero_stage=3, convention="deepspeed")
+    assert math.isclose(two.model_states, 4 * psi + 16 * psi / n, rel_tol=1e-12)
+    assert math.isclose(three.model_states, 4 * largest + 18 * psi / n, rel_tol=1e-12)
+    for stage in (2, 3):  # the paper's count is the smaller
+        paper = training_memory(llama, data_parallel=n, zero_stage=stage)
+        assert (
+            paper.model_states
+            < training_memory(
+                llama, data_parallel=n, zero_stage=stage, convention="deepspeed"
+            ).model_states
+        )
+    assert math.isclose(
+        training_memory(psi, data_parallel=n, zero_stage=2).model_states,
+        2 * psi + 14 * psi / n, rel_tol=1e-12,
+    )  # fmt: skip
+    with pytest.raises(ValueError, match="stages 2 and 3"):
+        training_memory(llama, data_parallel=n, zero_stage=1, convention="deepspeed")
+    with pytest.raises(ValueError, match="stages 2 and 3"):
+        training_memory(llama, data_parallel=n, zero_stage=2, precision="fp32",
+                        convention="deepspeed")  # fmt: skip
+    with pytest.raises(TypeError, match="Transformer"):
+        training_memory(psi, data_parallel=n, zero_stage=3, convention="deepspeed")
+    with pytest.raises(ValueError, match="convention"):
+        training_memory(llama, convention="megatron")

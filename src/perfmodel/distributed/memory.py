@@ -180,8 +180,20 @@ def training_memory(
     micro_batch: int = 1,
     seq_len: int | None = None,
     recompute: str = "none",
+    convention: str = "zero",
 ) -> TrainingMemory:
     """Bytes per device to train ``model`` (a :class:`Transformer`, or a parameter count).
+
+    Two conventions count ZeRO's model states. ``"zero"`` is the ZeRO paper's (Rajbhandari
+    et al.): each stage shards one more of the 16-bit weights, their gradients and the
+    optimizer's states. ``"deepspeed"`` is what DeepSpeed's own estimators
+    (``estimate_zero2_model_states_mem_needs`` and ``..._zero3_...``, without offload) print,
+    mixed precision with Adam only: stage 2 keeps the 16-bit weights and gradients whole
+    (``4Ψ``) beside ``16Ψ/N`` of fp32 master weights, gradients and moments; stage 3 keeps
+    ``18Ψ/N`` and the largest layer's 16-bit weights and gradients gathered (``4·L``, the
+    largest of the embedding and the layer's weight matrices). DeepSpeed's figure is the
+    higher: it keeps room for the whole 16-bit gradients at stage 2 and for the gathered
+    largest layer at stage 3.
 
     Parameters
     ----------
@@ -209,11 +221,20 @@ def training_memory(
         only).
     recompute : {"none", "selective", "full"}
         Activation recomputation.
+    convention : {"zero", "deepspeed"}
+        How model states are counted (see above); ``"deepspeed"`` needs ZeRO stage 2 or 3,
+        mixed precision and Adam, and a Transformer at stage 3.
 
     Returns
     -------
     TrainingMemory
         Bytes per device by kind, B.
+
+    Examples
+    --------
+    >>> [round(training_memory(7.5e9, data_parallel=64, zero_stage=s, convention=c).total / 1e9, 1)
+    ...  for s, c in ((2, "zero"), (2, "deepspeed"))]
+    [16.6, 31.9]
     """
     precision = choice("precision", precision, tuple(PRECISIONS))
     optimizer = choice("optimizer", optimizer, tuple(PRECISIONS[precision]), {"adamw": "adam"})
@@ -229,6 +250,24 @@ def training_memory(
     o = o / dp if stage >= 1 else o
     g = g / dp if stage >= 2 else g
     w = w / dp if stage >= 3 else w
+    if choice("convention", convention, ("zero", "deepspeed")) == "deepspeed":
+        if stage < 2 or (precision, optimizer) != ("mixed", "adam"):
+            raise ValueError(
+                "`convention` 'deepspeed' counts ZeRO stages 2 and 3 with mixed precision and "
+                f"Adam, as DeepSpeed's estimators do (got zero_stage={stage}, "
+                f"precision={precision!r}, optimizer={optimizer!r})."
+            )
+        if stage == 2:
+            w, g, o = 2 * local, 2 * local, 16 * local / dp
+        else:
+            if not isinstance(model, Transformer):
+                raise TypeError(
+                    "`model` must be a Transformer for the 'deepspeed' convention at stage 3 "
+                    f"(it counts the largest layer; got {type(model).__name__})."
+                )
+            gemms = model.layer_gemms(tp)
+            largest = max(model.vocab * model.width / tp, *(k * n for k, n in gemms))
+            w, g, o = 2 * local / dp + 2 * largest, 2 * largest, 16 * local / dp
     activations = 0.0
     if seq_len is not None:
         if not isinstance(model, Transformer):
