@@ -195,7 +195,7 @@ def training_step_of(row: Row, *, fitted: dict[str, float] | None = None) -> Tra
     return training_step(
         row.model(), seq_len=f["seq_len"], global_batch=f["global_batch"],
         device=f["device"], tensor=f.get("tensor", 1), pipeline=f.get("pipeline", 1),
-        data=f.get("data", 1), micro_batch=_micro_batch(f),
+        data=f.get("data", 1), context=f.get("context", 1), micro_batch=_micro_batch(f),
         virtual_stages=f.get("virtual_stages", 1),
         sequence_parallel=f.get("sequence_parallel", False),
         recompute=f.get("recompute", "none"),

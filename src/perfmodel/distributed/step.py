@@ -16,8 +16,14 @@ group, each kernel at what kernels of its kind achieve (:mod:`perfmodel.achieved
 * **the pipeline**: ``m`` micro-batches through ``p`` stages in 1F1B order take
   ``m + (p - 1) / v`` stage times (``v`` interleaved chunks per device), plus the activations
   sent between stages;
+* **context parallel** (``context`` ranks split each sequence, as Megatron-Core's ring
+  attention does): every GEMM over ``s / context`` of the tokens, attention's FLOPs split
+  evenly (causal work balanced by pairing chunks), and each layer's keys and values passed
+  ``context - 1`` times round the ring forward (their gradients too, backward), exposed only
+  where they outlast the attention they overlap;
 * **data parallel**: the gradients all-reduced (reduce-scattered and gathered, with a
-  distributed optimizer) after the last micro-batch, exposed; then the optimizer step.
+  distributed optimizer) over the data- and context-parallel ranks after the last
+  micro-batch, exposed; then the optimizer step.
 
 The result splits the step into those parts and gives MFU (model FLOPs: three causal forward
 passes, attention included, over the dtype's peak) and the memory each device holds, with
@@ -75,6 +81,8 @@ class TrainingStep:
         (every micro-batch, recomputation included), s.
     tensor_comm_s : float
         Tensor-parallel collectives, exposed, s.
+    context_comm_s : float
+        Keys and values passed round the context-parallel ring, exposed, s.
     pipeline_bubble_s : float
         Stages idle while the pipeline fills and drains, s.
     pipeline_p2p_s : float
@@ -99,6 +107,7 @@ class TrainingStep:
     attention_s: float
     memory_bound_s: float
     tensor_comm_s: float
+    context_comm_s: float
     pipeline_bubble_s: float
     pipeline_p2p_s: float
     data_comm_s: float
@@ -121,6 +130,7 @@ class TrainingStep:
             ("attention", self.attention_s),
             ("memory-bound", self.memory_bound_s),
             ("tensor-parallel comm", self.tensor_comm_s),
+            ("context-parallel comm", self.context_comm_s),
             ("pipeline bubble", self.pipeline_bubble_s),
             ("pipeline sends", self.pipeline_p2p_s),
             ("data-parallel comm", self.data_comm_s),
@@ -163,6 +173,7 @@ def training_step(
     tensor: int = 1,
     pipeline: int = 1,
     data: int = 1,
+    context: int = 1,
     micro_batch: int = 1,
     virtual_stages: int = 1,
     sequence_parallel: bool = False,
@@ -191,7 +202,10 @@ def training_step(
     device : str
         The devices' catalogue name.
     tensor, pipeline, data : int
-        The parallel degrees, count; the run has their product of devices.
+        The parallel degrees, count; the run has their product of devices (times
+        ``context``).
+    context : int
+        Context-parallel ranks each sequence is split over, count (needs FlashAttention).
     micro_batch : int
         Sequences per micro-batch, count.
     virtual_stages : int
@@ -237,8 +251,10 @@ def training_step(
     TypeError
         If ``model`` is not a Transformer.
     ValueError
-        If the batch does not split into micro-batches, the layers into stages, the heads
-        over the tensor-parallel ranks, or the model does not fit (by how much is said).
+        If the batch does not split into micro-batches, the heads over the tensor-parallel
+        ranks, or a sequence over the context-parallel ones, or the model does not fit (by
+        how much is said). Layers that do not split evenly over the stages leave the busiest
+        stage with the most, ``⌈layers / (pipeline · virtual_stages)⌉`` a chunk.
     """
     from perfmodel import comms
 
@@ -246,6 +262,7 @@ def training_step(
         raise TypeError(f"`model` must be a Transformer (got {type(model).__name__}).")
     s, batch = count("seq_len", seq_len), count("global_batch", global_batch)
     t, p, d = count("tensor", tensor), count("pipeline", pipeline), count("data", data)
+    c = count("context", context)
     b, v = count("micro_batch", micro_batch), count("virtual_stages", virtual_stages)
     node = count("gpus_per_node", gpus_per_node)
     sp, flash = (
@@ -260,19 +277,24 @@ def training_step(
             f"`global_batch` must split into `data` × `micro_batch` = {d * b} equal parts "
             f"(got {batch}, which leaves {batch % (d * b)} over)."
         )
-    if model.layers % (p * v):
+    if p * v > model.layers:
         raise ValueError(
-            f"`pipeline` × `virtual_stages` = {p * v} must divide the model's {model.layers} "
-            f"layers (got pipeline={p}, virtual_stages={v})."
+            f"`pipeline` × `virtual_stages` = {p * v} must be at most the model's "
+            f"{model.layers} layers (got pipeline={p}, virtual_stages={v})."
         )
+    if s % c:
+        raise ValueError(f"`context` must divide `seq_len` {s} (got {c}).")
+    if c > 1 and not flash:
+        raise ValueError("`context` parallelism needs `flash_attention=True` (ring attention).")
     if model.heads % t or int(model.kv_heads or model.heads) % t and t % int(model.kv_heads or 1):
         raise ValueError(f"`tensor` must divide the model's {model.heads} heads (got {t}).")
     ceil = ceilings if ceilings is not None else achieved(device, dtype)
     inside, between = default_links(ceil.device.name)
     intra = comms.as_link(intra_link or inside, argument="intra_link")
     inter = comms.as_link(inter_link or between, argument="inter_link")
-    m, layers = batch // (d * b), model.layers // p
-    tokens = b * s
+    m, layers = batch // (d * b), -(-model.layers // (p * v)) * v  # the busiest stage's
+    s_local = s // c
+    tokens = b * s_local
     h, heads, hd = model.width, model.heads, int(model.head_dim or 0)
 
     # --- one layer, one micro-batch, one tensor-parallel rank -------------------------------
@@ -283,17 +305,17 @@ def training_step(
         for k, n in model.layer_gemms(t)
     )
     gemm_b = 2 * gemm_f  # the input's gradient and the weight's gradient, same shapes
-    if flash:  # one fused kernel, causal: half the square computed
-        attn_f = ceil.attention_time(2.0 * b * s * s * heads * hd / t)
+    if flash:  # one fused kernel, causal: half the square computed, split over the ring
+        attn_f = ceil.attention_time(2.0 * b * s * s * heads * hd / t / c)
     else:  # two batched GEMMs a head, scores (s × hd · hd × s) and values (s × s · s × hd)
         scores = ELEMENT * b * heads / t * (2 * s * hd + s * s)
         attn_f = 2 * ceil.gemm_time(2.0 * b * s * s * heads * hd / t, scores)
     attn_b = 2 * attn_f
     # What a layer stores for its backward pass (Korthikanti et al.), written and read again.
-    sbh = s * b * h
+    sbh = s_local * b * h
 
     def kept(policy: str) -> float:
-        return activation_bytes(model, micro_batch=b, seq_len=s, recompute=policy,
+        return activation_bytes(model, micro_batch=b, seq_len=s_local, recompute=policy,
                                 tensor_parallel=t, layers=1, sequence_parallel=sp,
                                 flash_attention=flash)  # fmt: skip
 
@@ -311,6 +333,11 @@ def training_step(
     hidden = flag("overlap", overlap)
     if hidden:
         tp = max(0.0, tp - gemm)
+    # ring attention: keys and values round the ring, under the attention they feed
+    kv_bytes = 2 * ELEMENT * tokens * int(model.kv_heads or heads) * hd / t
+    cp_link = inter if t * c > node else intra
+    ring = (c - 1) * comms.point_to_point_time(kv_bytes, cp_link) if c > 1 else 0.0
+    cp = 3 * max(0.0, ring - attn_f)  # forward, and backward's keys, values and gradients
 
     # --- the last stage's output layer and loss (the busiest stage) -------------------------
     vocab = model.vocab // t
@@ -329,25 +356,27 @@ def training_step(
 
     # --- gradients across replicas, then the optimizer --------------------------------------
     params = model.parameters / (t * p)
-    if d > 1:
+    d_grad = d * c  # context-parallel ranks hold the same weights
+    if d_grad > 1:
         replicas_in_node = max(1, node // (t * p)) if t * p < node else 1
         grads = ELEMENT * params * (1.5 if sharded else 1.0)
-        if replicas_in_node > 1 and d % replicas_in_node == 0 and d > replicas_in_node:
+        if replicas_in_node > 1 and d_grad % replicas_in_node == 0 and d_grad > replicas_in_node:
             data_comm = comms.hierarchical_allreduce_time(
-                grads, replicas_in_node, d // replicas_in_node, intra, inter
+                grads, replicas_in_node, d_grad // replicas_in_node, intra, inter
             )
         else:
-            data_comm = comms.allreduce_time(grads, d, intra if t * p * d <= node else inter)
+            link = intra if t * p * d_grad <= node else inter
+            data_comm = comms.allreduce_time(grads, d_grad, link)
     else:
         data_comm = 0.0
     if hidden:  # under the last micro-batch's backward pass
         data_comm = max(0.0, data_comm - layers * (gemm_b + attn_b + mem_b))
-    optimizer = ceil.memory_time(OPTIMIZER_BYTES * params / (d if zero or sharded else 1), 4)
+    optimizer = ceil.memory_time(OPTIMIZER_BYTES * params / (d_grad if zero or sharded else 1), 4)
 
     # --- memory of the busiest (first) stage ------------------------------------------------
     states = training_memory(
-        model, data_parallel=d, zero_stage=3 if sharded else 1 if zero else 0, tensor_parallel=t,
-        pipeline_parallel=p,
+        model, data_parallel=d_grad, zero_stage=3 if sharded else 1 if zero else 0,
+        tensor_parallel=t, pipeline_parallel=p,
     ).total  # fmt: skip
     in_flight = min(m, p) * (1 + (p - 1) / (p * v)) if p > 1 else 1
     activations = layers * in_flight * kept(recompute)
@@ -362,12 +391,13 @@ def training_step(
         )
 
     return TrainingStep(
-        gpus=t * p * d,
+        gpus=t * c * p * d,
         tokens=batch * s,
         matmul_s=m * (layers * gemm + logits),
         attention_s=m * layers * attn,
         memory_bound_s=m * (layers * mem + loss),
         tensor_comm_s=m * layers * tp,
+        context_comm_s=m * layers * cp,
         pipeline_bubble_s=bubble,
         pipeline_p2p_s=p2p,
         data_comm_s=data_comm,
