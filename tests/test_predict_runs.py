@@ -166,11 +166,15 @@ def test_a_gemm_runs_in_whole_waves_of_tiles():
         flops = 2.0 * m * n * k
         shaped, plain = h100.gemm_time(flops, rows=m, cols=n), h100.gemm_time(flops)
         assert shaped >= plain  # idle units never make it faster
-        tiles = -(-m // TILE) * -(-n // TILE)
+        tall = next(r for r in (16, 32, 64, 128) if r >= m or r == 128)  # shorter tiles
+        tiles = -(-m // tall) * -(-n // TILE)
         waves = -(-tiles // units)
-        # brute force: each wave as long as a full one
-        compute = waves * units * (flops / tiles) / h100.matmul_flops
+        # brute force: every tile a whole tile's FLOPs, each wave as long as a full one
+        compute = waves * units * (2.0 * tall * TILE * k) / h100.matmul_flops
         assert math.isclose(shaped, compute + h100.kernel_s, rel_tol=1e-9)
+        # one more row never makes it faster
+        more = h100.gemm_time(2.0 * (m + 1) * n * k, rows=m + 1, cols=n)
+        assert more >= shaped * (1 - 1e-12)
 
     check()
     # whole waves lose nothing: 132 tiles of 128 x 128
@@ -245,10 +249,7 @@ def test_the_readmes_example_and_figures_are_what_the_package_gives():
     assert f"ttft={run.ttft_s * 1e3:.0f} ms, tpot={run.tpot_s * 1e3:.1f} ms" in readme
     busy = serving.continuous_run(preset("Llama 2 70B"), "H100 SXM", concurrency=64, prompt=512,
                                   output=256, tensor=4)  # fmt: skip
-    assert (
-        f"ContinuousRun(concurrency=64 of {busy.max_concurrency}, ttft={busy.ttft_s * 1e3:.1f} "
-        f"ms, tpot={busy.tpot_s * 1e3:.1f} ms, ...)" in readme
-    )
+    assert repr(busy).rsplit(", output_tokens_per_s", 1)[0] + ", ...)" in readme
     summary = published.summary(published.compare())
     _, train_median, train_worst = summary[("training", "held-out")]
     _, serve_median, serve_worst = summary[("inference", "held-out")]
@@ -377,3 +378,57 @@ def test_layers_that_do_not_split_evenly_leave_the_busiest_stage_the_most():
                         training_step(even, **kwargs).matmul_s, rel_tol=1e-12)  # fmt: skip
     with pytest.raises(ValueError, match="at most the model's 15 layers"):
         training_step(odd, seq_len=1024, global_batch=16, device="A100 SXM4 80GB", pipeline=16)
+
+
+def test_what_a_hostile_review_found_stays_fixed():
+    from perfmodel import hardware, published, serving
+    from perfmodel.distributed.memory import activation_bytes, training_memory
+
+    llama = preset("Llama 2 7B")
+    # a dtype's case does not change its ceiling
+    upper = inference_run(llama, "H100 SXM", batch=1, prompt=512, output=8, activation_dtype="FP8")
+    lower = inference_run(llama, "H100 SXM", batch=1, prompt=512, output=8, activation_dtype="fp8")
+    assert upper.ttft_s == lower.ttft_s
+    # replacement constants are checked by name and range
+    bad_constants = [({"bandwidth_fraction": 2}, ValueError), ({"matmul_fractoin": 0.5},
+                     ValueError), ({"kernel_s": -1e-6}, ValueError), ([1], TypeError)]  # fmt: skip
+    for bad, error in bad_constants:
+        with pytest.raises(error, match="fitted"):
+            achieved("H100 SXM", fitted=bad)
+    with pytest.raises(ValueError, match="kernels"):
+        achieved("H100 SXM").memory_time(1e6, -1)
+    with pytest.raises(TypeError, match="ceilings"):
+        training_step(llama, seq_len=512, global_batch=8, device="H100 SXM", ceilings="x")
+    with pytest.raises(ValueError, match="`ceilings` are for fp8"):
+        training_step(llama, seq_len=512, global_batch=8, device="H100 SXM",
+                      ceilings=achieved("H100 SXM", "fp8"))  # fmt: skip
+    with pytest.raises(TypeError, match="check_memory"):
+        training_step(llama, seq_len=512, global_batch=8, device="H100 SXM", check_memory="no")
+    # an empty list of rows is an empty comparison; wrong types say so
+    assert published.compare([]) == []
+    for call in (lambda: published.split_of(5), lambda: published.predict("x"),
+                 lambda: published.summary("x"), lambda: published.compare("x")):  # fmt: skip
+        with pytest.raises(TypeError):
+            call()
+    # weights that do not fit are named as such
+    with pytest.raises(ValueError, match="the weights alone need"):
+        serving.continuous_run(preset("Llama 2 70B"), "A100 SXM4 80GB", concurrency=1,
+                               prompt=8, output=8)  # fmt: skip
+    with pytest.raises(ValueError, match="at most the model's 32 layers"):
+        training_memory(llama, pipeline_parallel=64)
+    with pytest.raises(ValueError, match="usable"):
+        training_memory(llama).fits("H100 SXM", usable=2)
+    # 1F1B keeps min(m, p) micro-batches on the first stage, interleaving (p-1)/(pv) more
+    gpt = Transformer(width=2048, layers=32, heads=16, vocab=50000)
+    kwargs = dict(seq_len=2048, global_batch=64, device="H100 SXM", pipeline=8,
+                  recompute="full", check_memory=False)  # fmt: skip
+    plain = training_step(gpt, **kwargs)
+    per_layer = activation_bytes(gpt, micro_batch=1, seq_len=2048, recompute="full", layers=1)
+    states = training_memory(gpt, pipeline_parallel=8).total
+    assert math.isclose(plain.memory_bytes, states + 4 * 8 * per_layer, rel_tol=1e-9)
+    twice = training_step(gpt, virtual_stages=2, **kwargs)
+    assert math.isclose(twice.memory_bytes, states + 4 * 8 * (1 + 7 / 16) * per_layer,
+                        rel_tol=1e-9)  # fmt: skip
+    # a link's measured rates survive the TOML round trip
+    link = hardware.get_link("NVLink 4")
+    assert hardware.Catalogue.from_toml(hardware.to_toml(link)).get_link("NVLink 4") == link

@@ -16,8 +16,9 @@ it take" prices each kernel at what kernels of its kind *achieve*:
 * **memory-bound kernels** (norms, activations, residual adds, optimizer steps, and a decode
   step's weight and cache reads) at an achieved fraction of the memory bandwidth.
 
-The fractions without a published measurement for every device (attention, bandwidth,
-``kernel_s``) are fitted once, on the calibration half of ``data/published_runs.toml``
+The four constants without a published measurement for every device (attention's share of
+the matmul ceiling, the bandwidth small kernels reach, ``kernel_s``, and an unmeasured GEMM's
+share of its peak) are fitted once, on the calibration half of ``data/published_runs.toml``
 (:mod:`perfmodel.published`), and never on its held-out half; :data:`FITTED` says what they
 are and where they came from. Every prediction names the ceilings it used
 (:meth:`Achieved.describe`), and nameplate stays one argument away.
@@ -40,12 +41,15 @@ from dataclasses import dataclass
 from perfmodel._validate import choice, count, non_negative, positive
 from perfmodel.hardware import Device, DeviceLike, get
 
-__all__ = ["FITTED", "TILE", "Achieved", "achieved", "default_links"]
+__all__ = ["FITTED", "MIN_TILE_ROWS", "TILE", "Achieved", "achieved", "default_links"]
 
 #: The side of a GEMM's output tile, elements: cuBLAS's usual 128 × 128 for 16-bit GEMMs
 #: (NVIDIA, *Matrix Multiplication Background User's Guide*), one tile per streaming
 #: multiprocessor at a time.
 TILE = 128
+#: Fewer output rows than a tile get a shorter tile: the next power of two, at least this many
+#: (libraries keep narrow tiles and GEMV kernels for few rows, as in a decode step).
+MIN_TILE_ROWS = 16
 
 #: What :func:`achieved` assumes where the catalogue has no measurement, for a training
 #: framework and for a serving engine (engines launch their kernels differently: CUDA graphs,
@@ -70,10 +74,10 @@ FITTED = {
     },
     "serving": {
         # fp8 GEMMs on H100, L40S and MI300X, and bf16 on the L40S and RTX 4090
-        "matmul_fraction": 0.4404,
-        "attention_fraction": 0.143,
-        "bandwidth_fraction": 0.8343,
-        "kernel_s": 4.535e-6,
+        "matmul_fraction": 0.4417,
+        "attention_fraction": 0.1432,
+        "bandwidth_fraction": 0.8302,
+        "kernel_s": 4.478e-6,
     },
 }
 FITTED_SOURCE = "fitted on the calibration half of data/published_runs.toml"
@@ -120,8 +124,10 @@ class Achieved:
         plus the kernel's fixed cost.
 
         Given its output's shape and a device whose compute units the catalogue counts, the
-        FLOPs run in whole waves of :data:`TILE` × :data:`TILE` output tiles, one tile per
-        unit at a time: 20 tiles on 132 units take as long as 132 would.
+        FLOPs run in whole waves of :data:`TILE` × :data:`TILE` output tiles (fewer rows, a
+        shorter tile: the next power of two, at least :data:`MIN_TILE_ROWS`), one tile per
+        unit at a time, each as long as a full one: 20 tiles on 132 units take as long as
+        132 would.
 
         Parameters
         ----------
@@ -139,12 +145,15 @@ class Achieved:
         """
         flops, nbytes = non_negative("flops", flops), non_negative("nbytes", nbytes)
         compute = flops / self.matmul_flops
-        units = self.device.compute_units
         if (rows is None) != (cols is None):
             raise ValueError("give both `rows` and `cols` of the GEMM's output, or neither.")
-        if rows is not None and cols is not None and units:
-            tiles = math.ceil(count("rows", rows) / TILE) * math.ceil(count("cols", cols) / TILE)
-            compute *= math.ceil(tiles / units) * units / tiles
+        units = self.device.compute_units
+        if rows is not None and cols is not None:
+            m, n = count("rows", rows), count("cols", cols)
+            if units:  # every tile costs a whole tile's FLOPs; a wave, a whole wave's
+                tall = min(TILE, max(MIN_TILE_ROWS, 1 << (m - 1).bit_length()))
+                tiles = math.ceil(m / tall) * math.ceil(n / TILE)
+                compute *= math.ceil(tiles / units) * units * tall * TILE / (m * n)
         return max(compute, nbytes / self.bandwidth) + self.kernel_s
 
     def attention_time(self, flops: float) -> float:
@@ -178,6 +187,7 @@ class Achieved:
         float
             Seconds, s.
         """
+        kernels = count("kernels", kernels, minimum=0)
         return non_negative("nbytes", nbytes) / self.bandwidth + kernels * self.kernel_s
 
     def describe(self) -> str:
@@ -230,11 +240,10 @@ def achieved(
         If the device has no peak for ``dtype``.
     """
     device = get(device, argument="device")
-    values = {**FITTED[choice("use", use, tuple(FITTED))], **(fitted or {})}
-    peak = device.peak_flops_by_dtype.get(dtype)
-    if not peak:
-        have = ", ".join(sorted(device.peak_flops_by_dtype))
-        raise ValueError(f"`dtype` must be one of {device.name}'s: {have} (got {dtype!r})")
+    use = choice("use", use, tuple(FITTED))
+    values = {**FITTED[use], **_checked(fitted, FITTED[use])}
+    dtype = choice("dtype", dtype, tuple(device.peak_flops_by_dtype))
+    peak = device.peak_flops_by_dtype[dtype]
     measured = device.measured_flops_by_dtype
     same = measured.get(dtype) or (measured.get("bf16") if dtype == "fp16" else None)
     if same:
@@ -257,6 +266,27 @@ def achieved(
         bandwidth_source=where,
         kernel_s=non_negative("kernel_s", values["kernel_s"]),
     )
+
+
+def _checked(fitted: object, known: dict[str, float]) -> dict[str, float]:
+    """Replacement constants, each a known name: fractions in (0, 1], a kernel's cost >= 0."""
+    if fitted is None:
+        return {}
+    if not isinstance(fitted, dict):
+        raise TypeError(f"`fitted` must be a dict of constant -> value (got {fitted!r}).")
+    out = {}
+    for key, value in fitted.items():
+        if key not in known:
+            raise ValueError(f"`fitted` may set {', '.join(sorted(known))} (got {key!r}).")
+        if key == "kernel_s":
+            out[key] = non_negative(f"fitted[{key!r}]", value)
+        else:
+            out[key] = positive(f"fitted[{key!r}]", value)
+            if out[key] > 1:
+                raise ValueError(
+                    f"`fitted[{key!r}]` must be a fraction, at most 1 (got {value!r})."
+                )
+    return out
 
 
 def default_links(device: str) -> tuple[str, str]:

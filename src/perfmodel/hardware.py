@@ -828,6 +828,11 @@ def _link_fields(link: Link) -> dict[str, object]:
         "latency": link.latency,
         "source": link.source,
         "notes": link.notes or None,
+        "measured": (
+            {"busbw": dict(link.measured_busbw), "source": link.measured_source}
+            if link.measured_busbw
+            else None
+        ),
     }
 
 

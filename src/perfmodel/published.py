@@ -62,6 +62,8 @@ def split_of(row_id: str) -> str:
     str
         ``"calibration"`` or ``"held-out"``.
     """
+    if not isinstance(row_id, str):
+        raise TypeError(f"`row_id` must be a string (got {row_id!r}).")
     return SPLITS[int(hashlib.sha256(row_id.encode()).hexdigest(), 16) % 2]
 
 
@@ -202,7 +204,7 @@ def training_step_of(row: Row, *, fitted: dict[str, float] | None = None) -> Tra
         flash_attention=f.get("flash_attention", str(f.get("date", "")) >= "2023"),
         distributed_optimizer=f.get("distributed_optimizer", False),
         fsdp=f.get("sharding") == "fsdp", overlap=f.get("overlap", False),
-        ceilings=achieved(f["device"], dtype, fitted=fitted), check_memory=False,
+        dtype=dtype, ceilings=achieved(f["device"], dtype, fitted=fitted), check_memory=False,
     )  # fmt: skip
 
 
@@ -225,6 +227,10 @@ def predict(row: Row, *, fitted: dict[str, float] | None = None) -> tuple[float,
     from perfmodel.achieved import achieved
     from perfmodel.serving.inference import ENGINE_STEP_S, inference_run
 
+    if not isinstance(row, Row):
+        raise TypeError(f"`row` must be a published.Row (got {row!r}).")
+    if fitted is not None and not isinstance(fitted, dict):
+        raise TypeError(f"`fitted` must be a dict of constant -> value (got {fitted!r}).")
     fitted = dict(fitted or {})
     engine = fitted.pop("engine_step_s", ENGINE_STEP_S)
     f = row.fields
@@ -306,7 +312,10 @@ def compare(
     list of Comparison
         One per row, in order.
     """
-    return [Comparison(row, *predict(row, fitted=fitted)) for row in (rows or load())]
+    chosen = load() if rows is None else rows
+    if not isinstance(chosen, (list, tuple)):
+        raise TypeError(f"`rows` must be a list of published.Row (got {rows!r}).")
+    return [Comparison(row, *predict(row, fitted=fitted)) for row in chosen]
 
 
 def summary(comparisons: list[Comparison]) -> dict[tuple[str, str], tuple[int, float, float]]:
@@ -322,6 +331,10 @@ def summary(comparisons: list[Comparison]) -> dict[tuple[str, str], tuple[int, f
     dict
         ``(kind, split)`` to ``(rows, median error, worst error)``, errors as fractions.
     """
+    if not isinstance(comparisons, (list, tuple)) or not all(
+        isinstance(c, Comparison) for c in comparisons
+    ):
+        raise TypeError(f"`comparisons` must be what compare() returned (got {comparisons!r}).")
     out = {}
     for kind in ("training", "inference"):
         for split in SPLITS:

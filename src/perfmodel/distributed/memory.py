@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from perfmodel._show import gib, shown
-from perfmodel._validate import choice, count, flag, positive
+from perfmodel._validate import choice, count, flag, fraction
 from perfmodel.transformer import Transformer
 
 if TYPE_CHECKING:
@@ -103,7 +103,7 @@ class TrainingMemory:
         spec = get(device, argument="device")
         if spec.memory_capacity is None:
             raise ValueError(f"`device` {spec.name!r} has no memory capacity in the catalogue.")
-        usable = positive("usable", usable)
+        usable = fraction("usable", usable)
         return self.total <= usable * spec.memory_capacity
 
     def __repr__(self) -> str:
@@ -244,6 +244,10 @@ def training_memory(
         count("tensor_parallel", tensor_parallel),
         count("pipeline_parallel", pipeline_parallel),
     )
+    if isinstance(model, Transformer) and pp > model.layers:
+        raise ValueError(
+            f"`pipeline_parallel` must be at most the model's {model.layers} layers (got {pp})."
+        )
     parameters = model.parameters if isinstance(model, Transformer) else count("model", model)
     local = parameters / (tp * pp)
     w, g, o = (local * b for b in PRECISIONS[precision][optimizer])

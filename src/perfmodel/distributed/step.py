@@ -288,10 +288,21 @@ def training_step(
         raise ValueError("`context` parallelism needs `flash_attention=True` (ring attention).")
     if model.heads % t or int(model.kv_heads or model.heads) % t and t % int(model.kv_heads or 1):
         raise ValueError(f"`tensor` must divide the model's {model.heads} heads (got {t}).")
-    ceil = ceilings if ceilings is not None else achieved(device, dtype)
+    if ceilings is None:
+        ceil = achieved(device, dtype)
+    elif not isinstance(ceilings, Achieved):
+        raise TypeError(f"`ceilings` must be an achieved.Achieved (got {ceilings!r}).")
+    elif ceilings.dtype != dtype:
+        raise ValueError(
+            f"`ceilings` are for {ceilings.dtype} and `dtype` is {dtype!r}: give the matmuls' "
+            f"dtype both times."
+        )
+    else:
+        ceil = ceilings
+    check = flag("check_memory", check_memory)
     inside, between = default_links(ceil.device.name)
-    intra = comms.as_link(intra_link or inside, argument="intra_link")
-    inter = comms.as_link(inter_link or between, argument="inter_link")
+    intra = comms.as_link(inside if intra_link is None else intra_link, argument="intra_link")
+    inter = comms.as_link(between if inter_link is None else inter_link, argument="inter_link")
     m, layers = batch // (d * b), -(-model.layers // (p * v)) * v  # the busiest stage's
     s_local = s // c
     tokens = b * s_local
@@ -334,7 +345,8 @@ def training_step(
     if hidden:
         tp = max(0.0, tp - gemm)
     # ring attention: keys and values round the ring, under the attention they feed
-    kv_bytes = 2 * ELEMENT * tokens * int(model.kv_heads or heads) * hd / t
+    kv_heads_here = -(-int(model.kv_heads or heads) // t)  # a head on every rank, at least
+    kv_bytes = 2 * ELEMENT * tokens * kv_heads_here * hd
     cp_link = inter if t * c > node else intra
     ring = (c - 1) * comms.point_to_point_time(kv_bytes, cp_link) if c > 1 else 0.0
     cp = 3 * max(0.0, ring - attn_f)  # forward, and backward's keys, values and gradients
@@ -355,7 +367,8 @@ def training_step(
     p2p = (m + p - 1) * v * sends if not hidden else (p - 1) * sends
 
     # --- gradients across replicas, then the optimizer --------------------------------------
-    params = model.parameters / (t * p)
+    share = layers / model.layers  # the busiest stage's part of the layers (and weights)
+    params = model.parameters * share / t
     d_grad = d * c  # context-parallel ranks hold the same weights
     if d_grad > 1:
         replicas_in_node = max(1, node // (t * p)) if t * p < node else 1
@@ -374,15 +387,17 @@ def training_step(
     optimizer = ceil.memory_time(OPTIMIZER_BYTES * params / (d_grad if zero or sharded else 1), 4)
 
     # --- memory of the busiest (first) stage ------------------------------------------------
-    states = training_memory(
+    states = share * training_memory(
         model, data_parallel=d_grad, zero_stage=3 if sharded else 1 if zero else 0,
-        tensor_parallel=t, pipeline_parallel=p,
+        tensor_parallel=t,
     ).total  # fmt: skip
-    in_flight = min(m, p) * (1 + (p - 1) / (p * v)) if p > 1 else 1
+    # 1F1B keeps min(m, p) micro-batches in flight on the first stage; interleaving adds
+    # (p - 1) / (p v) of that (Korthikanti et al.)
+    in_flight = min(m, p) * (1 + (p - 1) / (p * v) if v > 1 else 1) if p > 1 else 1
     activations = layers * in_flight * kept(recompute)
     memory = states + activations
     capacity = ceil.device.memory_capacity
-    if check_memory and capacity and memory > capacity:
+    if check and capacity and memory > capacity:
         raise ValueError(
             f"the layout does not fit: the first stage needs {memory / 2**30:.1f} GiB per "
             f"device ({states / 2**30:.1f} GiB of states, {activations / 2**30:.1f} GiB of "

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from perfmodel._show import seconds, shown
-from perfmodel._validate import count, non_negative, positive
+from perfmodel._validate import count, fraction, non_negative
 from perfmodel.achieved import Achieved, achieved, default_links
 from perfmodel.hardware import dtype_bytes, get
 from perfmodel.transformer import Transformer
@@ -158,11 +158,17 @@ def inference_run(
     engine = (
         ENGINE_STEP_S if engine_step_s is None else non_negative("engine_step_s", engine_step_s)
     )
-    compute_dtype = "fp8" if activation_dtype == "fp8" else "bf16"
-    ceil = ceilings if ceilings is not None else achieved(device, compute_dtype, use="serving")
-    link = comms.as_link(intra_link or default_links(ceil.device.name)[0], argument="intra_link")
     w_bytes = dtype_bytes(weight_dtype)
     a_bytes = dtype_bytes(activation_dtype)
+    compute_dtype = "fp8" if activation_dtype.strip().casefold() == "fp8" else "bf16"
+    if ceilings is None:
+        ceil = achieved(device, compute_dtype, use="serving")
+    elif not isinstance(ceilings, Achieved):
+        raise TypeError(f"`ceilings` must be an achieved.Achieved (got {ceilings!r}).")
+    else:
+        ceil = ceilings
+    usual = default_links(ceil.device.name)[0]
+    link = comms.as_link(usual if intra_link is None else intra_link, argument="intra_link")
     h, layers = model.width, model.layers
     kv_per_token = llm.kv_bytes_per_token(model, kv_dtype=kv_dtype)  # B
     capacity = ceil.device.memory_capacity
@@ -342,15 +348,23 @@ def continuous_run(
         count("output", output),
     )
     t, block = count("tensor", tensor), count("block_tokens", block_tokens)
-    share = positive("usable", usable)
-    if share > 1:
-        raise ValueError(f"`usable` must be at most 1 (got {usable!r}).")
+    share = fraction("usable", usable)
     spec = get(device, argument="device")
+    if ceilings is not None and getattr(ceilings, "device", spec) != spec:
+        raise ValueError(
+            f"`ceilings` are {ceilings.device.name}'s and `device` is {spec.name!r}: give the "
+            f"same device both times."
+        )
     if spec.memory_capacity is None:
         raise ValueError(f"`device` {spec.name!r} has no memory capacity in the catalogue.")
     room = share * spec.memory_capacity * t - llm.weight_bytes(model, weight_dtype=weight_dtype)
+    if room <= 0:
+        raise ValueError(
+            f"the weights alone need {-room / 2**30 + 0:.1f} GiB more than {share:.0%} of "
+            f"{t} × {spec.name}; raise `tensor`."
+        )
     pages = -(-(n_in + n_out) // block) * block * llm.kv_bytes_per_token(model, kv_dtype=kv_dtype)
-    most = max(0, int(room // pages))
+    most = int(room // pages)
     if c > most:
         raise ValueError(
             f"`concurrency` must be at most {most}: that many requests' KV pages "
