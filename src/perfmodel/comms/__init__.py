@@ -17,7 +17,9 @@ This package's top level is its public face, what lecture 09 and a learner need:
   :func:`bus_factor`;
 * :class:`Axis`: a ring or line of a torus, or a switch, collectives counted hop by hop,
   and :func:`over_axes`, one collective over several axes at once;
-* :func:`fit_alpha_beta`: a link's latency and bandwidth from measured times.
+* :func:`fit_alpha_beta`: a link's latency and bandwidth from measured times;
+  :func:`read_nccl_tests` reads the table nccl-tests or rccl-tests prints into a
+  :class:`Sweep`, which fits itself.
 
 :mod:`perfmodel.comms.bench` measures MPI collectives on this machine or a cluster
 (``mpiexec -n 2 python -m perfmodel.comms.bench``); import it by name.
@@ -52,15 +54,18 @@ from perfmodel.comms.collectives import (
     terms,
 )
 from perfmodel.comms.fit import AlphaBetaFit, fit_alpha_beta
+from perfmodel.comms.nccl_tests import NCCL_TESTS, Sweep, read_nccl_tests
 from perfmodel.comms.topology import Axis, over_axes
 
 __all__ = [
     "ALGORITHMS",
     "CEILINGS",
     "COLLECTIVES",
+    "NCCL_TESTS",
     "AlphaBetaFit",
     "Axis",
     "LinkModel",
+    "Sweep",
     "Terms",
     "algorithm_bandwidth",
     "allgather_time",
@@ -77,6 +82,7 @@ __all__ = [
     "parameter_server_time",
     "point_to_point_time",
     "rail_ring_allreduce_time",
+    "read_nccl_tests",
     "reduce_scatter_time",
     "terms",
 ]
