@@ -122,3 +122,23 @@ def test_lines_that_do_not_read_are_refused_by_number():
         read_nccl_tests(header + row, ranks=1)
     # other programs' log lines are skipped
     assert read_nccl_tests("NCCL INFO Bootstrap\n" + header + row, ranks=2).sizes == (1048576,)
+
+
+def test_the_published_sweeps_are_cited_split_by_id_and_read_as_printed():
+    import hashlib
+    from importlib import resources
+
+    import tomllib
+
+    folder = resources.files("perfmodel") / "data" / "nccl_sweeps"
+    index = tomllib.loads((folder / "index.toml").read_text("utf-8"))["sweep"]
+    assert len(index) >= 10 and len({s["kind"] for s in index}) >= 5
+    assert len({s["id"] for s in index}) == len(index)
+    for entry in index:
+        digest = int(hashlib.sha256(entry["id"].encode()).hexdigest(), 16)
+        assert entry["split"] == ("calibration" if digest % 2 == 0 else "held-out"), entry["id"]
+        assert entry["source"] and entry["url"].startswith("https://")
+        sweep = read_nccl_tests((folder / entry["file"]).read_text("utf-8"),
+                                collective=entry["collective"])  # fmt: skip
+        assert sweep.ranks == entry["gpus"], entry["id"]
+        assert len(sweep.sizes) >= 10 and sweep.sizes[-1] >= 2**26, entry["id"]

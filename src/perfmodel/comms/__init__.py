@@ -19,7 +19,9 @@ This package's top level is its public face, what lecture 09 and a learner need:
   and :func:`over_axes`, one collective over several axes at once;
 * :func:`fit_alpha_beta`: a link's latency and bandwidth from measured times;
   :func:`read_nccl_tests` reads the table nccl-tests or rccl-tests prints into a
-  :class:`Sweep`, which fits itself.
+  :class:`Sweep`, which fits itself;
+* NCCL's own cost model (:func:`nccl_choice` on a :class:`Fabric`): every algorithm and
+  protocol priced as NCCL's tuner prices them, and the one it runs at each size.
 
 :mod:`perfmodel.comms.bench` measures MPI collectives on this machine or a cluster
 (``mpiexec -n 2 python -m perfmodel.comms.bench``); import it by name.
@@ -54,6 +56,7 @@ from perfmodel.comms.collectives import (
     terms,
 )
 from perfmodel.comms.fit import AlphaBetaFit, fit_alpha_beta
+from perfmodel.comms.nccl import Fabric, NcclChoice, nccl_choice
 from perfmodel.comms.nccl_tests import NCCL_TESTS, Sweep, read_nccl_tests
 from perfmodel.comms.topology import Axis, over_axes
 
@@ -64,7 +67,9 @@ __all__ = [
     "NCCL_TESTS",
     "AlphaBetaFit",
     "Axis",
+    "Fabric",
     "LinkModel",
+    "NcclChoice",
     "Sweep",
     "Terms",
     "algorithm_bandwidth",
@@ -78,6 +83,7 @@ __all__ = [
     "collective_time",
     "fit_alpha_beta",
     "hierarchical_allreduce_time",
+    "nccl_choice",
     "over_axes",
     "parameter_server_time",
     "point_to_point_time",
