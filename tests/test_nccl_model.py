@@ -100,3 +100,27 @@ def test_bad_input_is_refused_by_name():
     with pytest.raises(ValueError, match="no algorithm"):
         nccl_choice("allgather", 1024, Fabric(ranks=8, algorithms=("tree",)))
     assert Fabric(ranks=8.0, channels=12.0).ranks == 8
+
+
+def test_what_a_hostile_review_found_stays_fixed():
+    # one rank is not a collective; NVLS needs an NVSwitch and both its rates
+    with pytest.raises(ValueError, match="ranks"):
+        Fabric(ranks=1)
+    with pytest.raises(ValueError, match="NVLS needs an NVSwitch"):
+        Fabric(ranks=8, link="pci", nvls_channels=8, nvls_bw=40e9, nvls_inter_bw=60e9)
+    with pytest.raises(ValueError, match="NVLS needs"):
+        Fabric(ranks=8, nvls_channels=8, nvls_bw=40e9)
+    # LL128 only where NCCL turns it on by default: GPUs on NVLink, not a PCIe box
+    assert Fabric(ranks=8).ll128 and not Fabric(ranks=8, link="pci").ll128
+    pcie = Fabric(ranks=8, link="pci", channels=2, channel_bw=12e9, arch="ampere")
+    assert all(p != "LL128" for _, p in nccl_choice("allreduce", 4e6, pcie).options)
+    # the ring's Simple multi-node latency factor is an all-reduce's only (tuning.cc 647-648)
+    two = Fabric(ranks=16, nodes=2, channels=8, channel_bw=48e9)
+    gather = nccl_choice("allgather", 16 * 2**20, two).options[("ring", "Simple")]
+    steps, net = 15, 1  # 15 ring steps, one across the network
+    by_hand = 8.4 + (steps - net) * 3.4 + net * 14.0 + 16 * 2**20 / (1000 * 8 * 48 * 16 / 15)
+    assert gather * 1e6 == pytest.approx(by_hand, rel=1e-9)
+    # three nodes or more: every algorithm at the network's rate
+    four = Fabric(ranks=32, nodes=4, channels=8, channel_bw=48e9, inter_bw=12e9)
+    tree = nccl_choice("allreduce", 2**30, four).options[("tree", "Simple")]
+    assert tree > 2**30 / (8 * 12e9 * 0.92 * 0.5)

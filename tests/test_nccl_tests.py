@@ -89,7 +89,7 @@ def test_a_table_written_by_the_model_fits_back_to_the_model():
        st.sampled_from(sorted(comms.NCCL_TESTS)))  # fmt: skip
 def test_any_printed_sweep_reads_back_its_numbers_in_order(sizes, collective):
     rows = [f"{n} {max(n // 4, 0)} float sum 0 {1 + n / 1e5:.2f} 1.00 1.00 0 {2 + n / 1e5:.2f} "
-            f"1.00 1.00 0" for n in sizes]  # fmt: skip
+            f"1.00 1.00 0" for n in sorted(sizes)]  # fmt: skip
     sweep = read_nccl_tests("\n".join(rows), collective=collective, ranks=4)
     assert list(sweep.sizes) == sorted(sizes)
     assert all(b > a for a, b in zip(sweep.times, sweep.in_place_times, strict=True))
@@ -142,3 +142,53 @@ def test_the_published_sweeps_are_cited_split_by_id_and_read_as_printed():
                                 collective=entry["collective"])  # fmt: skip
         assert sweep.ranks == entry["gpus"], entry["id"]
         assert len(sweep.sizes) >= 10 and sweep.sizes[-1] >= 2**26, entry["id"]
+
+
+def test_what_users_paste_reads_and_what_cannot_be_read_says_so():
+    header = "#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n"
+    row = "1048576 262144 float sum -1 12.00 87.38 152.92 0 11.90 88.12 154.21 0"
+    # checking off (-c 0): N/A in both error columns; a launcher's prefix on every line; log
+    # lines from hosts whose names start with a digit
+    unchecked = row.replace(" 0 11.90", " N/A 11.90").removesuffix(" 0") + " N/A"
+    paste = "\n".join(["10-0-1-5:123:123 [0] NCCL INFO Bootstrap", "[1,0]<stdout>:" + header,
+                       "[1,0]<stdout>:" + unchecked, "0: " + row.replace("1048576 262144",
+                       "2097152 524288")])  # fmt: skip
+    sweep = read_nccl_tests(paste, collective="all_reduce")
+    assert sweep.sizes == (1048576, 2097152) and sweep.ranks == 8  # 152.92/87.38 = 2(p-1)/p
+    # two runs in one paste, or several types, are refused where the second starts
+    with pytest.raises(ValueError, match="line 3 .*second table"):
+        read_nccl_tests(header + row + "\n" + header + row, collective="all_reduce")
+    with pytest.raises(ValueError, match="line 2 .*second run"):
+        read_nccl_tests(row + "\n" + row.replace("1048576 262144", "8 2"), collective="all_reduce",
+                        ranks=7)  # fmt: skip
+    with pytest.raises(ValueError, match="line 2 .*several types"):
+        read_nccl_tests(row + "\n" + row.replace("float", "half").replace("1048576", "2097152"),
+                        collective="all_reduce", ranks=7)  # fmt: skip
+    # a repeated rank list counts its ranks once
+    ranks = "".join(f"#  Rank {r} Group 0 Pid 1 on host device {r} [0x1] GPU\n" for r in range(8))
+    assert read_nccl_tests(ranks + ranks + row, collective="all_reduce").ranks == 8
+    # a ratio that fits no rank count asks for ranks instead of guessing or dividing by zero
+    with pytest.raises(ValueError, match="give `ranks=`"):
+        read_nccl_tests(row.replace("152.92", "174.76").replace("154.21", "176.24"),
+                        collective="all_reduce")  # fmt: skip
+    big = 2**30
+    for p in (256, 512, 1024):  # rank counts at scale, from two-decimal bandwidths
+        alg = 123.45
+        line = f"{big} {big // 4} float sum -1 8697.90 {alg:.2f} {alg * 2 * (p - 1) / p:.2f} 0"
+        line += f" 8697.90 {alg:.2f} {alg * 2 * (p - 1) / p:.2f} 0"
+        with pytest.raises(ValueError, match="give `ranks=`"):  # p and p + 1 print alike
+            read_nccl_tests(line, collective="all_reduce")
+        assert read_nccl_tests(line, collective="all_reduce", ranks=p).ranks == p
+    with pytest.raises(TypeError, match="collective"):
+        read_nccl_tests(row, collective=1)
+    sweep = read_nccl_tests(row + "\n" + row.replace("1048576 262144", "2097152 524288"),
+                            collective="all_reduce", ranks=8)  # fmt: skip
+    with pytest.raises(ValueError, match="smallest"):
+        sweep.fit(smallest=-1)
+    with pytest.raises(TypeError, match="smallest"):
+        sweep.fit(smallest="1k")
+    broadcast = read_nccl_tests(row.replace("sum", "none") + "\n" + row.replace("sum", "none")
+                                .replace("1048576 262144", "2097152 524288"),
+                                collective="broadcast", ranks=8)  # fmt: skip
+    with pytest.raises(ValueError, match="pipelined ring"):
+        broadcast.fit()

@@ -15,6 +15,9 @@ its model as published in NVIDIA's source, ``src/graph/tuning.cc`` (NCCL 2.30.7,
   trees pay a correction that depends on the size; then bus bandwidth becomes algorithm
   bandwidth (``p / steps`` for rings and NVLS, a half for trees).
 
+Not priced here: NVLS for all-gather and reduce-scatter, PAT (one GPU a node), CollNet, the
+tree search's simpler pattern, and tuner plugins. RCCL, AMD's fork, has its own tables.
+
 The sizes where the choice changes are not written anywhere in NCCL: they fall where two
 predicted times cross. :func:`nccl_choice` returns the pick with every option's time, so a
 plot can mark them.
@@ -104,8 +107,8 @@ class Fabric:
         NVLink SHARP channels (0: no NVSwitch multicast), count.
     nvls_bw, nvls_inter_bw : float
         An NVLS channel's bandwidth into the switch and out of the node, B/s.
-    ll128 : bool
-        Whether LL128 is allowed (NCCL enables it on NVLink and PCIe-switch paths).
+    ll128 : bool, optional
+        Whether LL128 is allowed; by default where NCCL enables it, GPUs joined by NVLink.
     amd_cpu : bool
         Hosts with AMD CPUs (a 2 µs network overhead instead of 1, other LL caps).
     algorithms : tuple of str, optional
@@ -123,13 +126,13 @@ class Fabric:
     nvls_channels: int = 0
     nvls_bw: float = 0.0
     nvls_inter_bw: float = 0.0
-    ll128: bool = True
+    ll128: bool | None = None
     amd_cpu: bool = False
     algorithms: tuple[str, ...] = NCCL_ALGORITHMS
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
-        set_(self, "ranks", count("ranks", self.ranks))
+        set_(self, "ranks", count("ranks", self.ranks, minimum=2))
         set_(self, "nodes", count("nodes", self.nodes))
         if self.ranks % self.nodes:
             raise ValueError(f"`ranks` {self.ranks} must split evenly over `nodes` {self.nodes}.")
@@ -143,7 +146,16 @@ class Fabric:
         set_(self, "nvls_channels", count("nvls_channels", self.nvls_channels, minimum=0))
         set_(self, "nvls_bw", non_negative("nvls_bw", self.nvls_bw))
         set_(self, "nvls_inter_bw", non_negative("nvls_inter_bw", self.nvls_inter_bw))
-        set_(self, "ll128", flag("ll128", self.ll128))
+        on = self.link == "nvlink" if self.ll128 is None else flag("ll128", self.ll128)
+        set_(self, "ll128", on)
+        if self.nvls_channels and (
+            self.link != "nvlink" or not (self.nvls_bw and self.nvls_inter_bw)
+        ):
+            raise ValueError(
+                "NVLS needs an NVSwitch (`link='nvlink'`) and both `nvls_bw` and `nvls_inter_bw` "
+                f"(got link={self.link!r}, nvls_bw={self.nvls_bw:g}, "
+                f"nvls_inter_bw={self.nvls_inter_bw:g})."
+            )
         set_(self, "amd_cpu", flag("amd_cpu", self.amd_cpu))
         names: object = self.algorithms
         if isinstance(names, str) or not names:
@@ -187,7 +199,6 @@ def _algorithm_bw(collective: str, algorithm: str, protocol: str, fab: Fabric) -
     if algorithm not in fab.algorithms:
         return 0.0
     cc, column = ARCHS.index(fab.arch), min(fab.nodes, 3) - 1
-    per_node = fab.ranks // fab.nodes
     if collective != "allreduce" and algorithm != "ring":
         return 0.0  # broadcast runs rings; all-gather and reduce-scatter rings here
     if protocol == "LL128" and not fab.ll128:
@@ -205,7 +216,7 @@ def _algorithm_bw(collective: str, algorithm: str, protocol: str, fab: Fabric) -
         bus = channels * min(inside, outside, cap)
     else:
         channel = fab.tree_bw if algorithm == "tree" else fab.channel_bw
-        if fab.nodes > 2 and algorithm == "ring":
+        if fab.nodes > 2:  # three nodes or more: every algorithm at the network's rate
             channel = fab.inter_bw
         bus = fab.channels * float(channel or fab.channel_bw) / 1e9
         ll_max = _LL_MAX[cc][0] if fab.nodes == 1 else _LL_MAX[1 if fab.amd_cpu else 0][column]
@@ -221,8 +232,6 @@ def _algorithm_bw(collective: str, algorithm: str, protocol: str, fab: Fabric) -
             elif protocol == "LL128":
                 share = 7 / 9 if fab.nodes == 1 else 120 / 128
                 bus = min(bus * share, fab.channels * _TREE_LL128[cc][column])
-    if per_node == 1 and algorithm in ("nvls", "nvls_tree"):
-        return 0.0
     if algorithm == "tree":
         return bus * 0.5
     return bus * fab.ranks / _steps(collective, fab.ranks)
@@ -291,7 +300,7 @@ def nccl_choice(collective: str, nbytes: float, fabric: Fabric) -> NcclChoice:
                 bandwidth *= TREE_CORRECTION[protocol][size_class]
             per_channel = size / (2 * fabric.channels * fabric.ranks)
             if (
-                (algorithm, protocol) == ("ring", "Simple")
+                (algorithm, protocol, collective) == ("ring", "Simple", "allreduce")
                 and fabric.nodes > 1
                 and per_channel >= 64
             ):

@@ -36,7 +36,7 @@ import re
 from dataclasses import dataclass
 
 from perfmodel._show import shown
-from perfmodel._validate import choice, count
+from perfmodel._validate import choice, count, flag, non_negative
 from perfmodel.comms.collectives import COLLECTIVES
 from perfmodel.comms.fit import AlphaBetaFit, fit_alpha_beta
 from perfmodel.units import format_quantity
@@ -60,6 +60,9 @@ _WITHOUT_ROOT = tuple(column for column in _WITH_ROOT if column != "root")
 _BARE = tuple(column for column in _WITHOUT_ROOT if column != "redop")  # early all_gather
 _LAYOUTS = {len(layout): layout for layout in (_WITH_ROOT, _WITHOUT_ROOT, _BARE)}
 _STARTING = re.compile(r"Collective test starting:\s*(\S+?)(?:_perf)?(?:_mpi)?\s*$")
+#: What launchers put before each line: ``mpirun --tag-output``'s ``[1,0]<stdout>:``, ``srun -l``'s
+#: ``0:``.
+_PREFIX = re.compile(r"^(\[\d+,\d+\]<std(?:out|err)>:|\d+:(?=\s))")
 _NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 
 
@@ -120,8 +123,13 @@ class Sweep:
         AlphaBetaFit
             Latency (s) and one-direction bandwidth (B/s).
         """
-        if not isinstance(in_place, bool):
-            raise TypeError(f"`in_place` must be True or False (got {in_place!r}).")
+        if self.collective == "broadcast":
+            raise ValueError(
+                "nccl-tests' broadcast is NCCL's pipelined ring, which the alpha-beta terms do "
+                "not price; fit an all_reduce sweep of the same GPUs instead."
+            )
+        in_place = flag("in_place", in_place)
+        smallest = non_negative("smallest", smallest)
         times = self.in_place_times if in_place else self.times
         kept = [(n, t) for n, t in zip(self.sizes, times, strict=True) if t and n >= smallest]
         if len(kept) < 2:
@@ -134,7 +142,9 @@ class Sweep:
                               algorithm=algorithm)  # fmt: skip
 
 
-def _collective(name: str, where: str) -> str:
+def _collective(name: object, where: str) -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"{where} must be a collective's name (got {name!r}).")
     bare = name.strip().casefold().removesuffix("_perf").removesuffix("_mpi")
     bare = bare.removesuffix("_perf")
     if bare in NCCL_TESTS:
@@ -147,13 +157,35 @@ def _collective(name: str, where: str) -> str:
     raise ValueError(f"{where}: {name.strip()!r} is not a collective nccl-tests runs ({priced}).")
 
 
-def _ranks_from_ratio(collective: str, algbw: float, busbw: float) -> int | None:
-    """The rank count the bus factor implies, where it implies one."""
-    if algbw <= 0 or busbw <= 0 or collective == "broadcast":
+def _factor(collective: str, p: int) -> float:
+    """nccl-tests' bus factor: busbw = algbw × this."""
+    return 2 * (p - 1) / p if collective == "allreduce" else (p - 1) / p
+
+
+def _ranks_from_ratio(
+    collective: str, rows: list[tuple[float, float, float | None, float, float]]
+) -> int | None:
+    """The rank count the printed bus factor implies, where every row agrees on one."""
+    if collective == "broadcast":
         return None
-    ratio = busbw / algbw
-    p = 2 / (2 - ratio) if collective == "allreduce" else 1 / (1 - ratio) if ratio < 1 else 0
-    return round(p) if p >= 2 and abs(p - round(p)) < 0.05 * p else None
+    sized = [(alg, bus) for *_, alg, bus in rows if alg >= 1e9]  # two decimals: 1% or better
+    if not sized:
+        return None
+    alg, bus = max(sized)
+    ratio = bus / alg
+    if collective == "allreduce":
+        guess = 2 / (2 - ratio) if ratio < 2 else 0.0
+    else:
+        guess = 1 / (1 - ratio) if ratio < 1 else 0.0
+    if guess < 2:
+        return None
+    rounding = 0.006e9  # half a printed hundredth of a GB/s, both columns
+
+    def agrees(p: int) -> bool:
+        return all(abs(b - a * _factor(collective, p)) <= 3 * rounding for a, b in sized)
+
+    fitting = [p for p in range(max(2, round(guess) - 2), round(guess) + 3) if agrees(p)]
+    return fitting[0] if len(fitting) == 1 else None  # two that fit: the print cannot tell
 
 
 def read_nccl_tests(
@@ -192,10 +224,11 @@ def read_nccl_tests(
         raise ValueError("`table` holds no nccl-tests output (got an empty string).")
     named = None if collective is None else _collective(collective, "`collective`")
     given = None if ranks is None else count("ranks", ranks, minimum=2)
-    rank_lines, header_ranks, header = 0, None, None
+    ranks_seen: set[int] = set()
+    header_ranks, header, kinds = None, None, set()
     rows: list[tuple[float, float, float | None, float, float]] = []
     for number, line in enumerate(table.splitlines(), 1):
-        stripped = line.strip()
+        stripped = _PREFIX.sub("", line.strip()).strip()
         where = f"line {number} ({stripped[:60]!r})"
         if not stripped:
             continue
@@ -207,19 +240,21 @@ def read_nccl_tests(
                     raise ValueError(f"{where}: this output times {found}, not {named}.")
                 named = found
             elif re.match(r"#\s*size\s+count\s+type\b", stripped):
+                if header is not None and rows:
+                    raise ValueError(f"{where}: a second table starts here; paste one run.")
                 header = tuple(
                     "#wrong" if word == "error" else word for word in stripped[1:].split()
                 )
                 if header not in _LAYOUTS.values():
                     raise ValueError(f"{where}: not nccl-tests' columns ({' '.join(_WITH_ROOT)}).")
-            elif re.match(r"#\s+Rank\s+\d+\s", stripped):
-                rank_lines += 1
+            elif rank := re.match(r"#\s+Rank\s+(\d+)\s", stripped):
+                ranks_seen.add(int(rank.group(1)))
             elif match := re.search(r"nGpus\s+(\d+)", stripped):
                 header_ranks = int(match.group(1))
             continue
         tokens = stripped.split()
-        if not tokens[0][0].isdigit():  # another program's log line
-            continue
+        if len(tokens) < 3 or not (tokens[0].isdigit() and tokens[1].isdigit()):
+            continue  # another program's log line (a host name may start with a digit)
         columns = header or _LAYOUTS.get(len(tokens))
         if columns is None or len(tokens) != len(columns):
             wanted = columns or _WITH_ROOT
@@ -227,16 +262,23 @@ def read_nccl_tests(
                 f"{where}: a row needs {len(wanted)} columns ({' '.join(wanted)}); it has "
                 f"{len(tokens)}."
             )
-        values = dict(zip(range(len(columns)), tokens, strict=True))
         for index, name in enumerate(columns):
-            token = values[index]
-            if name in ("type", "redop") or (token == "N/A" and index > columns.index("#wrong")):
+            token = tokens[index]
+            if name in ("type", "redop") or (token == "N/A" and (name == "#wrong" or index > 8)):
                 continue
             if not _NUMBER.match(token):
                 raise ValueError(
                     f"{where}: column {name!r} must be a bare number (units belong in the "
                     f"header: bytes, µs, GB/s); got {token!r}."
                 )
+        kinds.add(tuple(tokens[index] for index, name in enumerate(columns)
+                        if name in ("type", "redop")))  # fmt: skip
+        if len(kinds) > 1:
+            raise ValueError(
+                f"{where}: rows of several types or reductions (-d all, -o all); paste one."
+            )
+        if rows and float(tokens[0]) < rows[-1][0]:
+            raise ValueError(f"{where}: the sizes start again; a second run starts here.")
         size, out_time = float(tokens[0]), float(tokens[columns.index("time")])
         algbw = float(tokens[columns.index("algbw")])
         busbw = float(tokens[columns.index("busbw")])
@@ -256,10 +298,8 @@ def read_nccl_tests(
             "the output does not say which collective it timed (no 'Collective test starting' "
             "line): give `collective=`, e.g. 'all_reduce'."
         )
-    rows.sort()
-    largest = rows[-1]
-    p = given or (rank_lines if rank_lines >= 2 else None)
-    p = p or _ranks_from_ratio(named, largest[3], largest[4])
+    p = given or (len(ranks_seen) if len(ranks_seen) >= 2 else None)
+    p = p or _ranks_from_ratio(named, rows)
     p = p or (header_ranks if header_ranks and header_ranks >= 2 else None)
     if p is None:
         raise ValueError(
