@@ -126,9 +126,13 @@ def test_lines_that_do_not_read_are_refused_by_number():
 
 def test_the_published_sweeps_are_cited_split_by_id_and_read_as_printed():
     import hashlib
+    import sys
     from importlib import resources
 
-    import tomllib
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
 
     folder = resources.files("perfmodel") / "data" / "nccl_sweeps"
     index = tomllib.loads((folder / "index.toml").read_text("utf-8"))["sweep"]
