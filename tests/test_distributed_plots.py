@@ -75,3 +75,28 @@ def test_the_explorer_view_says_what_the_model_computes():
         data_parallel_explorer(gpus=4)
     with pytest.raises(ValueError, match="`name`"):
         data_parallel_view(model="GPT-5")
+
+
+def test_the_sweep_plot_draws_the_measured_points_and_each_pick_of_nccls_model():
+    from importlib import resources
+
+    from perfmodel.plotting.distributed import sweep_plot
+
+    folder = resources.files("perfmodel") / "data" / "nccl_sweeps"
+    sweep = comms.read_nccl_tests((folder / "together-h100x8-ring-allreduce.txt").read_text(),
+                                  collective="all_reduce")  # fmt: skip
+    fabric = comms.Fabric(ranks=8, channels=12, channel_bw=370e9 / 12, algorithms=("ring",))
+    ax = sweep_plot(sweep, fabric)
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert "measured (nccl-tests)" in labels
+    assert [label for label in labels if label.startswith("NCCL's model")] == [
+        "NCCL's model: ring, LL",
+        "NCCL's model: ring, LL128",
+        "NCCL's model: ring, Simple",
+    ]
+    switches = [line for line in ax.get_lines() if line.get_linestyle() == ":"]
+    assert len(switches) == 2  # LL to LL128, LL128 to Simple
+    assert ax.get_xlabel() and ax.get_ylabel() and ax.get_xscale() == "log"
+    import matplotlib.pyplot as plt
+
+    plt.close(ax.figure)

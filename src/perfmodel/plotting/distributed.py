@@ -5,7 +5,9 @@
 * :func:`step_plot`: a data-parallel step at several device counts, compute and exposed
   communication stacked, with the scaling efficiency written on each bar;
 * :func:`memory_plot`: one device's training memory by kind against its capacity;
-* :func:`step_parts_plot`: why a whole training step is not at 100%: its time by part.
+* :func:`step_parts_plot`: why a whole training step is not at 100%: its time by part;
+* :func:`sweep_plot`: a published nccl-tests sweep's bus bandwidth beside NCCL's own model,
+  each size drawn in the colour of the algorithm and protocol NCCL picks there.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import numpy as np
 
 from perfmodel.plotting import COLOURS, new_axes, si_formatter, style
 
-__all__ = ["alpha_beta_plot", "memory_plot", "step_parts_plot", "step_plot"]
+__all__ = ["alpha_beta_plot", "memory_plot", "step_parts_plot", "step_plot", "sweep_plot"]
 
 
 def alpha_beta_plot(result: Any, collective: str = "allreduce", *, ax: Any = None) -> Any:
@@ -192,4 +194,54 @@ def step_parts_plot(steps: Sequence[tuple[str, Any]], *, ax: Any = None) -> Any:
         ax.set(xlim=(0, 100), xlabel="share of the step (%)",
                title="Why not 100%: where a training step's time goes")  # fmt: skip
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=4, fontsize=11)
+    return ax
+
+
+def sweep_plot(sweep: Any, fabric: Any, *, title: str = "", ax: Any = None) -> Any:
+    """A measured sweep's bus bandwidth per size beside what NCCL's model predicts, the
+    prediction coloured by the algorithm and protocol NCCL picks and each switch marked.
+
+    Parameters
+    ----------
+    sweep : perfmodel.comms.Sweep
+        What :func:`perfmodel.comms.read_nccl_tests` read.
+    fabric : perfmodel.comms.Fabric
+        The GPUs and links, as NCCL's topology search finds them.
+    title : str
+        The title; by default the collective and the ranks.
+    ax : matplotlib.axes.Axes or None
+        Axes to draw on: the measured bus bandwidth (black dots), the model's (a line per
+        algorithm and protocol, each over the sizes where it is NCCL's pick) and a dotted
+        line at every size where the pick changes; None makes an 11 x 6.5 inch figure.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on.
+    """
+    from perfmodel.comms import nccl_choice
+
+    ranks, name = sweep.ranks, sweep.collective
+    factor = 2 * (ranks - 1) / ranks if name == "allreduce" else (ranks - 1) / ranks
+    sizes = np.geomspace(max(min(n for n in sweep.sizes if n > 0), 8), max(sweep.sizes), 400)
+    picks = [nccl_choice(name, n, fabric) for n in sizes]
+    with style():
+        ax = new_axes(ax, (11, 6.5))
+        measured = [(n, b) for n, b in zip(sweep.sizes, sweep.bus_bandwidths, strict=True) if n]
+        ax.plot(*zip(*measured, strict=True), "o", color="black", label="measured (nccl-tests)")
+        order = list(dict.fromkeys((p.algorithm, p.protocol) for p in picks))
+        for i, option in enumerate(order):
+            span = [(n, n / p.time_s * factor) if (p.algorithm, p.protocol) == option
+                    else (n, np.nan) for n, p in zip(sizes, picks, strict=True)]  # fmt: skip
+            ax.plot(*zip(*span, strict=True), lw=3.5, color=COLOURS[1 + i % (len(COLOURS) - 1)],
+                    label=f"NCCL's model: {option[0]}, {option[1]}")  # fmt: skip
+        for before, after, n in zip(picks, picks[1:], sizes[1:], strict=False):
+            if (before.algorithm, before.protocol) != (after.algorithm, after.protocol):
+                ax.axvline(n, color="grey", ls=":", lw=1.5)
+        ax.set(xscale="log", xlabel="message size", ylabel="bus bandwidth",
+               title=title or f"{name} on {ranks} GPUs: measured and NCCL's model")  # fmt: skip
+        ax.xaxis.set_major_formatter(si_formatter("B"))
+        ax.yaxis.set_major_formatter(si_formatter("B/s"))
+        ax.set_ylim(bottom=0)
+        ax.legend(loc="upper left", fontsize=11)
     return ax
