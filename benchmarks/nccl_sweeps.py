@@ -113,8 +113,7 @@ def main() -> None:
         ratio = [p / m for p, m in zip(times, sweep.times, strict=True)]
         large = [abs(r - 1) for r, n in zip(ratio, sweep.sizes, strict=True) if n >= 2**20]
         small = [r for r, n in zip(ratio, sweep.sizes, strict=True) if 0 < n <= 2**16]
-        factor = 2 * (sweep.ranks - 1) / sweep.ranks if sweep.collective == "allreduce" else (
-            (sweep.ranks - 1) / sweep.ranks)  # fmt: skip
+        factor = comms.bus_factor(sweep.collective, sweep.ranks)
         plateau = sweep.sizes[-1] / times[-1] * factor / 1e9
         halves.setdefault(entry["split"], []).append(statistics.median(large))
         print(f"{entry['id']:42} {entry['split']:11} {'/'.join(map(str, path)):22} "

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from perfmodel._show import shown
 from perfmodel._validate import choice, count, flag, non_negative
-from perfmodel.comms.collectives import COLLECTIVES
+from perfmodel.comms.collectives import COLLECTIVES, bus_factor
 from perfmodel.comms.fit import AlphaBetaFit, fit_alpha_beta
 from perfmodel.units import format_quantity
 
@@ -157,11 +157,6 @@ def _collective(name: object, where: str) -> str:
     raise ValueError(f"{where}: {name.strip()!r} is not a collective nccl-tests runs ({priced}).")
 
 
-def _factor(collective: str, p: int) -> float:
-    """nccl-tests' bus factor: busbw = algbw × this."""
-    return 2 * (p - 1) / p if collective == "allreduce" else (p - 1) / p
-
-
 def _ranks_from_ratio(
     collective: str, rows: list[tuple[float, float, float | None, float, float]]
 ) -> int | None:
@@ -182,7 +177,7 @@ def _ranks_from_ratio(
     rounding = 0.006e9  # half a printed hundredth of a GB/s, both columns
 
     def agrees(p: int) -> bool:
-        return all(abs(b - a * _factor(collective, p)) <= 3 * rounding for a, b in sized)
+        return all(abs(b - a * bus_factor(collective, p)) <= 3 * rounding for a, b in sized)
 
     fitting = [p for p in range(max(2, round(guess) - 2), round(guess) + 3) if agrees(p)]
     return fitting[0] if len(fitting) == 1 else None  # two that fit: the print cannot tell

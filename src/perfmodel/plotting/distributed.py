@@ -219,10 +219,10 @@ def sweep_plot(sweep: Any, fabric: Any, *, title: str = "", ax: Any = None) -> A
     matplotlib.axes.Axes
         The axes drawn on.
     """
-    from perfmodel.comms import nccl_choice
+    from perfmodel.comms import bus_factor, nccl_choice
 
     ranks, name = sweep.ranks, sweep.collective
-    factor = 2 * (ranks - 1) / ranks if name == "allreduce" else (ranks - 1) / ranks
+    factor = bus_factor(name, ranks)
     sizes = np.geomspace(max(min(n for n in sweep.sizes if n > 0), 8), max(sweep.sizes), 400)
     picks = [nccl_choice(name, n, fabric) for n in sizes]
     with style():

@@ -360,11 +360,13 @@ def continuous_run(
     room = share * spec.memory_capacity * t - llm.weight_bytes(model, weight_dtype=weight_dtype)
     if room <= 0:
         raise ValueError(
-            f"the weights alone need {-room / 2**30 + 0:.1f} GiB more than {share:.0%} of "
+            f"the weights alone need {-room / 2**30:.1f} GiB more than {share:.0%} of "
             f"{t} × {spec.name}; raise `tensor`."
         )
-    pages = -(-(n_in + n_out) // block) * block * llm.kv_bytes_per_token(model, kv_dtype=kv_dtype)
-    most = int(room // pages)
+    paged = -(-(n_in + n_out) // block) * block  # the tokens a request's whole pages hold
+    pages = paged * llm.kv_bytes_per_token(model, kv_dtype=kv_dtype)
+    most = llm.max_batch(model, spec, context=paged, weight_dtype=weight_dtype,
+                         kv_dtype=kv_dtype, usable=share, devices=t)  # fmt: skip
     if c > most:
         raise ValueError(
             f"`concurrency` must be at most {most}: that many requests' KV pages "
