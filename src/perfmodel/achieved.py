@@ -10,27 +10,30 @@ it take" prices each kernel at what kernels of its kind *achieve*:
   full one (NVIDIA, *Matrix Multiplication Background User's Guide*: tile and wave
   quantization). So a GEMM of ``F`` FLOPs takes ``F / matmul_flops · waves · units / tiles +
   kernel_s``: small and thin ones fall off the ceiling as real ones do;
-* **attention** (the score and value products): a fused kernel (FlashAttention) at a fraction
-  of the matmul ceiling; unfused, as two batched GEMMs a head at the matmul ceiling, its
-  softmax and dropout among the memory-bound kernels;
+* **attention** (the score and value products): a fused kernel (FlashAttention) at what
+  published FlashAttention-2 runs reach on the device, which rises with the sequence as
+  ``plateau · s / (s + s½)`` and is lower for narrow heads (:data:`FLASH_ATTENTION`); unfused,
+  as two batched GEMMs a head at the matmul ceiling, its softmax and dropout among the
+  memory-bound kernels;
 * **memory-bound kernels** (norms, activations, residual adds, optimizer steps, and a decode
   step's weight and cache reads) at an achieved fraction of the memory bandwidth.
 
-The four constants without a published measurement for every device (attention's share of
-the matmul ceiling, the bandwidth small kernels reach, ``kernel_s``, and an unmeasured GEMM's
-share of its peak) are fitted once, on the calibration half of ``data/published_runs.toml``
-(:mod:`perfmodel.published`), and never on its held-out half; :data:`FITTED` says what they
-are and where they came from. Every prediction names the ceilings it used
-(:meth:`Achieved.describe`), and nameplate stays one argument away.
+The constants without a published measurement for every device (the share of a measured
+GEMM ceiling a run's own shapes reach, an unmeasured GEMM's share of its peak, the bandwidth
+small kernels reach, ``kernel_s``, and a serving engine's attention plateau as a share of the
+matmul ceiling) are fitted once, on the calibration half
+of ``data/published_runs.toml`` (:mod:`perfmodel.published`), and never on its held-out half;
+:data:`FITTED` says what they are and where they came from. Every prediction names the
+ceilings it used (:meth:`Achieved.describe`), and nameplate stays one argument away.
 
 >>> h100 = achieved("H100 SXM")
 >>> round(h100.matmul_flops / 1e12), h100.matmul_source.split(",")[0]
-(794, 'Stas Bekman')
+(670, '84% of 794 TFLOP/s: Stas Bekman')
 >>> round(h100.gemm_time(2 * 8192**3) * 1e3, 2)     # an 8192^3 bf16 GEMM, ms
-1.42
+1.65
 >>> thin = 2 * 128 * 8192 * 2560     # FLOPs of a 128 x 2560 output: 20 tiles for 132 SMs
 >>> round(h100.gemm_time(thin) * 1e6), round(h100.gemm_time(thin, rows=128, cols=2560) * 1e6)
-(44, 82)
+(16, 60)
 """
 
 from __future__ import annotations
@@ -41,7 +44,16 @@ from dataclasses import dataclass
 from perfmodel._validate import choice, count, non_negative, positive
 from perfmodel.hardware import Device, DeviceLike, get
 
-__all__ = ["FITTED", "MIN_TILE_ROWS", "TILE", "Achieved", "achieved", "default_links"]
+__all__ = [
+    "FITTED",
+    "FLASH_ATTENTION",
+    "HALF_TOKENS",
+    "MIN_TILE_ROWS",
+    "TILE",
+    "Achieved",
+    "achieved",
+    "default_links",
+]
 
 #: The side of a GEMM's output tile, elements: cuBLAS's usual 128 × 128 for 16-bit GEMMs
 #: (NVIDIA, *Matrix Multiplication Background User's Guide*), one tile per streaming
@@ -50,6 +62,27 @@ TILE = 128
 #: Fewer output rows than a tile get a shorter tile: the next power of two, at least this many
 #: (libraries keep narrow tiles and GEMV kernels for few rows, as in a decode step).
 MIN_TILE_ROWS = 16
+
+#: FlashAttention-2's forward and backward pass on a device, causal, head dimension 128, as
+#: Dao publishes it (*FlashAttention-2: Faster Attention with Better Parallelism and Work
+#: Partitioning*, 2023; the repository's ``assets/flash2_*_fwd_bwd_benchmark.png``, FLOPs
+#: counted over the causal half): the plateau it rises to, FLOP/s, and the sequence length at
+#: which it reaches half of it, tokens, from ``plateau · s / (s + s½)`` through the figure's
+#: ends (512 and 16k tokens); the four lengths between are within 3%. Head dimension 64 runs
+#: 0.87-0.91 of it on both devices (:data:`NARROW_HEADS`).
+FLASH_ATTENTION = {
+    "A100": (195e12, 495, "Dao, FlashAttention-2 (2023), A100 80GB forward + backward, causal, "
+             "head dim 128: 99 TFLOP/s at 512 tokens, 189 at 16k"),
+    "H100": (339e12, 553, "Dao, FlashAttention-2 (2023), H100 80GB SXM5 forward + backward, "
+             "causal, head dim 128: 163 TFLOP/s at 512 tokens, 328 at 16k"),
+}  # fmt: skip
+#: Which catalogue devices share those chips.
+_FLASH_CHIPS = {"A100 SXM4 40GB": "A100", "A100 SXM4 80GB": "A100", "H100 SXM": "H100",
+                "H200 SXM": "H100"}  # fmt: skip
+#: Where no figure is published: the half-point of both published curves, rounded, tokens.
+HALF_TOKENS = 512
+#: Head dimension 64 over 128 in the same figures (A100 0.89-0.91, H100 0.87).
+NARROW_HEADS = 0.88
 
 #: What :func:`achieved` assumes where the catalogue has no measurement, for a training
 #: framework and for a serving engine (engines launch their kernels differently: CUDA graphs,
@@ -60,24 +93,29 @@ FITTED = {
     "training": {
         # a device's largest GEMMs as a fraction of its dtype's peak, where none was measured
         # (in the published training runs: fp8 on H100)
-        "matmul_fraction": 0.6826,
-        # a fused attention kernel's FLOP/s over the matmul ceiling. FlashAttention-2 alone
-        # reaches 50-73% of an A100's peak (Dao, FlashAttention-2, 2023); the fit's 24% also
-        # carries what grows with the sequence and is not modelled (masking, fp32 softmax)
-        "attention_fraction": 0.2364,
+        "matmul_fraction": 0.5703,
+        # a fused attention kernel's plateau over the matmul ceiling, where FLASH_ATTENTION has
+        # no figure for the device: the lower of its two (H100's 339 of 794 TFLOP/s; A100's is
+        # 195 of 271). Not fitted: every published training run is on an A100 or an H100
+        "attention_fraction": 0.427,
         # achieved over nameplate memory bandwidth, for the memory-bound kernels between GEMMs;
         # kept within 70-95%, what copy kernels reach (an A100 40GB copies at 1,355 of its
-        # 1,555 GB/s: PTsolvers, gpu-workshop-JuliaCon23 issue 7). The fit sits at 70%
-        "bandwidth_fraction": 0.7,
+        # 1,555 GB/s: PTsolvers, gpu-workshop-JuliaCon23 issue 7)
+        "bandwidth_fraction": 0.7572,
+        # the share of a measured ceiling the run's own GEMMs reach: Bekman's figure is the best
+        # of a search over shapes, and he warns a real model's shapes reach less
+        "measured_share": 0.8436,
         # a kernel's fixed cost: launch, ramp-up and tail, and the framework's dispatch, s
-        "kernel_s": 37.35e-6,
+        "kernel_s": 7.528e-6,
     },
     "serving": {
         # fp8 GEMMs on H100, L40S and MI300X, and bf16 on the L40S and RTX 4090
-        "matmul_fraction": 0.4417,
-        "attention_fraction": 0.1432,
-        "bandwidth_fraction": 0.8302,
-        "kernel_s": 4.478e-6,
+        "matmul_fraction": 0.4254,
+        # an engine's prefill attention (its own kernels, forward only) over the matmul ceiling
+        "attention_fraction": 0.547,
+        "bandwidth_fraction": 0.8384,
+        "measured_share": 0.8671,
+        "kernel_s": 3.995e-6,
     },
 }
 FITTED_SOURCE = "fitted on the calibration half of data/published_runs.toml"
@@ -98,13 +136,17 @@ class Achieved:
     matmul_source : str
         Where that came from.
     attention_fraction : float
-        Attention's FLOP/s over ``matmul_flops``, fraction.
+        Attention's plateau FLOP/s over ``matmul_flops``, fraction.
     bandwidth : float
         Memory bandwidth memory-bound kernels reach, B/s.
     bandwidth_source : str
         Where that came from.
     kernel_s : float
         Each kernel's fixed cost, s.
+    attention_half : float, optional
+        The sequence length at which attention reaches half its plateau, count (tokens).
+    attention_source : str, optional
+        Where attention's plateau came from.
     """
 
     device: Device
@@ -115,6 +157,8 @@ class Achieved:
     bandwidth: float
     bandwidth_source: str
     kernel_s: float
+    attention_half: float = HALF_TOKENS
+    attention_source: str = FITTED_SOURCE
 
     def gemm_time(
         self, flops: float, nbytes: float = 0.0, *, rows: int | None = None,
@@ -156,13 +200,23 @@ class Achieved:
                 compute *= math.ceil(tiles / units) * units * tall * TILE / (m * n)
         return max(compute, nbytes / self.bandwidth) + self.kernel_s
 
-    def attention_time(self, flops: float) -> float:
-        """Attention's score and value products, s.
+    def attention_time(
+        self, flops: float, *, seq_len: int | None = None, head_dim: int | None = None
+    ) -> float:
+        """Attention's score and value products in a fused kernel, s.
+
+        The kernel runs at its plateau times ``s / (s + attention_half)`` for a sequence of
+        ``s`` tokens, and :data:`NARROW_HEADS` of that at head dimension 64 (in proportion
+        between 64 and 128).
 
         Parameters
         ----------
         flops : float
             Their FLOPs, FLOP.
+        seq_len : int, optional
+            The sequence (queries and keys) each kernel sees, tokens; none: the plateau.
+        head_dim : int, optional
+            The heads' dimension, count; none: 128.
 
         Returns
         -------
@@ -170,7 +224,14 @@ class Achieved:
             Seconds, s.
         """
         flops = non_negative("flops", flops)
-        return flops / (self.matmul_flops * self.attention_fraction) + self.kernel_s
+        rate = self.matmul_flops * self.attention_fraction
+        if seq_len is not None:
+            s = count("seq_len", seq_len)
+            rate *= s / (s + self.attention_half)
+        if head_dim is not None:
+            d = min(max(count("head_dim", head_dim), 64), 128)
+            rate *= NARROW_HEADS + (1 - NARROW_HEADS) * (d - 64) / 64
+        return flops / rate + self.kernel_s
 
     def memory_time(self, nbytes: float, kernels: int = 1) -> float:
         """Memory-bound kernels moving ``nbytes`` in all, s.
@@ -203,7 +264,7 @@ class Achieved:
         return (
             f"matmul {self.matmul_flops / 1e12:.0f} TFLOP/s {self.dtype}{share}: "
             f"{self.matmul_source}\n"
-            f"attention {self.attention_fraction:.0%} of that: {FITTED_SOURCE}\n"
+            f"attention up to {self.attention_fraction:.0%} of that: {self.attention_source}\n"
             f"memory {self.bandwidth / 1e12:.2f} TB/s: {self.bandwidth_source}\n"
             f"{self.kernel_s * 1e6:.1f} µs a kernel: {FITTED_SOURCE}"
         )
@@ -247,7 +308,9 @@ def achieved(
     measured = device.measured_flops_by_dtype
     same = measured.get(dtype) or (measured.get("bf16") if dtype == "fp16" else None)
     if same:
-        matmul, source = same, device.measured_source
+        matmul, source = same * values["measured_share"], device.measured_source
+        if values["measured_share"] < 1:
+            source = f"{values['measured_share']:.0%} of {same / 1e12:.0f} TFLOP/s: {source}"
     else:
         matmul = values["matmul_fraction"] * peak
         source = f"{values['matmul_fraction']:.0%} of the {dtype} peak ({FITTED_SOURCE})"
@@ -256,15 +319,22 @@ def achieved(
     else:
         bandwidth = values["bandwidth_fraction"] * device.memory_bandwidth
         where = f"{values['bandwidth_fraction']:.0%} of nameplate ({FITTED_SOURCE})"
+    attention, half, told = values["attention_fraction"], HALF_TOKENS, FITTED_SOURCE
+    chip = _FLASH_CHIPS.get(device.name)
+    if chip and use == "training":  # in bf16 whatever the GEMMs run in
+        plateau, half, told = FLASH_ATTENTION[chip]
+        attention = plateau / matmul
     return Achieved(
         device=device,
         dtype=dtype,
         matmul_flops=positive("matmul_flops", matmul),
         matmul_source=source,
-        attention_fraction=positive("attention_fraction", values["attention_fraction"]),
+        attention_fraction=positive("attention_fraction", attention),
         bandwidth=positive("bandwidth", bandwidth),
         bandwidth_source=where,
         kernel_s=non_negative("kernel_s", values["kernel_s"]),
+        attention_half=half,
+        attention_source=told,
     )
 
 

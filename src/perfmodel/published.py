@@ -346,12 +346,12 @@ def summary(comparisons: list[Comparison]) -> dict[tuple[str, str], tuple[int, f
 
 #: What :func:`fit` fits, per kind, and the bounds each constant keeps to.
 FIT_KEYS = {
-    "training": ("matmul_fraction", "attention_fraction", "bandwidth_fraction", "kernel_s"),
-    "serving": ("matmul_fraction", "attention_fraction", "bandwidth_fraction", "kernel_s",
-                "engine_step_s"),
+    "training": ("matmul_fraction", "measured_share", "bandwidth_fraction", "kernel_s"),
+    "serving": ("matmul_fraction", "measured_share", "attention_fraction", "bandwidth_fraction",
+                "kernel_s", "engine_step_s"),
 }  # fmt: skip
 BOUNDS = {"matmul_fraction": (0.3, 1.0), "attention_fraction": (0.1, 1.0),
-          "bandwidth_fraction": (0.7, 0.95), "kernel_s": (0.0, 1e-4),
+          "measured_share": (0.7, 1.0), "bandwidth_fraction": (0.7, 0.95), "kernel_s": (0.0, 1e-4),
           "engine_step_s": (0.0, 0.05)}  # fmt: skip
 
 

@@ -254,7 +254,8 @@ def training_step(
         If the batch does not split into micro-batches, the heads over the tensor-parallel
         ranks, or a sequence over the context-parallel ones, or the model does not fit (by
         how much is said). Layers that do not split evenly over the stages leave the busiest
-        stage with the most, ``⌈layers / (pipeline · virtual_stages)⌉`` a chunk.
+        stage with the most, ``⌈layers / (pipeline · virtual_stages)⌉`` a chunk (at most
+        ``⌈layers / pipeline⌉`` in all: chunks may be empty).
     """
     from perfmodel import comms
 
@@ -277,11 +278,8 @@ def training_step(
             f"`global_batch` must split into `data` × `micro_batch` = {d * b} equal parts "
             f"(got {batch}, which leaves {batch % (d * b)} over)."
         )
-    if p * v > model.layers:
-        raise ValueError(
-            f"`pipeline` × `virtual_stages` = {p * v} must be at most the model's "
-            f"{model.layers} layers (got pipeline={p}, virtual_stages={v})."
-        )
+    if p > model.layers:
+        raise ValueError(f"`pipeline` must be at most the model's {model.layers} layers (got {p}).")
     if s % c:
         raise ValueError(f"`context` must divide `seq_len` {s} (got {c}).")
     if c > 1 and not flash:
@@ -303,7 +301,10 @@ def training_step(
     inside, between = default_links(ceil.device.name)
     intra = comms.as_link(inside if intra_link is None else intra_link, argument="intra_link")
     inter = comms.as_link(between if inter_link is None else inter_link, argument="inter_link")
-    m, layers = batch // (d * b), -(-model.layers // (p * v)) * v  # the busiest stage's
+    # the busiest stage's layers: whole chunks of them, never more than its share (a chunk may
+    # hold none, as where the embedding or the loss has one to itself)
+    m = batch // (d * b)
+    layers = min(-(-model.layers // (p * v)) * v, -(-model.layers // p))
     s_local = s // c
     tokens = b * s_local
     h, heads, hd = model.width, model.heads, int(model.head_dim or 0)
@@ -317,7 +318,8 @@ def training_step(
     )
     gemm_b = 2 * gemm_f  # the input's gradient and the weight's gradient, same shapes
     if flash:  # one fused kernel, causal: half the square computed, split over the ring
-        attn_f = ceil.attention_time(2.0 * b * s * s * heads * hd / t / c)
+        attn_f = ceil.attention_time(2.0 * b * s * s * heads * hd / t / c, seq_len=s_local,
+                                     head_dim=hd)  # fmt: skip
     else:  # two batched GEMMs a head, scores (s × hd · hd × s) and values (s × s · s × hd)
         scores = ELEMENT * b * heads / t * (2 * s * hd + s * s)
         attn_f = 2 * ceil.gemm_time(2.0 * b * s * s * heads * hd / t, scores)

@@ -192,7 +192,11 @@ def inference_run(
         heads_dim = model.heads * int(model.head_dim or 0) / t
         attention_flops = 4.0 * rows * context * heads_dim / (2 if causal_rows else 1)
         kv_read = b * context * kv_per_token / layers / t
-        attention = max(ceil.attention_time(attention_flops), kv_read / ceil.bandwidth)
+        fused = ceil.attention_time(  # a prefill's kernel sees its prompt; decode, the plateau
+            attention_flops, seq_len=int(context) if causal_rows else None,
+            head_dim=int(model.head_dim or 0) or None,
+        )  # fmt: skip
+        attention = max(fused, kv_read / ceil.bandwidth)
         elementwise = ceil.memory_time(LAYER_TRAFFIC * a_bytes * rows * h / t, LAYER_KERNELS)
         allreduce = 2 * comms.allreduce_time(a_bytes * rows * h, t, link) if t > 1 else 0.0
         head = ceil.gemm_time(
