@@ -140,15 +140,12 @@ def test_both_halves_are_reported_and_training_holds_on_the_held_out_half():
     summary = published.summary(published.compare())
     assert set(summary) == {(k, s) for k in ("training", "inference") for s in published.SPLITS}
     rows, median, worst = summary[("training", "held-out")]
-    assert rows >= 8 and median <= 0.10
-    # Llama 3 405B on 16,384 H100s misses the 30% goal (its interleaving depth is unstated, and
-    # the plain 1F1B bubble assumed for it dominates): a guard against getting worse
-    assert worst <= 0.55
+    assert rows >= 8 and median <= 0.10 and worst <= 0.30
     rows, median, worst = summary[("inference", "held-out")]
     assert rows >= 8 and median <= 0.15
-    # inference misses one goal on the held-out half (no run past 30%: an L40S prefill is 64%
-    # slow): guards against getting worse, not a claim
-    assert worst <= 0.65
+    # inference misses one goal on the held-out half (no run past 30%: an L40S prefill is 47%
+    # slow, an LMDeploy decode 34% fast): a guard against getting worse, not a claim
+    assert worst <= 0.50
 
 
 def test_a_gemm_runs_in_whole_waves_of_tiles():
@@ -474,3 +471,53 @@ def test_more_chunks_than_layers_leave_some_chunks_empty():
     interleaved = training_step(llama, virtual_stages=8, **kwargs)
     assert math.isclose(interleaved.matmul_s, plain.matmul_s, rel_tol=1e-12)  # 8 layers each
     assert math.isclose(interleaved.pipeline_bubble_s, plain.pipeline_bubble_s / 8, rel_tol=1e-9)
+
+
+# --- mixture of experts -------------------------------------------------------------------------
+
+
+def test_an_moe_step_is_its_closed_form_grouped_gemm_router_and_all_to_alls():
+    from perfmodel import comms
+
+    ceil = achieved("H100 SXM")
+    b, s, m, e, k, ep = 2, 256, 2, 4, 2, 2
+    kwargs = dict(seq_len=s, global_batch=b * m * 2, micro_batch=b, device="H100 SXM", data=2)
+    step = training_step(TINY, experts=e, top_k=k, expert_parallel=ep, **kwargs)
+    rows, h = b * s, TINY.width
+
+    def gemm(r: int, k_in: int, n: int) -> float:
+        return ceil.gemm_time(2.0 * r * k_in * n, 2 * (r * k_in + k_in * n + r * n), rows=r, cols=n)
+
+    routed = rows * k * ep // e  # tokens an expert gets, balanced
+    grouped = sum(gemm(routed, k_in, n) - ceil.kernel_s for k_in, n in [(h, 4 * h), (4 * h, h)])
+    layer = gemm(rows, h, 3 * h) + gemm(rows, h, h) + gemm(rows, h, e)
+    layer += (e // ep) * grouped + ceil.kernel_s
+    logits = 3 * gemm(rows, h, 1000)
+    assert math.isclose(step.matmul_s, m * (4 * 3 * layer + logits), rel_tol=1e-9)
+    link = comms.as_link("NVLink 4")
+    a2a = 2 * 2 * comms.alltoall_time(2 * rows * k * h, ep, link)  # dispatch, combine; x2 back
+    assert math.isclose(step.expert_comm_s, m * 4 * a2a, rel_tol=1e-9)
+    dense = training_step(TINY, **kwargs)
+    extra = 3 * 2.0 * TINY.layers * (k - 1) * TINY.mlp_parameters * step.tokens
+    assert math.isclose(step.model_flops, dense.model_flops + extra, rel_tol=1e-12)
+    assert dense.expert_comm_s == 0.0
+    assert math.isclose(sum(t for _, t in step.parts()), step.step_s)
+    # experts spread over more ranks hold fewer weights each
+    alone = training_step(TINY, experts=e, top_k=k, **kwargs)
+    assert step.memory_bytes < alone.memory_bytes and alone.expert_comm_s == 0.0
+
+
+def test_moe_layouts_that_cannot_run_are_refused():
+    kwargs = dict(seq_len=256, global_batch=8, device="H100 SXM", data=4)
+    with pytest.raises(ValueError, match=r"`expert_parallel` must divide `experts` = 4"):
+        training_step(TINY, experts=4, top_k=1, expert_parallel=3, **kwargs)
+    with pytest.raises(ValueError, match=r"`data` × `context` = 4 \(got 8\)"):
+        training_step(TINY, experts=8, top_k=1, expert_parallel=8, **kwargs)
+    with pytest.raises(ValueError, match="`top_k`"):
+        training_step(TINY, experts=4, top_k=5, **kwargs)
+    with pytest.raises(TypeError, match="`experts`"):
+        training_step(TINY, experts="8", **kwargs)  # type: ignore[arg-type]
+    # whole-number floats and numpy integers are counts too
+    import numpy as np
+
+    assert training_step(TINY, experts=4.0, top_k=np.int64(2), **kwargs).expert_comm_s == 0.0

@@ -146,10 +146,13 @@ def load() -> list[Row]:
 def _step_flops(row: Row, passes: int) -> float:
     """A step's FLOPs as Narayanan et al. count them (their eq. 3 with ``passes = 4``): the
     layers ``passes`` times, attention over the whole sequence, and the output layer three
-    times (it is not recomputed): ``24·passes·B·s·l·h²(1 + s/6h) + 6·B·s·h·V``."""
+    times (it is not recomputed): ``24·passes·B·s·l·h²(1 + s/6h) + 6·B·s·h·V``; a mixture of
+    experts adds its ``top_k - 1`` further MLPs a token."""
     f = row.fields
     model = row.model()
     per_token = model.forward_flops_per_token(f["seq_len"])
+    if f.get("experts", 1) > 1:  # each token runs top_k of the experts' MLPs
+        per_token += 2.0 * model.layers * (f["top_k"] - 1) * model.mlp_parameters
     logits = 2.0 * model.vocab * model.width
     tokens = f["global_batch"] * f["seq_len"]
     return float((passes * (per_token - logits) + 3 * logits) * tokens)
@@ -197,7 +200,9 @@ def training_step_of(row: Row, *, fitted: dict[str, float] | None = None) -> Tra
     return training_step(
         row.model(), seq_len=f["seq_len"], global_batch=f["global_batch"],
         device=f["device"], tensor=f.get("tensor", 1), pipeline=f.get("pipeline", 1),
-        data=f.get("data", 1), context=f.get("context", 1), micro_batch=_micro_batch(f),
+        data=f.get("data", 1), context=f.get("context", 1), experts=f.get("experts", 1),
+        top_k=f.get("top_k", 1), expert_parallel=f.get("expert_parallel", 1),
+        micro_batch=_micro_batch(f),
         virtual_stages=f.get("virtual_stages", 1),
         sequence_parallel=f.get("sequence_parallel", False),
         recompute=f.get("recompute", "none"),

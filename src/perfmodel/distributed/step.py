@@ -21,6 +21,13 @@ group, each kernel at what kernels of its kind achieve (:mod:`perfmodel.achieved
   evenly (causal work balanced by pairing chunks), and each layer's keys and values passed
   ``context - 1`` times round the ring forward (their gradients too, backward), exposed only
   where they outlast the attention they overlap;
+* **mixture of experts** (``experts`` MLPs a layer, ``top_k`` a token, spread over
+  ``expert_parallel`` of the data-parallel ranks, as Megatron-Core runs them): each device
+  runs its local experts as one grouped GEMM over the tokens routed to them (balanced routing:
+  ``tokens · top_k · expert_parallel / experts`` rows an expert), after a small router GEMM;
+  two all-to-alls a layer forward (dispatch and combine, :func:`perfmodel.comms.alltoall_time`)
+  and two backward, exposed; the experts' gradients reduced over the expert-data-parallel
+  ranks only;
 * **data parallel**: the gradients all-reduced (reduce-scattered and gathered, with a
   distributed optimizer) over the data- and context-parallel ranks after the last
   micro-batch, exposed; then the optimizer step.
@@ -83,6 +90,8 @@ class TrainingStep:
         Tensor-parallel collectives, exposed, s.
     context_comm_s : float
         Keys and values passed round the context-parallel ring, exposed, s.
+    expert_comm_s : float
+        Tokens sent to their experts and back (all-to-alls), exposed, s.
     pipeline_bubble_s : float
         Stages idle while the pipeline fills and drains, s.
     pipeline_p2p_s : float
@@ -108,6 +117,7 @@ class TrainingStep:
     memory_bound_s: float
     tensor_comm_s: float
     context_comm_s: float
+    expert_comm_s: float
     pipeline_bubble_s: float
     pipeline_p2p_s: float
     data_comm_s: float
@@ -131,6 +141,7 @@ class TrainingStep:
             ("memory-bound", self.memory_bound_s),
             ("tensor-parallel comm", self.tensor_comm_s),
             ("context-parallel comm", self.context_comm_s),
+            ("expert-parallel comm", self.expert_comm_s),
             ("pipeline bubble", self.pipeline_bubble_s),
             ("pipeline sends", self.pipeline_p2p_s),
             ("data-parallel comm", self.data_comm_s),
@@ -174,6 +185,9 @@ def training_step(
     pipeline: int = 1,
     data: int = 1,
     context: int = 1,
+    experts: int = 1,
+    top_k: int = 1,
+    expert_parallel: int = 1,
     micro_batch: int = 1,
     virtual_stages: int = 1,
     sequence_parallel: bool = False,
@@ -206,6 +220,12 @@ def training_step(
         ``context``).
     context : int
         Context-parallel ranks each sequence is split over, count (needs FlashAttention).
+    experts, top_k : int
+        A mixture of experts: MLPs a layer, and how many each token is routed to, count (1
+        and 1: a dense model).
+    expert_parallel : int
+        Data- and context-parallel ranks the experts are spread over, count; it must divide
+        both ``experts`` and ``data × context``.
     micro_batch : int
         Sequences per micro-batch, count.
     virtual_stages : int
@@ -282,6 +302,13 @@ def training_step(
         raise ValueError(f"`pipeline` must be at most the model's {model.layers} layers (got {p}).")
     if s % c:
         raise ValueError(f"`context` must divide `seq_len` {s} (got {c}).")
+    e = count("experts", experts)
+    k, ep = count("top_k", top_k, maximum=e), count("expert_parallel", expert_parallel)
+    if e % ep or (d * c) % ep:
+        raise ValueError(
+            f"`expert_parallel` must divide `experts` = {e} and `data` × `context` = {d * c} "
+            f"(got {ep})."
+        )
     if c > 1 and not flash:
         raise ValueError("`context` parallelism needs `flash_attention=True` (ring attention).")
     if model.heads % t or int(model.kv_heads or model.heads) % t and t % int(model.kv_heads or 1):
@@ -310,12 +337,18 @@ def training_step(
     h, heads, hd = model.width, model.heads, int(model.head_dim or 0)
 
     # --- one layer, one micro-batch, one tensor-parallel rank -------------------------------
-    gemm_f = sum(
-        ceil.gemm_time(
-            2.0 * tokens * k * n, ELEMENT * (tokens * k + k * n + tokens * n), rows=tokens, cols=n
-        )
-        for k, n in model.layer_gemms(t)
-    )
+    def weight_gemm(rows: int, k_in: int, n: int) -> float:
+        return ceil.gemm_time(2.0 * rows * k_in * n, ELEMENT * (rows * k_in + k_in * n + rows * n),
+                              rows=rows, cols=n)  # fmt: skip
+
+    attention_gemms, mlp_gemms = model.layer_gemms(t)[:2], model.layer_gemms(t)[2:]
+    gemm_f = sum(weight_gemm(tokens, k_in, n) for k_in, n in attention_gemms)
+    if e == 1:
+        gemm_f += sum(weight_gemm(tokens, k_in, n) for k_in, n in mlp_gemms)
+    else:  # the router, then the local experts as one grouped GEMM (one launch)
+        local, routed = e // ep, -(-tokens * k * ep // e)
+        grouped = sum(weight_gemm(routed, k_in, n) - ceil.kernel_s for k_in, n in mlp_gemms)
+        gemm_f += weight_gemm(tokens, h, e) + local * grouped + ceil.kernel_s
     gemm_b = 2 * gemm_f  # the input's gradient and the weight's gradient, same shapes
     if flash:  # one fused kernel, causal: half the square computed, split over the ring
         attn_f = ceil.attention_time(2.0 * b * s * s * heads * hd / t / c, seq_len=s_local,
@@ -328,12 +361,19 @@ def training_step(
     sbh = s_local * b * h
 
     def kept(policy: str) -> float:
-        return activation_bytes(model, micro_batch=b, seq_len=s_local, recompute=policy,
-                                tensor_parallel=t, layers=1, sequence_parallel=sp,
-                                flash_attention=flash)  # fmt: skip
+        dense = activation_bytes(model, micro_batch=b, seq_len=s_local, recompute=policy,
+                                 tensor_parallel=t, layers=1, sequence_parallel=sp,
+                                 flash_attention=flash)  # fmt: skip
+        if e == 1 or policy == "full":
+            return dense
+        # k routed copies of the MLP's input (2sbh each) and of its two 8sbh intermediates,
+        # where a dense layer keeps one of the intermediates (Korthikanti et al.'s count)
+        return dense + ELEMENT * sbh * (8 * (k - 1) + k) / t
 
     stored = kept("none")
     mem_f = ceil.memory_time(TRAFFIC_PER_ACTIVATION * stored, ELEMENTWISE_KERNELS)
+    if e > 1:  # tokens permuted into their experts' order and back: k copies read and written
+        mem_f += ceil.memory_time(4 * ELEMENT * tokens * k * h / t, 2)
     mem_b = 2 * mem_f
     gemm, attn, mem = gemm_f + gemm_b, attn_f + attn_b, mem_f + mem_b
     if recompute == "full":
@@ -352,6 +392,15 @@ def training_step(
     cp_link = inter if t * c > node else intra
     ring = (c - 1) * comms.point_to_point_time(kv_bytes, cp_link) if c > 1 else 0.0
     cp = 3 * max(0.0, ring - attn_f)  # forward, and backward's keys, values and gradients
+    # experts: dispatch and combine forward, their gradients backward (and forward again
+    # under full recomputation); each device sends its tokens' k copies, exposed
+    ep_link = intra if t * ep <= node else inter
+    a2a = 0.0
+    if ep > 1:
+        sent = (tokens // t if sp else tokens) * k * h * ELEMENT
+        a2a = (2 + (1 if recompute == "full" else 0)) * 2 * comms.alltoall_time(sent, ep, ep_link)
+        if hidden:
+            a2a = max(0.0, a2a - gemm)
 
     # --- the last stage's output layer and loss (the busiest stage) -------------------------
     vocab = model.vocab // t
@@ -360,7 +409,7 @@ def training_step(
     )
     loss = ceil.memory_time(3 * 4.0 * tokens * vocab, 3)  # fp32 softmax and its gradient
 
-    stage = layers * (gemm + attn + mem + tp) + logits + loss
+    stage = layers * (gemm + attn + mem + tp + cp + a2a) + logits + loss
     p2p_link = inter if t * p > node else intra
     sends = (
         2 * comms.point_to_point_time(ELEMENT * sbh / (t if sp else 1), p2p_link) if p > 1 else 0.0
@@ -370,29 +419,39 @@ def training_step(
 
     # --- gradients across replicas, then the optimizer --------------------------------------
     share = layers / model.layers  # the busiest stage's part of the layers (and weights)
-    params = model.parameters * share / t
+    expert_params = model.layers * (e // ep) * model.mlp_parameters if e > 1 else 0
+    dense_params = model.parameters - (model.layers * model.mlp_parameters if e > 1 else 0)
     d_grad = d * c  # context-parallel ranks hold the same weights
-    if d_grad > 1:
-        replicas_in_node = max(1, node // (t * p)) if t * p < node else 1
-        grads = ELEMENT * params * (1.5 if sharded else 1.0)
-        if replicas_in_node > 1 and d_grad % replicas_in_node == 0 and d_grad > replicas_in_node:
-            data_comm = comms.hierarchical_allreduce_time(
-                grads, replicas_in_node, d_grad // replicas_in_node, intra, inter
-            )
-        else:
-            link = intra if t * p * d_grad <= node else inter
-            data_comm = comms.allreduce_time(grads, d_grad, link)
-    else:
-        data_comm = 0.0
+
+    def reduce(nbytes: float, ranks: int) -> float:
+        if ranks == 1 or nbytes == 0:
+            return 0.0
+        in_node = max(1, node // (t * p)) if t * p < node else 1
+        if in_node > 1 and ranks % in_node == 0 and ranks > in_node:
+            return comms.hierarchical_allreduce_time(nbytes, in_node, ranks // in_node, intra,
+                                                     inter)  # fmt: skip
+        return comms.allreduce_time(nbytes, ranks, intra if t * p * ranks <= node else inter)
+
+    scale = ELEMENT * share / t * (1.5 if sharded else 1.0)
+    data_comm = reduce(scale * dense_params, d_grad) + reduce(scale * expert_params, d_grad // ep)
     if hidden:  # under the last micro-batch's backward pass
         data_comm = max(0.0, data_comm - layers * (gemm_b + attn_b + mem_b))
-    optimizer = ceil.memory_time(OPTIMIZER_BYTES * params / (d_grad if zero or sharded else 1), 4)
+    sharding = d_grad if zero or sharded else 1
+    updated = share / t * (dense_params / sharding + expert_params / max(1, sharding // ep))
+    optimizer = ceil.memory_time(OPTIMIZER_BYTES * updated, 4)
 
     # --- memory of the busiest (first) stage ------------------------------------------------
-    states = share * training_memory(
-        model, data_parallel=d_grad, zero_stage=3 if sharded else 1 if zero else 0,
-        tensor_parallel=t,
-    ).total  # fmt: skip
+    stage_of_zero = 3 if sharded else 1 if zero else 0
+    if e == 1:
+        states = share * training_memory(model, data_parallel=d_grad, zero_stage=stage_of_zero,
+                                         tensor_parallel=t).total  # fmt: skip
+    else:  # the experts' states shard over the expert-data-parallel ranks only
+        states = share * (
+            training_memory(dense_params, data_parallel=d_grad, zero_stage=stage_of_zero,
+                            tensor_parallel=t).total
+            + training_memory(expert_params, data_parallel=d_grad // ep,
+                              zero_stage=stage_of_zero, tensor_parallel=t).total
+        )  # fmt: skip
     # 1F1B keeps min(m, p) micro-batches in flight on the first stage; interleaving adds
     # (p - 1) / (p v) of that (Korthikanti et al.)
     in_flight = min(m, p) * (1 + (p - 1) / (p * v) if v > 1 else 1) if p > 1 else 1
@@ -415,11 +474,18 @@ def training_step(
         memory_bound_s=m * (layers * mem + loss),
         tensor_comm_s=m * layers * tp,
         context_comm_s=m * layers * cp,
+        expert_comm_s=m * layers * a2a,
         pipeline_bubble_s=bubble,
         pipeline_p2p_s=p2p,
         data_comm_s=data_comm,
         optimizer_s=optimizer,
-        model_flops=3.0 * model.forward_flops_per_token(s, causal=True) * batch * s,
+        model_flops=3.0
+        * (
+            model.forward_flops_per_token(s, causal=True)
+            + 2.0 * model.layers * (k - 1) * model.mlp_parameters * (e > 1)
+        )
+        * batch
+        * s,  # fmt: skip
         peak_flops=ceil.device.peak_flops_by_dtype[dtype],
         memory_bytes=memory,
         ceilings=ceil.describe(),
