@@ -57,6 +57,25 @@ def test_time_to_first_token_grows_with_the_prompt_and_tpot_with_the_context():
     assert far > near
 
 
+def test_the_roofline_timings_take_the_activation_dtype_and_the_ceiling():
+    from perfmodel import roofline
+
+    kwargs = dict(batch=4, prompt=2048)
+    bf16 = llm.time_to_first_token(LLAMA7, "H100 SXM", **kwargs)
+    fp8 = llm.time_to_first_token(LLAMA7, "H100 SXM", activation_dtype="fp8", **kwargs)
+    assert fp8 == pytest.approx(bf16 / 2, rel=0.02)  # compute-bound: twice the peak
+    measured = llm.time_to_first_token(LLAMA7, "H100 SXM", ceiling="measured", **kwargs)
+    cost = llm.prefill_cost(LLAMA7, **kwargs)
+    assert measured == roofline.estimate(cost, "H100 SXM", ceiling="measured").time_s > bf16
+    step = llm.time_per_output_token(LLAMA7, "H100 SXM", batch=8, context=512, ceiling=0.5)
+    full = llm.time_per_output_token(LLAMA7, "H100 SXM", batch=8, context=512)
+    assert step == pytest.approx(2 * full)  # memory-bound: half the roof, twice the time
+    with pytest.raises(ValueError, match="`activation_dtype` must be one of"):
+        llm.time_to_first_token(LLAMA7, "H100 SXM", activation_dtype="fp7", **kwargs)
+    with pytest.raises(TypeError, match="`activation_dtype` must be a string"):
+        llm.time_per_output_token(LLAMA7, "H100 SXM", batch=1, context=8, activation_dtype=8)
+
+
 def test_the_frontier_trades_latency_for_throughput():
     points = llm.frontier(LLAMA70, "H100 SXM", context=512, batches=(1, 8, 64, 512, 4096))
     steps = [p.step_s for p in points]

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from perfmodel import ops
-from perfmodel._validate import count, positive
-from perfmodel.hardware import Device, DeviceLike, dtype_bytes, get
+from perfmodel._validate import choice, count, positive
+from perfmodel.hardware import DTYPES, Device, DeviceLike, dtype_bytes, get
 from perfmodel.roofline import estimate
 from perfmodel.transformer import Transformer
 
@@ -239,8 +239,13 @@ def decode_cost(
 
 
 def time_to_first_token(model: Transformer, device: DeviceLike, *, batch: int, prompt: int,
-                        weight_dtype: str | None = None) -> float:  # fmt: skip
+                        weight_dtype: str | None = None, activation_dtype: str = "bf16",
+                        ceiling: str | float = "nameplate") -> float:  # fmt: skip
     """Seconds to prefill the batch: the roofline time of :func:`prefill_cost`.
+
+    A bound, not a forecast: at the nameplate no engine reaches it. For what a real engine
+    takes, see :func:`perfmodel.serving.inference_run`, which prices every kernel at its
+    achieved ceiling.
 
     Parameters
     ----------
@@ -253,7 +258,14 @@ def time_to_first_token(model: Transformer, device: DeviceLike, *, batch: int, p
     prompt : int
         Tokens in each prompt, count.
     weight_dtype : str, optional
-        A narrower dtype for the weights (``"int8"``, ``"fp8"``); bf16 by default.
+        A narrower dtype for the weights (``"int8"``, ``"fp8"``); ``activation_dtype`` by
+        default.
+    activation_dtype : str, optional
+        The activations' dtype, whose peak the matmuls run at (``"fp8"`` for an fp8 engine);
+        bf16 by default.
+    ceiling : {"nameplate", "measured"} or float, optional
+        Which roof (:func:`perfmodel.roofline.estimate`): the datasheet's, the best published
+        measurement, or a fraction of the datasheet's.
 
     Returns
     -------
@@ -267,13 +279,18 @@ def time_to_first_token(model: Transformer, device: DeviceLike, *, batch: int, p
     6.77
     """
     spec = get(device, argument="device")
-    cost = prefill_cost(model, batch=batch, prompt=prompt, weight_dtype=weight_dtype)
-    return estimate(cost, spec).time_s
+    activation_dtype = choice("activation_dtype", activation_dtype, DTYPES)
+    cost = prefill_cost(model, batch=batch, prompt=prompt, dtype=activation_dtype,
+                        weight_dtype=weight_dtype)  # fmt: skip
+    return estimate(cost, spec, ceiling=ceiling).time_s
 
 
 def time_per_output_token(model: Transformer, device: DeviceLike, *, batch: int, context: int,
-                          weight_dtype: str | None = None) -> float:  # fmt: skip
-    """Seconds per decode step: each sequence's time per output token.
+                          weight_dtype: str | None = None, activation_dtype: str = "bf16",
+                          ceiling: str | float = "nameplate") -> float:  # fmt: skip
+    """Seconds per decode step: each sequence's time per output token, at the roofline.
+
+    A bound, not a forecast (see :func:`time_to_first_token`).
 
     Parameters
     ----------
@@ -286,7 +303,12 @@ def time_per_output_token(model: Transformer, device: DeviceLike, *, batch: int,
     context : int
         Tokens in each sequence's KV cache, count.
     weight_dtype : str, optional
-        A narrower dtype for the weights (``"int8"``, ``"fp8"``); bf16 by default.
+        A narrower dtype for the weights (``"int8"``, ``"fp8"``); ``activation_dtype`` by
+        default.
+    activation_dtype : str, optional
+        The activations' and the cache's dtype, whose peak the matmuls run at; bf16 by default.
+    ceiling : {"nameplate", "measured"} or float, optional
+        Which roof (:func:`perfmodel.roofline.estimate`).
 
     Returns
     -------
@@ -294,8 +316,10 @@ def time_per_output_token(model: Transformer, device: DeviceLike, *, batch: int,
         The time per output token, s.
     """
     spec = get(device, argument="device")
-    cost = decode_cost(model, batch=batch, context=context, weight_dtype=weight_dtype)
-    return estimate(cost, spec).time_s
+    activation_dtype = choice("activation_dtype", activation_dtype, DTYPES)
+    cost = decode_cost(model, batch=batch, context=context, dtype=activation_dtype,
+                       weight_dtype=weight_dtype)  # fmt: skip
+    return estimate(cost, spec, ceiling=ceiling).time_s
 
 
 @dataclass(frozen=True, slots=True)
