@@ -243,17 +243,17 @@ def test_the_readmes_example_and_figures_are_what_the_package_gives():
     assert f"step={step.step_s:.1f} s, mfu={step.mfu:.1%}" in readme
     run = serving.inference_run(preset("Llama 2 70B"), "H100 SXM", batch=8, prompt=512,
                                 output=256, tensor=4)  # fmt: skip
-    assert f"ttft={run.ttft_s * 1e3:.0f} ms, tpot={run.tpot_s * 1e3:.1f} ms" in readme
+    assert repr(run).rsplit(", output_tokens_per_s", 1)[0] + ", ...)" in readme
     busy = serving.continuous_run(preset("Llama 2 70B"), "H100 SXM", concurrency=64, prompt=512,
                                   output=256, tensor=4)  # fmt: skip
     assert repr(busy).rsplit(", output_tokens_per_s", 1)[0] + ", ...)" in readme
     summary = published.summary(published.compare())
     _, train_median, train_worst = summary[("training", "held-out")]
     _, serve_median, serve_worst = summary[("inference", "held-out")]
-    assert f"within {train_median:.1%} (median of 21 runs" in readme
-    assert f"context parallelism at 128K tokens, {train_worst:.0%} high)" in readme
-    assert f"within {serve_median:.1%} (median of 16;" in readme
-    assert f"one L40S, {serve_worst:.0%} slow," in readme
+    assert f"the median error is {train_median:.1%} for training" in readme
+    assert f"128K tokens, predicted {train_worst:.0%} too fast)" in readme
+    assert f"and {serve_median:.1%} for serving (16 runs" in readme
+    assert f"one L40S predicted {serve_worst:.0%} too slow," in readme
 
 
 # --- continuous batching ----------------------------------------------------------------------
@@ -521,3 +521,60 @@ def test_moe_layouts_that_cannot_run_are_refused():
     import numpy as np
 
     assert training_step(TINY, experts=4.0, top_k=np.int64(2), **kwargs).expert_comm_s == 0.0
+
+
+def test_what_a_hostile_caller_tried_is_answered_clearly():
+    import dataclasses
+
+    import numpy as np
+
+    from perfmodel import published
+
+    # fp32 attention runs at fp32's ceiling, not at FlashAttention's 16-bit speed: MFU <= 1
+    wide = Transformer(width=1024, layers=4, heads=8, vocab=1000)
+    long = training_step(wide, seq_len=65536, global_batch=1, device="A100 SXM4 80GB",
+                         dtype="fp32", check_memory=False)  # fmt: skip
+    assert 0 < long.mfu <= 1
+    assert achieved("A100 SXM4 80GB", "fp32").attention_fraction <= 1
+    # chunks that hold no layer interleave nothing
+    four = Transformer(width=4096, layers=4, heads=32, vocab=32000)
+    kwargs = dict(seq_len=4096, global_batch=4, device="H100 SXM", pipeline=4, overlap=True,
+                  check_memory=False)  # fmt: skip
+    plain = training_step(four, **kwargs)
+    for v in (8, 10**6):
+        assert training_step(four, virtual_stages=v, **kwargs).step_s == plain.step_s
+    # a dtype as people type it
+    assert training_step(four, dtype=" BF16", **kwargs).step_s == plain.step_s
+    with pytest.raises(TypeError, match="`dtype` must be a string"):
+        training_step(four, dtype=16, **kwargs)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="`ceilings` are H100 SXM's and `device` is"):
+        training_step(four, seq_len=64, global_batch=1, device="A100 SXM4 80GB",
+                      ceilings=achieved("H100 SXM"))  # fmt: skip
+    with pytest.raises(ValueError, match="divide or be a multiple of its 6 KV heads"):
+        training_step(Transformer(width=768, layers=2, heads=12, kv_heads=6, vocab=1000),
+                      seq_len=16, global_batch=1, device="H100 SXM", tensor=4)  # fmt: skip
+    # an fp16-only GPU serves at its fp16 ceiling
+    v100 = inference_run(preset("Llama 2 7B"), "V100 SXM2", batch=1, prompt=16, output=4)
+    assert v100.tpot_s > 0
+    with pytest.raises(TypeError, match="`activation_dtype` must be a string"):
+        inference_run(
+            preset("Llama 2 7B"), "H100 SXM", batch=1, prompt=16, output=4, activation_dtype=2
+        )  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="`ceilings` are H100 SXM's"):
+        inference_run(preset("Llama 2 7B"), "A100 SXM4 80GB", batch=1, prompt=16, output=4,
+                      ceilings=achieved("H100 SXM", use="serving"))  # fmt: skip
+    # the published rows' helpers check what they are given
+    with pytest.raises(TypeError, match="`row` must be a published.Row"):
+        published.training_step_of("x")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="`fitted` must be a dict"):
+        published.training_step_of(published.load()[0], fitted="abc")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="engine_step_s"):
+        published.predict(published.load()[0], fitted={"engine_step_s": -1.0})
+    # Achieved is public: what it is built with is checked
+    h100 = achieved("H100 SXM")
+    for bad in (dict(matmul_flops=0.0), dict(kernel_s=float("nan")), dict(attention_half=-512)):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            dataclasses.replace(h100, **bad)
+    with pytest.raises(TypeError, match="`device` must be a hardware.Device"):
+        dataclasses.replace(h100, device="H100 SXM")
+    assert training_step(four, virtual_stages=np.int64(2), **kwargs).step_s > 0

@@ -123,6 +123,9 @@ def test_an_efficiency_scales_both_roofs():
     full = roofline.estimate(cost, "H100 SXM")
     half = roofline.estimate(cost, "H100 SXM", ceiling=0.5)
     assert half.time_s == pytest.approx(2 * full.time_s) and half.ceiling == "50% of nameplate"
-    measured = roofline.estimate(cost, "H100 SXM", ceiling="measured")
-    assert measured.memory_time_s == full.memory_time_s  # no published STREAM figure: nameplate
-    assert "nameplate bandwidth" in measured.ceiling
+    measured = roofline.estimate(cost, "H100 SXM", ceiling="measured")  # a published copy
+    assert measured.memory_time_s == pytest.approx(full.memory_time_s * 3.35e12 / 2.475e12)
+    assert measured.ceiling == "measured"
+    h200 = roofline.estimate(cost, "H200 SXM", ceiling="measured")
+    assert h200.memory_time_s == roofline.estimate(cost, "H200 SXM").memory_time_s  # none
+    assert "nameplate bandwidth" in h200.ceiling

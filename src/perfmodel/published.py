@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from perfmodel._validate import non_negative
 from perfmodel.transformer import Transformer
 
 if TYPE_CHECKING:
@@ -192,8 +193,12 @@ def training_step_of(row: Row, *, fitted: dict[str, float] | None = None) -> Tra
     from perfmodel.achieved import achieved
     from perfmodel.distributed.step import training_step
 
+    if not isinstance(row, Row):
+        raise TypeError(f"`row` must be a published.Row (got {row!r}).")
     if row.kind != "training":
         raise ValueError(f"`row` must be a training row (got {row.kind} row {row.id!r})")
+    if fitted is not None and not isinstance(fitted, dict):
+        raise TypeError(f"`fitted` must be a dict of constant -> value (got {fitted!r}).")
     f = row.fields
     dtype = "bf16" if f.get("precision", "bf16") in ("bf16", "fp16") else f["precision"]
     fitted = {key: value for key, value in (fitted or {}).items() if key != "engine_step_s"}
@@ -237,7 +242,7 @@ def predict(row: Row, *, fitted: dict[str, float] | None = None) -> tuple[float,
     if fitted is not None and not isinstance(fitted, dict):
         raise TypeError(f"`fitted` must be a dict of constant -> value (got {fitted!r}).")
     fitted = dict(fitted or {})
-    engine = fitted.pop("engine_step_s", ENGINE_STEP_S)
+    engine = non_negative("fitted['engine_step_s']", fitted.pop("engine_step_s", ENGINE_STEP_S))
     f = row.fields
     if row.kind == "training":
         step = training_step_of(row, fitted=fitted)
@@ -253,7 +258,7 @@ def predict(row: Row, *, fitted: dict[str, float] | None = None) -> tuple[float,
         }
         return per_gpu[row.metric], step.ceilings
     dtype = f.get("activation_dtype", "fp16")
-    compute = "fp8" if dtype == "fp8" else "bf16"
+    compute = dtype if dtype in ("fp8", "fp16") else "bf16"  # as inference_run chooses
     ceilings = achieved(f["device"], compute, use="serving", fitted=fitted)
     run = inference_run(
         row.model(), f["device"], batch=f["batch"], prompt=f["prompt"], output=f["output"],

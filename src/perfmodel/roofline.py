@@ -88,8 +88,10 @@ def ceilings(
     Examples
     --------
     >>> peak, bandwidth, what = ceilings("H100 SXM", "bf16", "measured")
-    >>> round(peak / 1e12, 1), what
-    (794.5, 'measured compute, nameplate bandwidth (none published)')
+    >>> round(peak / 1e12, 1), round(bandwidth / 1e12, 3), what
+    (794.5, 2.475, 'measured')
+    >>> ceilings("H200 SXM", "bf16", "measured")[2]
+    'measured compute, nameplate bandwidth (none published)'
     >>> ceilings("H100 SXM", "bf16", 0.5)[:2] == (989.5e12 / 2, 3.35e12 / 2)
     True
     """

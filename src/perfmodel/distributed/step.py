@@ -53,6 +53,7 @@ from perfmodel._show import gib, percent, seconds, shown
 from perfmodel._validate import choice, count, flag
 from perfmodel.achieved import Achieved, achieved, default_links
 from perfmodel.distributed.memory import activation_bytes, training_memory
+from perfmodel.hardware import get
 from perfmodel.transformer import Transformer
 
 if TYPE_CHECKING:
@@ -248,9 +249,12 @@ def training_step(
         ``--overlap-grad-reduce`` and ``--overlap-param-gather`` do: a layer's tensor-parallel
         collectives run under its GEMMs (only what they exceed is exposed), the gradients'
         reduction under the last micro-batch's backward pass, the pipeline's sends under the
-        next micro-batch.
+        next micro-batch (the experts' all-to-alls stay exposed).
     gpus_per_node : int
-        Devices per node, count; tensor parallelism stays inside a node where it fits.
+        Devices per node, count. Ranks are laid out in Megatron-Core's default order (tensor,
+        then context, expert, data, and pipeline outermost), so a group stays inside a node
+        where its span fits: tensor ``t``, context ``t·c``, experts ``t·c·ep``; the pipeline's
+        sends cross nodes unless the whole layout fits in one.
     intra_link, inter_link : str, hardware.Link or hardware.LinkSpec, optional
         The links inside and between nodes; by default the device's usual
         (:func:`perfmodel.achieved.default_links`).
@@ -282,6 +286,9 @@ def training_step(
     if not isinstance(model, Transformer):
         raise TypeError(f"`model` must be a Transformer (got {type(model).__name__}).")
     s, batch = count("seq_len", seq_len), count("global_batch", global_batch)
+    if not isinstance(dtype, str):
+        raise TypeError(f"`dtype` must be a string such as 'bf16' (got {dtype!r}).")
+    dtype = dtype.strip().casefold()
     t, p, d = count("tensor", tensor), count("pipeline", pipeline), count("data", data)
     c = count("context", context)
     b, v = count("micro_batch", micro_batch), count("virtual_stages", virtual_stages)
@@ -302,8 +309,10 @@ def training_step(
         raise ValueError(f"`pipeline` must be at most the model's {model.layers} layers (got {p}).")
     if s % c:
         raise ValueError(f"`context` must divide `seq_len` {s} (got {c}).")
-    e = count("experts", experts)
-    k, ep = count("top_k", top_k, maximum=e), count("expert_parallel", expert_parallel)
+    e, k = count("experts", experts), count("top_k", top_k)
+    if k > e:
+        raise ValueError(f"`top_k` must be at most `experts` = {e} (got {k}).")
+    ep = count("expert_parallel", expert_parallel)
     if e % ep or (d * c) % ep:
         raise ValueError(
             f"`expert_parallel` must divide `experts` = {e} and `data` × `context` = {d * c} "
@@ -311,8 +320,12 @@ def training_step(
         )
     if c > 1 and not flash:
         raise ValueError("`context` parallelism needs `flash_attention=True` (ring attention).")
-    if model.heads % t or int(model.kv_heads or model.heads) % t and t % int(model.kv_heads or 1):
-        raise ValueError(f"`tensor` must divide the model's {model.heads} heads (got {t}).")
+    kv = int(model.kv_heads or model.heads)
+    if model.heads % t or kv % t and t % kv:
+        raise ValueError(
+            f"`tensor` must divide the model's {model.heads} heads, and divide or be a multiple "
+            f"of its {kv} KV heads (got {t})."
+        )
     if ceilings is None:
         ceil = achieved(device, dtype)
     elif not isinstance(ceilings, Achieved):
@@ -321,6 +334,11 @@ def training_step(
         raise ValueError(
             f"`ceilings` are for {ceilings.dtype} and `dtype` is {dtype!r}: give the matmuls' "
             f"dtype both times."
+        )
+    elif ceilings.device.name != get(device, argument="device").name:
+        raise ValueError(
+            f"`ceilings` are {ceilings.device.name}'s and `device` is {device!r}: give the same "
+            f"device both times."
         )
     else:
         ceil = ceilings
@@ -331,7 +349,8 @@ def training_step(
     # the busiest stage's layers: whole chunks of them, never more than its share (a chunk may
     # hold none, as where the embedding or the loss has one to itself)
     m = batch // (d * b)
-    layers = min(-(-model.layers // (p * v)) * v, -(-model.layers // p))
+    v = min(v, -(-model.layers // p))  # chunks that hold a layer; empty ones interleave nothing
+    layers = -(-model.layers // (p * v)) * v
     s_local = s // c
     tokens = b * s_local
     h, heads, hd = model.width, model.heads, int(model.head_dim or 0)
@@ -393,14 +412,14 @@ def training_step(
     ring = (c - 1) * comms.point_to_point_time(kv_bytes, cp_link) if c > 1 else 0.0
     cp = 3 * max(0.0, ring - attn_f)  # forward, and backward's keys, values and gradients
     # experts: dispatch and combine forward, their gradients backward (and forward again
-    # under full recomputation); each device sends its tokens' k copies, exposed
-    ep_link = intra if t * ep <= node else inter
+    # under full recomputation); each device sends its tokens' k copies, exposed even with
+    # `overlap` (Megatron-Core's overlap flags cover gradients, parameters and tensor
+    # parallelism, not the experts' all-to-alls)
+    ep_link = intra if t * c * ep <= node else inter
     a2a = 0.0
     if ep > 1:
         sent = (tokens // t if sp else tokens) * k * h * ELEMENT
         a2a = (2 + (1 if recompute == "full" else 0)) * 2 * comms.alltoall_time(sent, ep, ep_link)
-        if hidden:
-            a2a = max(0.0, a2a - gemm)
 
     # --- the last stage's output layer and loss (the busiest stage) -------------------------
     vocab = model.vocab // t
@@ -410,12 +429,14 @@ def training_step(
     loss = ceil.memory_time(3 * 4.0 * tokens * vocab, 3)  # fp32 softmax and its gradient
 
     stage = layers * (gemm + attn + mem + tp + cp + a2a) + logits + loss
-    p2p_link = inter if t * p > node else intra
+    p2p_link = inter if t * c * d * p > node else intra  # the pipeline outermost
     sends = (
         2 * comms.point_to_point_time(ELEMENT * sbh / (t if sp else 1), p2p_link) if p > 1 else 0.0
     )
     bubble = (p - 1) / v * stage
-    p2p = (m + p - 1) * v * sends if not hidden else (p - 1) * sends
+    # interleaved schedules overlap their sends with compute (Megatron-LM's default,
+    # --overlap-p2p-communication), as `overlap` does for plain 1F1B: only the fill's show
+    p2p = (m + p - 1) * v * sends if not hidden and v == 1 else (p - 1) * sends
 
     # --- gradients across replicas, then the optimizer --------------------------------------
     share = layers / model.layers  # the busiest stage's part of the layers (and weights)
@@ -423,17 +444,19 @@ def training_step(
     dense_params = model.parameters - (model.layers * model.mlp_parameters if e > 1 else 0)
     d_grad = d * c  # context-parallel ranks hold the same weights
 
-    def reduce(nbytes: float, ranks: int) -> float:
+    def reduce(nbytes: float, ranks: int, stride: int) -> float:
+        """An all-reduce over ``ranks`` devices ``stride`` apart in Megatron-Core's rank order."""
         if ranks == 1 or nbytes == 0:
             return 0.0
-        in_node = max(1, node // (t * p)) if t * p < node else 1
-        if in_node > 1 and ranks % in_node == 0 and ranks > in_node:
+        in_node = min(ranks, max(1, node // stride))
+        if 1 < in_node < ranks and ranks % in_node == 0:
             return comms.hierarchical_allreduce_time(nbytes, in_node, ranks // in_node, intra,
                                                      inter)  # fmt: skip
-        return comms.allreduce_time(nbytes, ranks, intra if t * p * ranks <= node else inter)
+        return comms.allreduce_time(nbytes, ranks, intra if stride * ranks <= node else inter)
 
     scale = ELEMENT * share / t * (1.5 if sharded else 1.0)
-    data_comm = reduce(scale * dense_params, d_grad) + reduce(scale * expert_params, d_grad // ep)
+    data_comm = reduce(scale * dense_params, d_grad, t)
+    data_comm += reduce(scale * expert_params, d_grad // ep, t * ep)
     if hidden:  # under the last micro-batch's backward pass
         data_comm = max(0.0, data_comm - layers * (gemm_b + attn_b + mem_b))
     sharding = d_grad if zero or sharded else 1

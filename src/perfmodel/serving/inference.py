@@ -30,17 +30,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from perfmodel._show import seconds, shown
-from perfmodel._validate import count, fraction, non_negative
+from perfmodel._validate import choice, count, fraction, non_negative
 from perfmodel.achieved import Achieved, achieved, default_links
-from perfmodel.hardware import dtype_bytes, get
+from perfmodel.hardware import DTYPES, dtype_bytes, get
 from perfmodel.transformer import Transformer
 
 __all__ = ["ENGINE_STEP_S", "ContinuousRun", "InferenceRun", "continuous_run", "inference_run"]
 
 #: An engine's fixed cost per forward pass (scheduling, sampling), beyond its kernels' own,
 #: s; fitted on the calibration half of ``data/published_runs.toml`` (see
-#: :mod:`perfmodel.achieved`): 0, the kernels' fixed costs carry it.
-ENGINE_STEP_S = 0.0
+#: :mod:`perfmodel.achieved`): about a microsecond, the kernels' fixed costs carry the rest.
+ENGINE_STEP_S = 1.255e-6
 #: Memory-bound kernels per layer and their traffic, in activation widths per token.
 LAYER_KERNELS = 10
 LAYER_TRAFFIC = 20
@@ -158,13 +158,21 @@ def inference_run(
     engine = (
         ENGINE_STEP_S if engine_step_s is None else non_negative("engine_step_s", engine_step_s)
     )
+    activation_dtype = choice("activation_dtype", activation_dtype, DTYPES)
     w_bytes = dtype_bytes(weight_dtype)
     a_bytes = dtype_bytes(activation_dtype)
-    compute_dtype = "fp8" if activation_dtype.strip().casefold() == "fp8" else "bf16"
+    # the GEMMs run at the activations' ceiling: fp8, fp16 (an fp16-only GPU's), else bf16
+    compute_dtype = activation_dtype if activation_dtype in ("fp8", "fp16") else "bf16"
+    spec = get(device, argument="device")
     if ceilings is None:
-        ceil = achieved(device, compute_dtype, use="serving")
+        ceil = achieved(spec, compute_dtype, use="serving")
     elif not isinstance(ceilings, Achieved):
         raise TypeError(f"`ceilings` must be an achieved.Achieved (got {ceilings!r}).")
+    elif ceilings.device.name != spec.name:
+        raise ValueError(
+            f"`ceilings` are {ceilings.device.name}'s and `device` is {spec.name!r}: give the "
+            f"same device both times."
+        )
     else:
         ceil = ceilings
     usual = default_links(ceil.device.name)[0]

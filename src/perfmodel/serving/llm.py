@@ -265,7 +265,7 @@ def time_to_first_token(model: Transformer, device: DeviceLike, *, batch: int, p
         bf16 by default.
     ceiling : {"nameplate", "measured"} or float, optional
         Which roof (:func:`perfmodel.roofline.estimate`): the datasheet's, the best published
-        measurement, or a fraction of the datasheet's.
+        measurement, or a fraction of the datasheet's (fraction).
 
     Returns
     -------
@@ -308,7 +308,8 @@ def time_per_output_token(model: Transformer, device: DeviceLike, *, batch: int,
     activation_dtype : str, optional
         The activations' and the cache's dtype, whose peak the matmuls run at; bf16 by default.
     ceiling : {"nameplate", "measured"} or float, optional
-        Which roof (:func:`perfmodel.roofline.estimate`).
+        Which roof (:func:`perfmodel.roofline.estimate`), or a fraction of the datasheet's
+        (fraction).
 
     Returns
     -------
