@@ -93,7 +93,7 @@ FITTED = {
     "training": {
         # a device's largest GEMMs as a fraction of its dtype's peak, where none was measured
         # (in the published training runs: fp8 on H100)
-        "matmul_fraction": 0.5598,
+        "matmul_fraction": 0.5531,
         # a fused attention kernel's plateau over the matmul ceiling, where FLASH_ATTENTION has
         # no figure for the device: the lower of its two (H100's 339 of 794 TFLOP/s; A100's is
         # 195 of 271). Not fitted: every published training run is on an A100 or an H100
