@@ -110,7 +110,7 @@ FITTED = {
         "kernel_s": 10.95e-6,
     },
     "serving": {
-        # fp8 GEMMs on H100, L40S and MI300X, and bf16 on the L40S and RTX 4090
+        # fp8 GEMMs on H100, L40S and MI300X, and fp16 on the L40S and RTX 4090
         "matmul_fraction": 0.4402,
         # an engine's prefill attention (its own kernels, forward only) over the matmul ceiling
         "attention_fraction": 0.4548,
