@@ -5,7 +5,9 @@ The public face of the package, in the order the lecture uses it:
 * bring your own model: :func:`coverage` (which ONNX operators are priced, and how),
   :func:`from_onnx` (the contract: each node's
   :class:`~perfmodel.ops.Cost`, in execution order, labelled with its ONNX node name) and
-  :func:`import_onnx` (the same, with op classes, shapes, weights and a pipeline graph);
+  :func:`import_onnx` (the same, with op classes, shapes, weights and a pipeline graph; as
+  exported, or the graph onnxruntime runs at an optimisation level, its :data:`FUSED_OPS`
+  priced as the nodes they stand for);
   :mod:`~perfmodel.capstone.builders` writes real models (an MLP, a ResNet, GPT-2) in ONNX;
 * the engine's own speed, kind by kind: :func:`measure_kernels` (or :func:`cached_kernels`,
   measured once per machine), :class:`KernelRates`, :func:`drift`; the zoo of nine
@@ -59,6 +61,7 @@ from perfmodel.capstone.onnx_import import (
     from_onnx,
     import_onnx,
 )
+from perfmodel.capstone.onnx_optimized import FUSED_OPS
 from perfmodel.capstone.predict import EngineModel, NodeComparison, calibrate_engine, compare
 from perfmodel.capstone.published import (
     PUBLISHED,
@@ -91,6 +94,7 @@ __all__ = [
     "EXPORTED",
     "Coverage",
     "coverage",
+    "FUSED_OPS",
     "OPTIMIZATIONS",
     "OP_CLASSES",
     "PUBLISHED",

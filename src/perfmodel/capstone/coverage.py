@@ -12,13 +12,17 @@ the deprecated ones) falls in one of three kinds:
 
 An operator is sorted by its type alone: a few forms of a priced one have no rule yet (a 3-D
 convolution, 1-D pooling, Attention on 3-D inputs) and are priced as bytes only and warned
-about like an unknown one. Only ONNX's default domain is read: a ``com.microsoft`` operator
-of the same name is priced as its ONNX namesake.
+about like an unknown one. The operators onnxruntime's optimiser writes (``com.microsoft``'s
+fused and contrib ones, the CPU's blocked ``com.microsoft.nchwc`` layout) are listed apart, as
+``fused``: an import at ``optimization="basic"`` or ``"all"`` prices them as the ONNX nodes they
+stand for.
 
 Examples
 --------
 >>> found = coverage()
 >>> "LSTM" in found.priced and "Reshape" in found.bytes_only and "Loop" in found.unknown
+True
+>>> "com.microsoft:FusedConv" in found.fused
 True
 """
 
@@ -28,6 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from perfmodel.capstone.onnx_costs import BYTES_ONLY, SUPPORTED
+from perfmodel.capstone.onnx_optimized import FUSED_OPS
 
 __all__ = ["EXPORTED", "Coverage", "coverage"]
 
@@ -61,11 +66,15 @@ class Coverage:
         Operators that compute nothing, priced by the bytes they move, sorted.
     unknown : tuple of str
         Operators with no rule (priced as bytes only, flagged and warned about), sorted.
+    fused : tuple of str
+        The fused and contrib operators of onnxruntime's optimised graphs that are priced,
+        ``"domain:op"``, sorted.
     """
 
     priced: tuple[str, ...]
     bytes_only: tuple[str, ...]
     unknown: tuple[str, ...]
+    fused: tuple[str, ...] = ()
 
     @property
     def fraction(self) -> float:
@@ -119,4 +128,5 @@ def coverage(operators: Iterable[str] | None = None) -> Coverage:
         priced=tuple(n for n in names if n in SUPPORTED and n not in BYTES_ONLY),
         bytes_only=tuple(n for n in names if n in BYTES_ONLY),
         unknown=tuple(n for n in names if n not in SUPPORTED),
+        fused=tuple(sorted(f"{domain}:{op}" for domain, ops in FUSED_OPS.items() for op in ops)),
     )

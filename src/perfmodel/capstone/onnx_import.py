@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from perfmodel import ops
-from perfmodel._validate import count
+from perfmodel._validate import choice, count
 from perfmodel.capstone.onnx_costs import (
     OP_CLASSES,
     SUPPORTED,
@@ -105,6 +105,9 @@ class Node:
     images : int
         For a convolution, the images of its batch (its input's first dimension), count; 1
         for any other node. A CPU engine's depthwise kernel takes them one at a time.
+    origin : tuple of str
+        In an optimised graph, the exported nodes this one stands for (a fused node's
+        several); empty for a graph imported as exported.
     """
 
     name: str
@@ -121,6 +124,7 @@ class Node:
     steps: int = 1
     kind: str = "elementwise"
     images: int = 1
+    origin: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,7 +289,10 @@ def _images(node: Any, tensors: dict[str, Tensor]) -> int:
 
 
 def import_onnx(
-    model: ModelLike, *, shapes: Mapping[str, Sequence[int]] | None = None
+    model: ModelLike,
+    *,
+    shapes: Mapping[str, Sequence[int]] | None = None,
+    optimization: str = "none",
 ) -> ImportedModel:
     """Price every node of an ONNX model, in execution order.
 
@@ -297,6 +304,12 @@ def import_onnx(
     shapes : mapping of str to sequence of int, optional
         Sizes for inputs exported with dynamic axes, ``{"input": (8, 3, 224, 224)}``; a
         size may be 0 (an empty KV cache at a decoder's first step).
+    optimization : {"none", "basic", "all"}, optional
+        Which graph: the export as it is (``"none"``, each node as its own kernel), or the one
+        onnxruntime's CPU session runs at that optimisation level (``"all"`` is a session's
+        default: fused nodes, the blocked convolution layout), its fused and contrib operators
+        priced as the nodes they stand for (:mod:`perfmodel.capstone.onnx_optimized`), each
+        node's ``origin`` naming them.
 
     Returns
     -------
@@ -317,8 +330,18 @@ def import_onnx(
         If an input has no fixed shape and ``shapes`` does not give one, or a node's
         shapes cannot be inferred.
     """
+    from perfmodel.capstone import onnx_optimized as fusion
+
+    level = choice("optimization", optimization, ("none", "basic", "all"))
     proto = _fix_inputs(_load(model), shapes)
+    origin: dict[str, tuple[str, ...]] = {}
+    if level != "none":  # the graph onnxruntime runs, sized by running it once
+        exported, proto = proto, fusion.optimized(proto, level)
+        origin = fusion.origins(exported, proto)
     tensors, unknown = tensors_of(proto)
+    if level != "none" and unknown:
+        tensors = {**fusion.run_shapes(proto), **tensors}
+        unknown = {name: said for name, said in unknown.items() if name not in tensors}
     weights = {tensor.name for tensor in proto.graph.initializer}
     for node in proto.graph.node:  # constants computed once count as weights too
         if node.op_type == "Constant":
@@ -337,8 +360,12 @@ def import_onnx(
                 f"a tensor computed at run time, so this node cannot be priced from shapes."
             )
         supported = True
+        fused = onnx_node.op_type in fusion.FUSED_OPS.get(onnx_node.domain, ())
         try:
-            cost, op_class, unit, steps = price(onnx_node, tensors, weights)
+            if fused:
+                cost, op_class, unit, steps = fusion.price_fused(onnx_node, tensors, weights)
+            else:
+                cost, op_class, unit, steps = price(onnx_node, tensors, weights)
         except NoRule:
             supported, op_class, unit, steps = False, "unsupported", "vector", 1
             skipped[onnx_node.op_type] += 1
@@ -349,9 +376,11 @@ def import_onnx(
             )
         nodes.append(
             Node(
-                im2col_bytes=im2col_bytes(onnx_node, tensors) if supported else 0,
+                im2col_bytes=im2col_bytes(onnx_node, tensors)
+                if supported and onnx_node.domain != "com.microsoft.nchwc"
+                else 0,  # the blocked layout's convolutions copy out no windows
                 steps=steps,
-                kind=kernel_kind(onnx_node, tensors),
+                kind=(fusion.fused_kind if fused else kernel_kind)(onnx_node, tensors),
                 images=_images(onnx_node, tensors),
                 name=name,
                 op_type=onnx_node.op_type,
@@ -363,6 +392,7 @@ def import_onnx(
                 output_bytes=sum(tensors[t].nbytes for t in onnx_node.output if t),
                 weights=sum(tensors[t].elements for t in onnx_node.input if t in weights),
                 supported=supported,
+                origin=origin.get(name, ()),
             )
         )
     if skipped:

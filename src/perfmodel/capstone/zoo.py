@@ -161,6 +161,7 @@ def run_zoo(
     runs: int = 10,
     repeats: int = 1,
     progress: bool = True,
+    optimization: str = "none",
 ) -> list[ZooRow]:
     """Predict each zoo model with ``rates``, then time it on onnxruntime.
 
@@ -179,6 +180,9 @@ def run_zoo(
         median of their medians and the worst one.
     progress : bool
         Show a progress bar over the models.
+    optimization : {"none", "basic", "all"}
+        onnxruntime's graph optimisation level, the same for the prediction (the graph it
+        runs, :func:`~perfmodel.capstone.import_onnx`) and the timed sessions.
 
     Returns
     -------
@@ -203,6 +207,7 @@ def run_zoo(
         raise ValueError(f"`names` and `batches` must each hold one value at least "
                          f"(got {chosen} and {batches}).")  # fmt: skip
     runs, repeats = count("runs", runs), count("repeats", repeats)
+    level = choice("optimization", optimization, ("none", "basic", "all"))
     work = [(name, batch) for name in chosen for batch in batches]
     loop: Iterable[tuple[str, int]] = work
     if flag("progress", progress):
@@ -212,11 +217,12 @@ def run_zoo(
     rows = []
     for name, batch in loop:
         model = zoo_model(name, batch)
-        imported = import_onnx(model)
+        imported = import_onnx(model, optimization=level)
         predicted = rates.predict(imported)
         speed = drift(rates)
         with OthersWatch() as watch:  # one reading around all the repeats
-            taken = [wall_times(model, runs=runs, warmup=2) for _ in range(repeats)]
+            taken = [wall_times(model, runs=runs, warmup=2, optimization=level)
+                     for _ in range(repeats)]  # fmt: skip
         medians = [t.median_s for t in taken]
         samples = sorted(s for t in taken for s in t.samples_s)
         q = statistics.quantiles(samples, n=4) if len(samples) > 1 else [samples[0]] * 3

@@ -1,0 +1,339 @@
+"""The graph onnxruntime really runs: its optimised model, sized and priced node by node.
+
+A default ``InferenceSession`` applies every graph optimisation (``ORT_ENABLE_ALL``): a
+convolution absorbs its batch norm, activation and residual add, a MatMul its bias, a GELU's
+five nodes become one, a layer norm and the residual add before it one kernel, and on a CPU
+the convolutions move to a blocked channel layout (``com.microsoft.nchwc``) with reorders at
+its edges. onnxruntime writes the graph it will run to a file on request
+(``SessionOptions.optimized_model_filepath``); :func:`optimized` reads it back.
+
+Its fused and contrib operators are outside ONNX's shape inference, so :func:`run_shapes`
+runs the optimised graph once on random inputs with every tensor exposed and keeps each
+one's shape (the blocked layout's padded channels included). :func:`price_fused` prices each
+fused node as the ONNX nodes it stands for, read and written once: their FLOPs, its own
+inputs and outputs. :func:`origins` says which exported nodes each one replaced.
+
+Examples
+--------
+>>> from perfmodel.capstone import builders
+>>> mlp = builders.mlp(batch=2, widths=(8, 16, 2))
+>>> [(n.domain, n.op_type) for n in optimized(mlp, "all").graph.node]
+[('com.microsoft', 'FusedGemm'), ('', 'Gemm')]
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from perfmodel import ops
+from perfmodel._validate import choice
+from perfmodel.capstone.onnx_costs import NoRule, Priced, Tensor, attributes, kernel_kind, price
+
+if TYPE_CHECKING:
+    import onnx
+
+__all__ = ["FUSED_OPS", "fused_kind", "optimized", "origins", "price_fused", "run_shapes"]
+
+#: The fused and contrib operators priced, by domain: what onnxruntime's CPU optimisations
+#: write (``FusedConv``, ``FusedGemm``, ``FusedMatMul``, the GELUs, ``SkipLayerNormalization``,
+#: the attention ops, and the blocked layout's convolution, pools and reorders).
+FUSED_OPS = {
+    "com.microsoft": ("FusedConv", "FusedGemm", "FusedMatMul", "Gelu", "FastGelu", "BiasGelu",
+                      "QuickGelu", "SkipLayerNormalization", "SkipSimplifiedLayerNormalization",
+                      "LayerNormalization", "SimplifiedLayerNormalization", "Attention",
+                      "MultiHeadAttention", "BiasAdd"),
+    "com.microsoft.nchwc": ("Conv", "MaxPool", "AveragePool", "GlobalAveragePool",
+                            "GlobalMaxPool", "ReorderInput", "ReorderOutput", "Upsample"),
+}  # fmt: skip
+_LEVELS = {"basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED", "all": "ORT_ENABLE_ALL"}
+#: FLOPs per element of a fused activation (``activation`` attribute) or GELU.
+_ACTIVATION = {"Relu": 1, "Clip": 2, "LeakyRelu": 2, "Sigmoid": 4, "Tanh": 6, "HardSigmoid": 3}
+_GELU = 8
+
+
+def optimized(model: onnx.ModelProto, level: str) -> onnx.ModelProto:
+    """The graph onnxruntime's CPU session runs at optimisation ``level``.
+
+    Parameters
+    ----------
+    model : onnx.ModelProto
+        A model whose inputs have fixed sizes.
+    level : {"basic", "all"}
+        onnxruntime's ``ORT_ENABLE_BASIC`` (constant folding, redundant nodes removed) or
+        ``ORT_ENABLE_ALL`` (fusions and the CPU's blocked layout too; a session's default).
+
+    Returns
+    -------
+    onnx.ModelProto
+        The optimised graph, as onnxruntime writes it.
+    """
+    import onnx
+    import onnxruntime as ort
+
+    level = choice("optimization", level, tuple(_LEVELS))
+    options = ort.SessionOptions()
+    options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, _LEVELS[level])
+    options.log_severity_level = 3  # errors only
+    with tempfile.TemporaryDirectory() as folder:
+        options.optimized_model_filepath = str(Path(folder) / "optimized.onnx")
+        ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        return onnx.load(options.optimized_model_filepath)
+
+
+def run_shapes(model: onnx.ModelProto) -> dict[str, Tensor]:
+    """Every tensor's shape, found by running ``model`` once on random inputs.
+
+    Parameters
+    ----------
+    model : onnx.ModelProto
+        An optimised graph whose inputs have fixed sizes.
+
+    Returns
+    -------
+    dict of str to Tensor
+        Each node output's shape and element type, by name.
+    """
+    import onnx
+    import onnxruntime as ort
+
+    from perfmodel.capstone.engine import random_inputs
+
+    exposed = onnx.ModelProto()
+    exposed.CopyFrom(model)
+    shown = {value.name for value in exposed.graph.output}
+    for node in exposed.graph.node:
+        for name in node.output:
+            if name and name not in shown:
+                exposed.graph.output.append(onnx.ValueInfoProto(name=name))
+                shown.add(name)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 3
+    session = ort.InferenceSession(
+        exposed.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+    names = [value.name for value in session.get_outputs()]
+    values = session.run(None, random_inputs(model))
+    types = {value: onnx.helper.np_dtype_to_tensor_dtype(array.dtype)
+             for value, array in zip(names, values, strict=True)}  # fmt: skip
+    return {name: Tensor(tuple(int(d) for d in array.shape), types[name])
+            for name, array in zip(names, values, strict=True)}  # fmt: skip
+
+
+def _name(tensor: Tensor) -> str | None:
+    """The tensor's dtype name, where it has one of ours."""
+    return tensor.dtype if isinstance(tensor.dtype, str) else None
+
+
+def _standard(node: Any, op_type: str, inputs: list[str], drop: tuple[str, ...] = ()) -> Any:
+    """An ONNX node of ``op_type`` with ``node``'s outputs and attributes (less ``drop``)."""
+    import onnx
+
+    kept = {k: v for k, v in attributes(node).items() if k not in drop}
+    return onnx.helper.make_node(op_type, inputs, list(node.output), name=node.name, **kept)
+
+
+def _activation_flops(node: Any, out: Tensor) -> float:
+    act = attributes(node).get("activation", b"")
+    act = act.decode() if isinstance(act, bytes) else str(act)
+    return float(_ACTIVATION.get(act, 2) * out.elements) if act else 0.0
+
+
+def _once(cost: ops.Cost, node: Any, tensors: dict[str, Tensor], flops: float) -> ops.Cost:
+    """``cost``'s FLOPs plus ``flops``, and the fused node's own inputs read, outputs written."""
+    read = sum(tensors[t].nbytes for t in node.input if t and t in tensors)
+    written = sum(tensors[t].nbytes for t in node.output if t and t in tensors)
+    return replace(cost, flops=cost.flops + flops, bytes_read=read, bytes_written=written)
+
+
+def price_fused(node: Any, tensors: dict[str, Tensor], weights: set[str]) -> Priced:
+    """Price a fused or contrib node as the ONNX nodes it stands for, read and written once.
+
+    Parameters
+    ----------
+    node : onnx.NodeProto
+        A node of a domain in :data:`FUSED_OPS`.
+    tensors : dict of str to Tensor
+        Every tensor's shape (:func:`run_shapes`).
+    weights : set of str
+        The model's weights, by name.
+
+    Returns
+    -------
+    Priced
+        Its cost, op class and unit (see :func:`perfmodel.capstone.onnx_costs.price`).
+
+    Raises
+    ------
+    NoRule
+        For an operator outside :data:`FUSED_OPS`.
+    """
+    op, domain = node.op_type, node.domain
+    if op not in FUSED_OPS.get(domain, ()):
+        raise NoRule(f"{domain}:{op}")
+    ins = [t for t in node.input if t]
+    out = tensors[node.output[0]]
+    if op in ("Conv", "FusedConv"):  # (X, W, B, Sum): the convolution, its add, its activation
+        base = price(_standard(node, "Conv", ins[:3], ("activation", "activation_params")),
+                     tensors, weights)  # fmt: skip
+        extra = _activation_flops(node, out) + (out.elements if len(ins) > 3 else 0)
+        return Priced(_once(base.cost, node, tensors, extra), "conv", "matrix")
+    if op == "FusedGemm":
+        base = price(_standard(node, "Gemm", ins, ("activation", "activation_alpha",
+                     "activation_beta", "activation_gamma")), tensors, weights)  # fmt: skip
+        return Priced(_once(base.cost, node, tensors, _activation_flops(node, out)), "matmul",
+                      "matrix")  # fmt: skip
+    if op == "FusedMatMul":  # MatMul with its operands transposed as attributes say
+        a = tensors[ins[0]]
+        attrs = attributes(node)
+        k = a.shape[-2] if attrs.get("transA") and len(a.shape) > 1 else a.shape[-1]
+        cost = ops.Cost(flops=2.0 * out.elements * k, bytes_read=0, bytes_written=0,
+                        dtype=_name(out))  # fmt: skip
+        op_class = "matmul" if ins[1] in weights else "attention"
+        return Priced(_once(cost, node, tensors, 0.0), op_class, "matrix")
+    if op in ("Gelu", "FastGelu", "BiasGelu", "QuickGelu", "BiasAdd"):
+        per = 1 if op == "BiasAdd" else _GELU + (1 if len(ins) > 1 else 0)
+        cost = ops.elementwise(out.elements, flops_per_element=per, dtype=out.dtype)
+        return Priced(_once(cost, node, tensors, 0.0), "elementwise",
+                      "vector" if op == "BiasAdd" else "exp")  # fmt: skip
+    if op.endswith("LayerNormalization"):  # the norm, and a Skip variant's residual add first
+        x = tensors[ins[0]]
+        axis = int(attributes(node).get("axis", -1)) % len(x.shape)
+        rows, cols = math.prod(x.shape[:axis]), math.prod(x.shape[axis:])
+        cost = ops.layer_norm(rows, cols, dtype=x.dtype)
+        extra = x.elements * (len(ins) - 3 if op.startswith("Skip") else 0)
+        return Priced(_once(cost, node, tensors, extra), "normalization", "vector")
+    if op in ("Attention", "MultiHeadAttention"):
+        return Priced(_attention(node, tensors), "attention", "matrix")
+    if op in ("ReorderInput", "ReorderOutput"):
+        cost = ops.Cost(flops=0, bytes_read=0, bytes_written=0, dtype=_name(out))
+        return Priced(_once(cost, node, tensors, 0.0), "data movement", "vector")
+    # the blocked layout's pools and resize: the standard operator on the same shapes
+    base = price(_standard(node, op, ins), tensors, weights)
+    return Priced(base.cost, base.op_class, base.unit)
+
+
+def _attention(node: Any, tensors: dict[str, Tensor]) -> ops.Cost:
+    """onnxruntime's Attention (input, its QKV weights and bias) or MultiHeadAttention
+    (queries, keys, values already projected): the projection, then scores and values."""
+    ins = [t for t in node.input if t]
+    x = tensors[ins[0]]
+    batch, seq, width = x.shape[0], x.shape[1], x.shape[-1]
+    flops = 0.0
+    if node.op_type == "Attention":  # (B, S, D_in) times (D_in, 3 D)
+        qkv = tensors[ins[1]].shape[-1]
+        flops += 2.0 * batch * seq * width * qkv
+        hidden, kv_len = qkv // 3, seq
+    else:
+        hidden = width
+        kv_len = tensors[ins[1]].shape[1] if len(ins) > 1 else seq
+    flops += 4.0 * batch * seq * kv_len * hidden  # Q·Kᵀ and P·V
+    cost = ops.Cost(flops=flops, bytes_read=0, bytes_written=0, dtype=_name(x))
+    return _once(cost, node, tensors, 0.0)
+
+
+def fused_kind(node: Any, tensors: dict[str, Tensor]) -> str:
+    """The kind of CPU kernel a fused or contrib node runs (one of ``KERNEL_KINDS``).
+
+    Parameters
+    ----------
+    node : onnx.NodeProto
+        A node of a domain in :data:`FUSED_OPS`.
+    tensors : dict of str to Tensor
+        Every tensor's shape.
+
+    Returns
+    -------
+    str
+        As :func:`perfmodel.capstone.onnx_costs.kernel_kind` names it: a blocked or fused
+        convolution as the convolution, a fused matmul as the matmul, the GELUs
+        ``"transcendental"``, the layer norms ``"normalization"``, the reorders ``"movement"``.
+    """
+    op, ins = node.op_type, [t for t in node.input if t]
+    if op in ("Conv", "FusedConv"):
+        w = tensors.get(ins[1]) if len(ins) > 1 else None
+        group = int(attributes(node).get("group", 1))
+        if w is not None and group > 1 and group == w.shape[0]:  # one filter per channel
+            strided = any(int(v) > 1 for v in attributes(node).get("strides", [1]))
+            return "depthwise strided" if strided else "depthwise"
+        return kernel_kind(_standard(node, "Conv", ins[:2], ("activation", "activation_params")),
+                           tensors)  # fmt: skip
+    if op in ("FusedGemm", "FusedMatMul"):
+        return kernel_kind(_standard(node, "MatMul" if op == "FusedMatMul" else "Gemm", ins[:2],
+                                     tuple(attributes(node))), tensors)  # fmt: skip
+    if op in ("Gelu", "FastGelu", "BiasGelu", "QuickGelu"):
+        return "transcendental"
+    if op.endswith("LayerNormalization"):
+        return "normalization"
+    if op in ("Attention", "MultiHeadAttention"):
+        return "gemm"
+    if op in ("ReorderInput", "ReorderOutput"):
+        return "movement"
+    if op == "BiasAdd":
+        return "broadcast"
+    return kernel_kind(_standard(node, op, ins), tensors)
+
+
+def origins(original: onnx.ModelProto, fused: onnx.ModelProto) -> dict[str, tuple[str, ...]]:
+    """Which exported nodes each node of the optimised graph stands for.
+
+    A fused node ends where an exported node ended (its output keeps that node's name, or,
+    in the blocked layout, its own name is that node's with ``_nchwc`` added). Walking back
+    from there, it took in every node whose output only it read, up to and including the
+    matrix operation at its head (a Conv, MatMul or Gemm), and none an earlier node took. A
+    node the optimiser left alone stands for itself; one it added (a reorder, a reshape for
+    a Gemm), for nothing.
+
+    Parameters
+    ----------
+    original : onnx.ModelProto
+        The exported model.
+    fused : onnx.ModelProto
+        Its optimised graph (:func:`optimized`).
+
+    Returns
+    -------
+    dict of str to tuple of str
+        For each node of ``fused``, by name, the names of the exported nodes it replaced, in
+        the export's order.
+    """
+    from collections import Counter
+
+    nodes = list(original.graph.node)
+    order = {id(n): i for i, n in enumerate(nodes)}
+    producer = {t: n for n in nodes for t in n.output if t}
+    by_name = {n.name: n for n in nodes if n.name}
+    readers = Counter(t for n in nodes for t in n.input if t)
+    outputs = {value.name for value in original.graph.output}
+    heads = {"Conv", "ConvTranspose", "MatMul", "Gemm", "Einsum", "LSTM", "GRU", "RNN"}
+    result: dict[str, tuple[str, ...]] = {}
+    claimed: set[int] = set()  # each exported node stands in one optimised node, the first
+    for node in fused.graph.node:
+        name = node.name or node.op_type
+        if node.op_type in ("ReorderInput", "ReorderOutput"):
+            result[name] = ()
+            continue
+        ends = [producer[t] for t in node.output if t in producer]
+        if not ends and name.endswith("_nchwc") and name[: -len("_nchwc")] in by_name:
+            ends = [by_name[name[: -len("_nchwc")]]]
+        own = set(node.input)
+        taken: dict[int, Any] = {}
+        todo = list(ends)
+        while todo:
+            n = todo.pop()
+            if id(n) in taken or id(n) in claimed or n.op_type == "Constant":
+                continue
+            taken[id(n)] = n
+            if n.op_type in heads:
+                continue
+            for t in n.input:
+                if t in producer and t not in own and readers[t] == 1 and t not in outputs:
+                    todo.append(producer[t])
+        claimed.update(taken)
+        chosen = sorted(taken.values(), key=lambda n: order[id(n)])
+        result[name] = tuple(n.name or n.op_type for n in chosen)
+    return result

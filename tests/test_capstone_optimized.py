@@ -1,0 +1,108 @@
+"""onnxruntime's optimised graph, imported and priced: fused nodes as the nodes they stand for."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+from perfmodel.capstone import builders, coverage, import_onnx  # noqa: E402
+from perfmodel.capstone.onnx_costs import Tensor  # noqa: E402
+from perfmodel.capstone.onnx_optimized import (  # noqa: E402
+    FUSED_OPS,
+    fused_kind,
+    optimized,
+    price_fused,
+)
+from perfmodel.capstone.zoo import zoo_model  # noqa: E402
+
+F32 = onnx.TensorProto.FLOAT
+
+
+def test_a_fused_mlp_is_priced_as_its_gemms_biases_and_activations():
+    mlp = builders.mlp(batch=8, widths=(32, 64, 8))
+    plain, fused = import_onnx(mlp), import_onnx(mlp, optimization="all")
+    assert [n.op_type for n in fused.nodes] == ["FusedGemm", "Gemm"]
+    # one node stands for each MatMul, its bias Add and its ReLU, in the export's order
+    assert fused.nodes[0].origin == ("fc0", "fc0_bias", "fc0_relu")
+    assert fused.nodes[1].origin == ("fc1", "fc1_bias")
+    # the same FLOPs; the intermediates are no longer written and read back
+    flops = sum(n.cost.flops for n in plain.nodes)
+    assert sum(n.cost.flops for n in fused.nodes) == pytest.approx(flops)
+    moved = sum(n.cost.bytes_read + n.cost.bytes_written for n in fused.nodes)
+    assert moved < sum(n.cost.bytes_read + n.cost.bytes_written for n in plain.nodes)
+    head = fused.nodes[0]
+    assert head.cost.bytes_read == 4 * (8 * 32 + 32 * 64 + 64)  # x, W, b read once (fp32)
+    assert head.cost.bytes_written == 4 * 8 * 64
+    assert head.kind == "gemm" and head.op_class == "matmul"
+
+
+def test_every_zoo_model_imports_at_every_level_without_a_warning():
+    for name in ("MobileNetV2", "BERT", "EfficientNet-B0", "ViT"):
+        model = zoo_model(name, 1)
+        plain = import_onnx(model)
+        for level in ("basic", "all"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                found = import_onnx(model, optimization=level)
+            assert all(node.supported for node in found.nodes), (name, level)
+
+            # folding a batch norm into its convolution removes its FLOPs; padding the blocked
+            # layout's channels adds some: the matrix work stays, give or take that padding
+            def matrix(imported: object) -> float:
+                return sum(n.cost.flops for n in imported.nodes  # type: ignore[attr-defined]
+                           if n.op_class in ("conv", "matmul", "attention"))  # fmt: skip
+
+            assert 0.99 <= matrix(found) / matrix(plain) <= 1.1, (name, level)
+            # each exported node stands in at most one optimised node
+            named = [o for node in found.nodes for o in node.origin]
+            assert len(named) == len(set(named)), (name, level)
+        fused = import_onnx(model, optimization="all")
+        assert len(fused.nodes) < len(plain.nodes)
+
+
+def test_a_blocked_depthwise_convolution_keeps_its_kind_and_its_fused_activation():
+    found = import_onnx(zoo_model("MobileNetV2", 1), optimization="all")
+    depthwise = next(n for n in found.nodes if n.name == "features.1.depthwise_relu6_nchwc")
+    assert depthwise.kind == "depthwise" and depthwise.im2col_bytes == 0
+    assert depthwise.origin == (
+        "features.1.depthwise", "features.1.depthwise_bn", "features.1.depthwise_relu6"
+    )  # fmt: skip
+    assert "com.microsoft.nchwc:Conv" in coverage().fused
+
+
+def _node(op: str, inputs: list[str], outputs: list[str], domain: str = "com.microsoft",
+          **attrs: object) -> object:  # fmt: skip
+    return onnx.helper.make_node(op, inputs, outputs, domain=domain, **attrs)
+
+
+def test_contrib_attention_and_gelus_are_their_closed_forms():
+    b, s, d = 2, 16, 64
+    tensors = {"x": Tensor((b, s, d), F32), "w": Tensor((d, 3 * d), F32),
+               "bias": Tensor((3 * d,), F32), "y": Tensor((b, s, d), F32)}  # fmt: skip
+    attention = _node("Attention", ["x", "w", "bias"], ["y"], num_heads=4)
+    priced = price_fused(attention, tensors, {"w", "bias"})
+    assert priced.cost.flops == 2 * b * s * d * 3 * d + 4 * b * s * s * d
+    assert priced.op_class == "attention" and fused_kind(attention, tensors) == "gemm"
+    gelu = _node("Gelu", ["x"], ["y"])
+    priced = price_fused(gelu, tensors, set())
+    assert priced.cost.flops == 8 * b * s * d
+    assert priced.cost.bytes_read == priced.cost.bytes_written == 4 * b * s * d
+    assert fused_kind(gelu, tensors) == "transcendental"
+    skip = _node("SkipLayerNormalization", ["x", "x", "bias", "bias"], ["y"])
+    tensors["bias"] = Tensor((d,), F32)
+    priced = price_fused(skip, tensors, set())
+    assert priced.op_class == "normalization" and fused_kind(skip, tensors) == "normalization"
+    assert priced.cost.bytes_read == 4 * (2 * b * s * d + 2 * d)  # input, skip, gamma, beta
+    assert "SkipLayerNormalization" in FUSED_OPS["com.microsoft"]
+
+
+def test_the_level_is_checked():
+    mlp = builders.mlp(batch=1, widths=(4, 2))
+    with pytest.raises(ValueError, match="`optimization` must be one of"):
+        import_onnx(mlp, optimization="fast")
+    with pytest.raises(ValueError, match="`optimization` must be one of"):
+        optimized(mlp, "none")
