@@ -3,13 +3,15 @@
 This machine's kernel rates (:func:`perfmodel.capstone.kernels.measure_kernels`: each kind
 of kernel probed on onnxruntime, none of them a zoo model) predict a run of each model of
 :data:`perfmodel.capstone.zoo.ZOO`; each model then runs ``--repeats`` times in a fresh
-session, ``--runs`` timed runs each, with graph optimisations off (every ONNX node runs as
-itself, as the prediction prices it). A row gives the median of the repeats' medians, the
+session, ``--runs`` timed runs each, at ``--optimization``: ``none`` (graph optimisations
+off, every ONNX node runs as itself, as the prediction prices it) or ``all`` (a session's
+default: the prediction prices the graph onnxruntime runs, from kernel probes run at the
+same level). A row gives the median of the repeats' medians, the
 ratio measured/predicted, the repeat furthest from the prediction, and the CPU share other
 programs took. The goal (issue 26): median |measured/predicted - 1| at most 20% over the zoo,
 no model's worse than 40%, on a quiet 2-core machine.
 
-    .venv/bin/python benchmarks/capstone.py [--repeats 5] [--runs 10]
+    .venv/bin/python benchmarks/capstone.py [--repeats 5] [--runs 10] [--optimization all]
 """
 
 from __future__ import annotations
@@ -25,13 +27,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=5, help="sessions per model and batch")
     parser.add_argument("--runs", type=int, default=10, help="timed runs per session")
+    parser.add_argument(
+        "--optimization",
+        choices=("none", "basic", "all"),
+        default="none",
+        help="onnxruntime's graph optimisation level, predicted and timed",
+    )
     args = parser.parse_args()
-    rates = measure_kernels(progress=False)
+    rates = measure_kernels(progress=False, optimization=args.optimization)
     print(
         f"kernel rates: start {rates.start_s * 1e6:.1f} us a run, {rates.overhead_s * 1e6:.2f} us "
         f"a node; others used {rates.others:.0%} of the CPUs. {rates.warning()}"
     )
-    rows = run_zoo(rates, runs=args.runs, repeats=args.repeats, progress=False)
+    rows = run_zoo(
+        rates, runs=args.runs, repeats=args.repeats, progress=False, optimization=args.optimization
+    )
     print(f"{'model':16s} {'batch':>5s} {'predicted':>10s} {'measured':>10s} {'ratio':>6s} "
           f"{'worst':>6s} {'spread':>7s} {'others':>7s} {'drift':>6s}  largest share")  # fmt: skip
     for row in rows:

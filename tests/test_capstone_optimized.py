@@ -106,3 +106,19 @@ def test_the_level_is_checked():
         import_onnx(mlp, optimization="fast")
     with pytest.raises(ValueError, match="`optimization` must be one of"):
         optimized(mlp, "none")
+
+
+def test_kernel_rates_are_measured_and_used_at_one_level():
+    from perfmodel.capstone import measure_kernels
+
+    rates = measure_kernels(kinds=("gemm", "gemv"), rounds=1, runs=1, progress=False,
+                            optimization="all")  # fmt: skip
+    assert rates.optimization == "all"
+    mlp = builders.mlp(batch=8, widths=(32, 64, 8))
+    assert rates.predict(import_onnx(mlp, optimization="all")) > 0
+    with pytest.raises(ValueError, match="measured at optimization='all'.*imported at 'none'"):
+        rates.predict(import_onnx(mlp))
+    again = type(rates).from_json(rates.to_json())
+    assert again.optimization == "all"
+    with pytest.raises(ValueError, match="`optimization` must be one of"):
+        measure_kernels(kinds=("conv",), optimization="most", progress=False)

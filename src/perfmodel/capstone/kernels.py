@@ -46,7 +46,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from perfmodel._validate import count, flag, fraction, non_negative, positive
+from perfmodel._validate import choice, count, flag, fraction, non_negative, positive
+from perfmodel.capstone.engine import OPTIMIZATIONS
 from perfmodel.capstone.onnx_costs import KERNEL_KINDS
 from perfmodel.capstone.onnx_import import ImportedModel, Node
 
@@ -220,6 +221,9 @@ class KernelRates:
     others : float
         Share of the CPUs other programs used during the whole measurement (one reading
         around it all), fraction.
+    optimization : str, optional
+        onnxruntime's graph optimisation level the probes ran at (``"none"``, ``"basic"``
+        or ``"all"``): the rates price a model imported at that level only.
     """
 
     curves: dict[str, Curve]
@@ -230,6 +234,7 @@ class KernelRates:
     overhead_s: float = 0.0
     reference_s: float = 0.0
     cache_bytes: float = 0.0
+    optimization: str = "none"
 
     def __post_init__(self) -> None:
         positive("start_s", self.start_s)
@@ -238,6 +243,7 @@ class KernelRates:
         non_negative("cache_bytes", self.cache_bytes)
         fraction("others", self.others, allow_zero=True)  # NaN is no share: refused
         count("threads", self.threads)
+        choice("optimization", self.optimization, OPTIMIZATIONS)
 
     @property
     def noisy_kinds(self) -> tuple[str, ...]:
@@ -367,10 +373,20 @@ class KernelRates:
         float
             :attr:`start_s` plus every node's :meth:`node_time`, s.
         """
+        self._same_level(model)
         cold = self.cold_weights(model)
         return self.start_s + math.fsum(
             self.node_time(node, cold_weights=cold) for node in _runs(model)
         )
+
+    def _same_level(self, model: ImportedModel) -> None:
+        level = getattr(model, "optimization", "none")
+        if level != self.optimization:
+            raise ValueError(
+                f"these rates were measured at optimization={self.optimization!r} and the model"
+                f" was imported at {level!r}: import it at the rates' level, or measure rates "
+                f"at its own (cached_kernels(optimization={level!r}))."
+            )
 
     def cold_weights(self, model: ImportedModel) -> bool:
         """True when ``model``'s weights outgrow this machine's last-level cache, so every
@@ -406,6 +422,7 @@ class KernelRates:
             the node's whole time) and each kind present to the rest of its nodes' time, s;
             they add up to :meth:`predict`.
         """
+        self._same_level(model)
         found = {"overhead": self.start_s}
         cold = self.cold_weights(model)
         for node in _runs(model):
@@ -459,6 +476,7 @@ class KernelRates:
             raw.get("overhead_s", 0.0),
             raw.get("reference_s", 0.0),
             raw["cache_bytes"],  # a file without it predates the cold-weights rule: re-measure
+            raw.get("optimization", "none"),
         )
 
 
@@ -869,7 +887,7 @@ def drift(rates: KernelRates, *, runs: int = 10) -> float:
         raise TypeError(f"`rates` must be KernelRates (got {type(rates).__name__}).")
     if rates.reference_s <= 0:
         raise ValueError("`rates` hold no reference time: measure them with measure_kernels.")
-    ready = session(reference_model(), threads=rates.threads)
+    ready = session(reference_model(), threads=rates.threads, optimization=rates.optimization)
     feed = {"x": np.ones((128, 128), dtype=np.float32)}
     taken = measure(lambda: ready.run(None, feed), warmup=WARMUP, repeats=count("runs", runs),
                     max_repeats=runs, min_time_s=0, min_sample_s=1e-9, max_inner=1)  # fmt: skip
@@ -903,6 +921,7 @@ def measure_kernels(
     runs: int = 5,
     threads: int | None = None,
     progress: bool = True,
+    optimization: str = "none",
 ) -> KernelRates:
     """Time every probe of ``kinds`` on onnxruntime, in interleaved rounds.
 
@@ -918,6 +937,10 @@ def measure_kernels(
         onnxruntime's intra-op threads (default: every core this process may use).
     progress : bool
         Show a progress bar over the rounds.
+    optimization : {"none", "basic", "all"}
+        onnxruntime's graph optimisation level for every probe's session. At ``"all"`` a
+        chain of convolutions runs in the blocked layout, with a reorder at each end, as a
+        model's do at that level: the rates price a graph imported at the same level.
 
     Returns
     -------
@@ -932,6 +955,7 @@ def measure_kernels(
     from perfmodel.measure.timing import OthersWatch, measure
 
     rounds, runs = count("rounds", rounds), count("runs", runs)
+    level = choice("optimization", optimization, OPTIMIZATIONS)
     threads = usable_cores() if threads is None else count("threads", threads)
     progress = flag("progress", progress)
     chosen = probes(kinds)
@@ -942,7 +966,7 @@ def measure_kernels(
         # A session of its own, as a model runs alone: warmed up (its weights in cache, its
         # threads awake), timed, then closed, so that its threads do not spin on into the
         # next probe's cores.
-        ready = [session(model, threads=threads)]
+        ready = [session(model, threads=threads, optimization=level)]
         taken = measure(lambda: ready[0].run(None, feed), warmup=WARMUP, repeats=runs,
                         max_repeats=runs, min_time_s=0, min_sample_s=1e-9, max_inner=1)  # fmt: skip
         ready.clear()  # the session, and its threads, end here
@@ -1005,6 +1029,7 @@ def measure_kernels(
         overhead_s=overhead_s,
         reference_s=statistics.median(reference),
         cache_bytes=_last_level_cache(),
+        optimization=level,
     )
 
 
@@ -1069,7 +1094,11 @@ def _cache_folder() -> Path:
 
 
 def cached_kernels(
-    *, threads: int | None = None, refresh: bool = False, progress: bool = True
+    *,
+    threads: int | None = None,
+    refresh: bool = False,
+    progress: bool = True,
+    optimization: str = "none",
 ) -> KernelRates:
     """This machine's kernel rates: measured once, kept, and replaced only by better ones.
 
@@ -1086,6 +1115,8 @@ def cached_kernels(
         better (a warning says so).
     progress : bool
         Show a progress bar while measuring.
+    optimization : {"none", "basic", "all"}
+        onnxruntime's graph optimisation level the probes run at (kept apart per level).
 
     Returns
     -------
@@ -1098,12 +1129,13 @@ def cached_kernels(
         When a fresh measurement is worse than the kept one and is set aside.
     """
     refresh = flag("refresh", refresh)
-    key = fingerprint(threads)
+    level = choice("optimization", optimization, OPTIMIZATIONS)
+    key = fingerprint(threads) + ("" if level == "none" else f"-{level}")
     path = _cache_folder() / f"{key}.json"
     kept = _read_kept(path)
     if kept is not None and not refresh:
         return kept
-    fresh = measure_kernels(threads=threads, progress=progress)
+    fresh = measure_kernels(threads=threads, progress=progress, optimization=level)
     if kept is not None and _rank(kept) <= _rank(fresh):
         warnings.warn(
             f"the new kernel measurement ({fresh.warning() or 'trusted'}; others used "

@@ -148,6 +148,9 @@ class ImportedModel:
     initializer_elements : mapping of str to int
         Elements of each stored weight, by the name its nodes read it under, count
         (:func:`import_onnx` gives every initializer; empty when not given).
+    optimization : str, optional
+        The graph imported: ``"none"`` (as exported) or onnxruntime's optimised graph at
+        ``"basic"`` or ``"all"``; kernel rates price only a graph of their own level.
     """
 
     name: str
@@ -156,6 +159,7 @@ class ImportedModel:
     parameter_bytes: int
     batch: int = 1
     initializer_elements: Mapping[str, int] = field(default_factory=dict, compare=False)
+    optimization: str = "none"
 
     @property
     def costs(self) -> list[ops.Cost]:
@@ -414,6 +418,7 @@ def import_onnx(
         parameters=sum(t.elements for t in initializers),
         parameter_bytes=sum(t.nbytes for t in initializers),
         initializer_elements={t.name: tensors[t.name].elements for t in proto.graph.initializer},
+        optimization=level,
     )
 
 
