@@ -75,6 +75,7 @@ def optimized(model: onnx.ModelProto, level: str) -> onnx.ModelProto:
     import onnxruntime as ort
 
     level = choice("optimization", level, tuple(_LEVELS))
+    model = _filled(model)
     options = ort.SessionOptions()
     options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, _LEVELS[level])
     options.log_severity_level = 3  # errors only
@@ -82,6 +83,27 @@ def optimized(model: onnx.ModelProto, level: str) -> onnx.ModelProto:
         options.optimized_model_filepath = str(Path(folder) / "optimized.onnx")
         ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
         return onnx.load(options.optimized_model_filepath)
+
+
+def _filled(model: onnx.ModelProto) -> onnx.ModelProto:
+    """``model``, or a copy whose weights stored as external data (which the import never
+    reads) are zeros of their shapes: the optimiser needs values, the price only shapes."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, numpy_helper
+
+    external = [t for t in model.graph.initializer if t.data_location == TensorProto.EXTERNAL]
+    if not external:
+        return model
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    for tensor in list(copy.graph.initializer):
+        if tensor.data_location == TensorProto.EXTERNAL:
+            dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type)
+            zeros = numpy_helper.from_array(np.zeros(tuple(tensor.dims), dtype), tensor.name)
+            copy.graph.initializer.remove(tensor)
+            copy.graph.initializer.append(zeros)
+    return copy
 
 
 def run_shapes(model: onnx.ModelProto) -> dict[str, Tensor]:
@@ -336,4 +358,15 @@ def origins(original: onnx.ModelProto, fused: onnx.ModelProto) -> dict[str, tupl
         claimed.update(taken)
         chosen = sorted(taken.values(), key=lambda n: order[id(n)])
         result[name] = tuple(n.name or n.op_type for n in chosen)
+    # A MatMul with its bias becomes Reshape, Gemm, Reshape, the last keeping the bias Add's
+    # output: what it stands for belongs to the Gemm (a new node) that feeds it.
+    made = {t: n for n in fused.graph.node for t in n.output if t}
+    for node in fused.graph.node:
+        name = node.name or node.op_type
+        carries_head = any(by_name.get(o) is not None and by_name[o].op_type in heads
+                           for o in result[name])  # fmt: skip
+        if node.op_type in ("Reshape", "Flatten", "Squeeze", "Unsqueeze") and carries_head:
+            before = made.get(node.input[0]) if node.input else None
+            if before is not None and not result[before.name or before.op_type]:
+                result[before.name or before.op_type], result[name] = result[name], ()
     return result
