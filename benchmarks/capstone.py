@@ -12,6 +12,11 @@ programs took. The goal (issue 26): median |measured/predicted - 1| at most 20% 
 no model's worse than 40%, on a quiet 2-core machine.
 
     .venv/bin/python benchmarks/capstone.py [--repeats 5] [--runs 10] [--optimization all]
+        [--held-out]
+
+``--held-out`` runs the four families of :data:`perfmodel.capstone.builders.HELD_OUT`
+(ShuffleNetV2, RegNetY-400MF, DenseNet blocks, a GRU), chosen before anything was tuned on them
+(issue 53), instead of the zoo.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import argparse
 import statistics
 
+from perfmodel.capstone.builders import HELD_OUT
 from perfmodel.capstone.kernels import measure_kernels
 from perfmodel.capstone.zoo import run_zoo
 
@@ -33,6 +39,11 @@ def main() -> None:
         default="none",
         help="onnxruntime's graph optimisation level, predicted and timed",
     )
+    parser.add_argument(
+        "--held-out",
+        action="store_true",
+        help="the held-out families (capstone.builders.HELD_OUT) instead of the zoo",
+    )
     args = parser.parse_args()
     rates = measure_kernels(progress=False, optimization=args.optimization)
     print(
@@ -40,7 +51,12 @@ def main() -> None:
         f"a node; others used {rates.others:.0%} of the CPUs. {rates.warning()}"
     )
     rows = run_zoo(
-        rates, runs=args.runs, repeats=args.repeats, progress=False, optimization=args.optimization
+        rates,
+        runs=args.runs,
+        repeats=args.repeats,
+        progress=False,
+        optimization=args.optimization,
+        names=list(HELD_OUT) if args.held_out else None,
     )
     print(f"{'model':16s} {'batch':>5s} {'predicted':>10s} {'measured':>10s} {'ratio':>6s} "
           f"{'worst':>6s} {'spread':>7s} {'others':>7s} {'drift':>6s}  largest share")  # fmt: skip

@@ -122,3 +122,27 @@ def test_kernel_rates_are_measured_and_used_at_one_level():
     assert again.optimization == "all"
     with pytest.raises(ValueError, match="`optimization` must be one of"):
         measure_kernels(kinds=("conv",), optimization="most", progress=False)
+
+
+def test_the_held_out_families_build_run_and_import_at_every_level():
+    import onnxruntime as ort
+
+    from perfmodel.capstone.builders import HELD_OUT
+    from perfmodel.capstone.engine import random_inputs
+
+    for name in HELD_OUT:
+        model = zoo_model(name, 2)
+        onnx.checker.check_model(model)
+        session = ort.InferenceSession(model.SerializeToString(),
+                                       providers=["CPUExecutionProvider"])  # fmt: skip
+        out = session.run(None, random_inputs(model))[0]
+        assert out.shape[0] == 2 and out.shape[-1] in (1000, 2000), name
+        for level in ("none", "all"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                found = import_onnx(zoo_model(name, 2, weights=False), optimization=level)
+            assert all(node.supported for node in found.nodes), (name, level)
+    shuffle = import_onnx(zoo_model("ShuffleNetV2", 1, weights=False))
+    assert {"Split", "Transpose", "Concat"} <= {node.op_type for node in shuffle.nodes}
+    gru = import_onnx(zoo_model("GRU", 1, weights=False))
+    assert [node.kind for node in gru.nodes].count("recurrent") == 2

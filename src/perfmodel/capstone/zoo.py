@@ -68,13 +68,18 @@ ZOO: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {
 }
 
 
+#: Every family :func:`zoo_model` builds: the zoo, and the held-out families
+#: (:data:`~perfmodel.capstone.builders.HELD_OUT`) that nothing was tuned on.
+FAMILIES = {**ZOO, **builders.HELD_OUT}
+
+
 def zoo_model(name: str, batch: int = 1, *, weights: bool = True, seed: int = 0) -> Any:
-    """One family of :data:`ZOO` at its CPU size.
+    """One family of :data:`ZOO` (or of the held-out ones) at its CPU size.
 
     Parameters
     ----------
     name : str
-        A key of :data:`ZOO`.
+        A key of :data:`ZOO` or of :data:`~perfmodel.capstone.builders.HELD_OUT`.
     batch : int
         Inputs per run, count.
     weights : bool
@@ -87,8 +92,8 @@ def zoo_model(name: str, batch: int = 1, *, weights: bool = True, seed: int = 0)
     onnx.ModelProto
         The model.
     """
-    name = choice("name", name, tuple(ZOO))
-    builder, arguments = ZOO[name]
+    name = choice("name", name, tuple(FAMILIES))
+    builder, arguments = FAMILIES[name]
     return builder(batch=count("batch", batch), weights=flag("weights", weights), seed=seed,
                    **arguments)  # fmt: skip
 
@@ -172,7 +177,7 @@ def run_zoo(
     batches : sequence of int
         The batch sizes to run each model at, count.
     names : iterable of str, optional
-        Which families (default: all of :data:`ZOO`).
+        Which families (default: all of :data:`ZOO`; the held-out ones by name).
     runs : int
         Timed runs per repeat, after two untimed ones, count.
     repeats : int
@@ -201,7 +206,7 @@ def run_zoo(
                 f"`{argument}` must be a sequence (got {type(given).__name__} {given!r}): "
                 f"wrap one value in a list."
             )
-    chosen = list(ZOO) if names is None else [choice("names", n, tuple(ZOO)) for n in names]
+    chosen = list(ZOO) if names is None else [choice("names", n, tuple(FAMILIES)) for n in names]
     batches = [count("batches", b) for b in batches]
     if not chosen or not batches:
         raise ValueError(f"`names` and `batches` must each hold one value at least "

@@ -31,6 +31,7 @@ from perfmodel.capstone.builders.bert import bert
 from perfmodel.capstone.builders.convnext import convnext_t
 from perfmodel.capstone.builders.efficientnet import efficientnet_b0
 from perfmodel.capstone.builders.gpt2 import gpt2
+from perfmodel.capstone.builders.heldout import HELD_OUT, densenet, gru, regnet_y, shufflenet_v2
 from perfmodel.capstone.builders.lstm import lstm_lm
 from perfmodel.capstone.builders.mlp import mlp
 from perfmodel.capstone.builders.mobilenet import mobilenet_v2
@@ -40,15 +41,20 @@ from perfmodel.capstone.builders.vit import vit
 __all__ = [
     "BUILDERS",
     "CPU_MODELS",
+    "HELD_OUT",
     "bert",
     "convnext_t",
     "cpu_model",
+    "densenet",
     "efficientnet_b0",
     "gpt2",
+    "gru",
     "lstm_lm",
     "mlp",
     "mobilenet_v2",
+    "regnet_y",
     "resnet",
+    "shufflenet_v2",
     "vit",
 ]
 
