@@ -122,8 +122,9 @@ def random_inputs(model: onnx.ModelProto, *, seed: int = 0) -> dict[str, Any]:
         if value.name in initializers:
             continue
         kind = value.type.tensor_type
-        shape = [d.dim_value for d in kind.shape.dim]
-        if not all(shape):
+        dims = list(kind.shape.dim)
+        shape = [d.dim_value for d in dims]
+        if not all(d.HasField("dim_value") for d in dims):  # 0 is a size (an empty cache)
             raise ValueError(f"input {value.name!r} has no fixed shape ({shape}).")
         dtype = onnx.helper.tensor_dtype_to_np_dtype(kind.elem_type)
         if np.issubdtype(dtype, np.floating):

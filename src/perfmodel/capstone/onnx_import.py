@@ -286,7 +286,7 @@ def _fix_inputs(model: Any, shapes: Mapping[str, Sequence[int]] | None) -> Any:
 
 def _images(node: Any, tensors: dict[str, Tensor]) -> int:
     """A convolution's batch (its input's first dimension); 1 for any other node."""
-    if node.op_type not in ("Conv", "QLinearConv", "ConvInteger") or not node.input:
+    if node.op_type not in ("Conv", "FusedConv", "QLinearConv", "ConvInteger") or not node.input:
         return 1
     shape = tensors[node.input[0]].shape
     return max(1, int(shape[0])) if shape else 1
@@ -340,11 +340,24 @@ def import_onnx(
     proto = _fix_inputs(_load(model), shapes)
     origin: dict[str, tuple[str, ...]] = {}
     if level != "none":  # the graph onnxruntime runs, sized by running it once
-        exported, proto = proto, fusion.optimized(proto, level)
+        _, open_sizes = tensors_of(proto)
+        if open_sizes:  # sizes that depend on values: as unknown as at "none"
+            return import_onnx(proto, optimization="none")
+        exported = proto
+        try:
+            proto = fusion.optimized(proto, level)
+            ran = fusion.run_shapes(proto)
+        except Exception as error:  # noqa: BLE001 - onnxruntime's own exception types
+            reason = str(error).strip().splitlines()[0][:300]
+            raise ValueError(
+                f"onnxruntime could not optimise and run this model at optimization={level!r} "
+                f"({type(error).__name__}: {reason}); import it as exported, "
+                f"optimization='none'."
+            ) from None
         origin = fusion.origins(exported, proto)
     tensors, unknown = tensors_of(proto)
     if level != "none" and unknown:
-        tensors = {**fusion.run_shapes(proto), **tensors}
+        tensors = {**ran, **tensors}
         unknown = {name: said for name, said in unknown.items() if name not in tensors}
     weights = {tensor.name for tensor in proto.graph.initializer}
     for node in proto.graph.node:  # constants computed once count as weights too

@@ -44,15 +44,18 @@ __all__ = ["FUSED_OPS", "fused_kind", "optimized", "origins", "price_fused", "ru
 FUSED_OPS = {
     "com.microsoft": ("FusedConv", "FusedGemm", "FusedMatMul", "Gelu", "FastGelu", "BiasGelu",
                       "QuickGelu", "SkipLayerNormalization", "SkipSimplifiedLayerNormalization",
-                      "LayerNormalization", "SimplifiedLayerNormalization", "Attention",
-                      "MultiHeadAttention", "BiasAdd"),
+                      "Attention", "MultiHeadAttention"),
     "com.microsoft.nchwc": ("Conv", "MaxPool", "AveragePool", "GlobalAveragePool",
                             "GlobalMaxPool", "ReorderInput", "ReorderOutput", "Upsample"),
 }  # fmt: skip
 _LEVELS = {"basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED", "all": "ORT_ENABLE_ALL"}
-#: FLOPs per element of a fused activation (``activation`` attribute) or GELU.
+#: FLOPs per element of a fused activation (``activation`` attribute).
 _ACTIVATION = {"Relu": 1, "Clip": 2, "LeakyRelu": 2, "Sigmoid": 4, "Tanh": 6, "HardSigmoid": 3}
-_GELU = 8
+#: FLOPs per element of each GELU, as the exported nodes it replaces count them: the erf form
+#: (divide, erf, add, two multiplies), the tanh form (a cube, three multiplies, two adds, a
+#: tanh), x·sigmoid(αx) (a multiply, a sigmoid, a multiply; SiLU when α is 1: two), and one
+#: add more for a bias.
+_GELU = {"Gelu": 5, "FastGelu": 8, "BiasGelu": 6, "QuickGelu": 3}
 
 
 def optimized(model: onnx.ModelProto, level: str) -> onnx.ModelProto:
@@ -217,18 +220,24 @@ def price_fused(node: Any, tensors: dict[str, Tensor], weights: set[str]) -> Pri
                         dtype=_name(out))  # fmt: skip
         op_class = "matmul" if ins[1] in weights else "attention"
         return Priced(_once(cost, node, tensors, 0.0), op_class, "matrix")
-    if op in ("Gelu", "FastGelu", "BiasGelu", "QuickGelu", "BiasAdd"):
-        per = 1 if op == "BiasAdd" else _GELU + (1 if len(ins) > 1 else 0)
+    if op in _GELU:
+        per = _GELU[op] + (1 if op == "FastGelu" and len(ins) > 1 else 0)
+        if op == "QuickGelu" and float(attributes(node).get("alpha", 1.0)) == 1.0:
+            per = 2  # SiLU: x·sigmoid(x)
         cost = ops.elementwise(out.elements, flops_per_element=per, dtype=out.dtype)
-        return Priced(_once(cost, node, tensors, 0.0), "elementwise",
-                      "vector" if op == "BiasAdd" else "exp")  # fmt: skip
-    if op.endswith("LayerNormalization"):  # the norm, and a Skip variant's residual add first
+        return Priced(_once(cost, node, tensors, 0.0), "elementwise", "exp")
+    if op.startswith("Skip"):  # input + skip (+ bias), then a layer norm or an RMS norm
         x = tensors[ins[0]]
+        bias_at = 3 if "Simplified" in op else 4
+        adds = 1 + (len(node.input) > bias_at and bool(node.input[bias_at]))
         axis = int(attributes(node).get("axis", -1)) % len(x.shape)
         rows, cols = math.prod(x.shape[:axis]), math.prod(x.shape[axis:])
-        cost = ops.layer_norm(rows, cols, dtype=x.dtype)
-        extra = x.elements * (len(ins) - 3 if op.startswith("Skip") else 0)
-        return Priced(_once(cost, node, tensors, extra), "normalization", "vector")
+        if "Simplified" in op:  # as ONNX's RMSNormalization is counted
+            cost = ops.elementwise(x.elements, flops_per_element=5, dtype=x.dtype)
+        else:
+            cost = ops.layer_norm(rows, cols, dtype=x.dtype)
+        return Priced(_once(cost, node, tensors, float(adds * x.elements)), "normalization",
+                      "vector")  # fmt: skip
     if op in ("Attention", "MultiHeadAttention"):
         return Priced(_attention(node, tensors), "attention", "matrix")
     if op in ("ReorderInput", "ReorderOutput"):
@@ -240,20 +249,33 @@ def price_fused(node: Any, tensors: dict[str, Tensor], weights: set[str]) -> Pri
 
 
 def _attention(node: Any, tensors: dict[str, Tensor]) -> ops.Cost:
-    """onnxruntime's Attention (input, its QKV weights and bias) or MultiHeadAttention
-    (queries, keys, values already projected): the projection, then scores and values."""
-    ins = [t for t in node.input if t]
-    x = tensors[ins[0]]
-    batch, seq, width = x.shape[0], x.shape[1], x.shape[-1]
+    """onnxruntime's Attention (input, its QKV weights and bias, a mask, a past) or
+    MultiHeadAttention (queries, keys and values already projected, 3-D or keys and values as
+    (batch, heads, length, head)): the projection, the scores, their softmax, the values."""
+    given = list(node.input)
+    attrs = attributes(node)
+    heads = int(attrs.get("num_heads", 1))
+    x = tensors[given[0]]
+    if len(x.shape) != 3:
+        raise NoRule(f"{node.op_type} with {len(x.shape)}-D queries (packed QKV)")
+    batch, seq, width = x.shape
     flops = 0.0
-    if node.op_type == "Attention":  # (B, S, D_in) times (D_in, 3 D)
-        qkv = tensors[ins[1]].shape[-1]
-        flops += 2.0 * batch * seq * width * qkv
-        hidden, kv_len = qkv // 3, seq
+    if node.op_type == "Attention":  # (B, S, D_in) times (D_in, Dq + Dk + Dv)
+        total = tensors[given[1]].shape[-1]
+        sizes = [int(v) for v in attrs.get("qkv_hidden_sizes", [])] or [total // 3] * 3
+        flops += 2.0 * batch * seq * width * total
+        q_width, v_width = sizes[0], sizes[2]
+        past = tensors.get(given[4]) if len(given) > 4 and given[4] else None
+        kv_len = seq + (past.shape[3] if past is not None and len(past.shape) == 5 else 0)
     else:
-        hidden = width
-        kv_len = tensors[ins[1]].shape[1] if len(ins) > 1 else seq
-    flops += 4.0 * batch * seq * kv_len * hidden  # Q·Kᵀ and P·V
+        q_width = width
+        keys = tensors[given[1]] if len(given) > 1 and given[1] else x
+        values = tensors[given[2]] if len(given) > 2 and given[2] else keys
+        kv_len = keys.shape[2] if len(keys.shape) == 4 else keys.shape[1]
+        v_width = (values.shape[1] * values.shape[3] if len(values.shape) == 4
+                   else values.shape[-1])  # fmt: skip
+    flops += 2.0 * batch * seq * kv_len * (q_width + v_width)  # Q·Kᵀ and P·V
+    flops += 5.0 * batch * heads * seq * kv_len  # the scale and the softmax
     cost = ops.Cost(flops=flops, bytes_read=0, bytes_written=0, dtype=_name(x))
     return _once(cost, node, tensors, 0.0)
 
@@ -300,6 +322,25 @@ def fused_kind(node: Any, tensors: dict[str, Tensor]) -> str:
     return kernel_kind(_standard(node, op, ins), tensors)
 
 
+def _absorbed(end: Any, node: Any, consumers_of: dict[str, list[Any]],
+              readers: dict[str, int]) -> list[Any]:  # fmt: skip
+    """The residual Add a blocked convolution with a Sum input took in after ``end``, and the
+    activation after that Add when the convolution applies one."""
+    found: list[Any] = []
+    tensor = end.output[0]
+    wanted = ["Add"]
+    act = attributes(node).get("activation", b"")
+    if act:
+        wanted.append(act.decode() if isinstance(act, bytes) else str(act))
+    for op in wanted:
+        after = consumers_of.get(tensor, [])
+        if readers.get(tensor, 0) != 1 or len(after) != 1 or after[0].op_type != op:
+            break
+        found.append(after[0])
+        tensor = after[0].output[0]
+    return found
+
+
 def origins(original: onnx.ModelProto, fused: onnx.ModelProto) -> dict[str, tuple[str, ...]]:
     """Which exported nodes each node of the optimised graph stands for.
 
@@ -327,6 +368,13 @@ def origins(original: onnx.ModelProto, fused: onnx.ModelProto) -> dict[str, tupl
 
     nodes = list(original.graph.node)
     order = {id(n): i for i, n in enumerate(nodes)}
+    called = {id(n): n.name or f"{n.op_type}_{i}" for i, n in enumerate(nodes)}  # as imported
+    optimised = list(fused.graph.node)  # one list: a protobuf's elements are new objects each pass
+    mine = {id(n): n.name or f"{n.op_type}_{i}" for i, n in enumerate(optimised)}
+    consumers_of: dict[str, list[Any]] = {}
+    for n in nodes:
+        for t in n.input:
+            consumers_of.setdefault(t, []).append(n)
     producer = {t: n for n in nodes for t in n.output if t}
     by_name = {n.name: n for n in nodes if n.name}
     readers = Counter(t for n in nodes for t in n.input if t)
@@ -334,14 +382,21 @@ def origins(original: onnx.ModelProto, fused: onnx.ModelProto) -> dict[str, tupl
     heads = {"Conv", "ConvTranspose", "MatMul", "Gemm", "Einsum", "LSTM", "GRU", "RNN"}
     result: dict[str, tuple[str, ...]] = {}
     claimed: set[int] = set()  # each exported node stands in one optimised node, the first
-    for node in fused.graph.node:
-        name = node.name or node.op_type
+    for node in optimised:
+        name = mine[id(node)]
         if node.op_type in ("ReorderInput", "ReorderOutput"):
             result[name] = ()
             continue
         ends = [producer[t] for t in node.output if t in producer]
-        if not ends and name.endswith("_nchwc") and name[: -len("_nchwc")] in by_name:
-            ends = [by_name[name[: -len("_nchwc")]]]
+        stem = name[: -len("_nchwc")] if name.endswith("_nchwc") else name.split("/")[0]
+        if not ends and stem in by_name:  # "features.0_bn_nchwc", "features.0_silu/QuickGelu…"
+            ends = [by_name[stem]]
+        elif not ends and stem in producer:  # named after its output: "/relu/Relu_output_0_nchwc"
+            ends = [producer[stem]]
+        elif not ends and name in by_name:  # left alone, its output renamed
+            ends = [by_name[name]]
+        if ends and len(node.input) > 3 and node.op_type == "Conv":  # it adds its Sum input too
+            ends += _absorbed(ends[0], node, consumers_of, readers)
         own = set(node.input)
         taken: dict[int, Any] = {}
         todo = list(ends)
@@ -357,16 +412,16 @@ def origins(original: onnx.ModelProto, fused: onnx.ModelProto) -> dict[str, tupl
                     todo.append(producer[t])
         claimed.update(taken)
         chosen = sorted(taken.values(), key=lambda n: order[id(n)])
-        result[name] = tuple(n.name or n.op_type for n in chosen)
+        result[name] = tuple(called[id(n)] for n in chosen)
     # A MatMul with its bias becomes Reshape, Gemm, Reshape, the last keeping the bias Add's
     # output: what it stands for belongs to the Gemm (a new node) that feeds it.
-    made = {t: n for n in fused.graph.node for t in n.output if t}
-    for node in fused.graph.node:
-        name = node.name or node.op_type
-        carries_head = any(by_name.get(o) is not None and by_name[o].op_type in heads
-                           for o in result[name])  # fmt: skip
+    made = {t: n for n in optimised for t in n.output if t}
+    head_names = {called[id(n)] for n in nodes if n.op_type in heads}
+    for node in optimised:
+        name = mine[id(node)]
+        carries_head = any(o in head_names for o in result[name])
         if node.op_type in ("Reshape", "Flatten", "Squeeze", "Unsqueeze") and carries_head:
             before = made.get(node.input[0]) if node.input else None
-            if before is not None and not result[before.name or before.op_type]:
-                result[before.name or before.op_type], result[name] = result[name], ()
+            if before is not None and not result[mine[id(before)]]:
+                result[mine[id(before)]], result[name] = result[name], ()
     return result
