@@ -189,3 +189,11 @@ def test_what_a_hostile_caller_tried_is_priced_or_refused_clearly():
     rates = measure_kernels(kinds=("gemm",), rounds=1, runs=1, progress=False,
                             optimization=" ALL ")  # fmt: skip
     assert rates.optimization == "all"
+
+
+def test_the_readme_counts_the_fused_operators_priced():
+    from conftest import ROOT
+
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert f"its {len(coverage().fused)} fused and contrib operators" in readme
+    assert len(coverage().fused) == sum(len(ops) for ops in FUSED_OPS.values())
