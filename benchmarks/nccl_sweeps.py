@@ -7,7 +7,9 @@ That number is set, per kind of path, from the **calibration** sweeps of that ki
 channel bandwidth that makes the largest size's predicted bus bandwidth the measured one, the
 median over the kind's sweeps); a held-out sweep of a kind no calibration sweep has is marked
 ``uncalibrated`` and predicted from the catalogue's line rate. Nothing is fitted on the held-out
-half. Per sweep: the plateau's bus bandwidth predicted and measured, the median
+half. A PCIe path's channel bandwidth is calibrated as a share of the card's own PCIe link
+(:data:`PCIE`). Per sweep: the plateau's bus bandwidth predicted and measured, the size at
+which the bus bandwidth reaches half its plateau (predicted and measured, KiB), the median
 ``|predicted / measured - 1|`` of the time at 1 MiB and above and over all sizes, and the
 median ratio at 64 KiB and below. The goal (issue 47): every held-out sweep within 15% at
 1 MiB and above, and within 1.5x at 64 KiB and below.
@@ -39,6 +41,24 @@ ARCH = {"H100 SXM": "hopper", "RTX 4090": "ampere", "NVIDIA A100-PCIE-40GB": "am
         "MI300X": "ampere", "AMD Instinct MI355X": "ampere"}  # fmt: skip
 #: Line rates for a path no calibration sweep has (the catalogue's), B/s per GPU.
 LINE_RATE = {"pci": "PCIe 4.0 x16", "net": "InfiniBand HDR"}
+#: Each PCIe card's host link (the vendors' specifications: RTX 2080 Ti PCIe 3.0 x16, the
+#: MI100, RTX 4090 and A100 PCIe 4.0 x16). A PCIe path's channel bandwidth is calibrated as a
+#: share of this link's rate, so a PCIe 4.0 box is not priced at a PCIe 3.0 box's speed.
+PCIE = {"NVIDIA GeForce RTX 2080 Ti": "PCIe 3.0 x16", "AMD Instinct MI100": "PCIe 4.0 x16",
+        "RTX 4090": "PCIe 4.0 x16", "NVIDIA A100-PCIE-40GB": "PCIe 4.0 x16"}  # fmt: skip
+
+
+def link_rate(entry: dict[str, Any], path: tuple[str, str, bool]) -> float:
+    """What a calibrated channel bandwidth is a share of: the card's PCIe link on a PCIe
+    path, else 1 (an absolute rate)."""
+    if path[0] == "pci" and entry["device"] in PCIE:
+        return hardware.get_link(PCIE[entry["device"]]).bandwidth
+    return 1.0
+
+
+def half_size(sizes: list[float], busbw: list[float]) -> float:
+    """The smallest size whose bus bandwidth reaches half the largest size's, B."""
+    return next(n for n, b in zip(sizes, busbw, strict=True) if b >= busbw[-1] / 2)
 
 
 AMD_SWITCHED = ("MI300X", "AMD Instinct MI355X")  # Infinity Fabric among all eight GPUs
@@ -95,14 +115,15 @@ def main() -> None:
     rates: dict[tuple[str, str, bool], list[float]] = {}
     for entry in index:
         if entry["split"] == "calibration":
-            rates.setdefault(path_of(entry), []).append(calibrate(entry, sweep_of(entry)))
-    print(f"{'sweep':42} {'half':11} {'path':22} {'plateau GB/s':>14} {'>=1MiB':>7} "
-          f"{'all':>6} {'<=64KiB':>8}")  # fmt: skip
+            share = calibrate(entry, sweep_of(entry)) / link_rate(entry, path_of(entry))
+            rates.setdefault(path_of(entry), []).append(share)
+    print(f"{'sweep':42} {'half':11} {'path':22} {'plateau GB/s':>14} {'half-bw size':>16} "
+          f"{'>=1MiB':>7} {'all':>6} {'<=64KiB':>8}")  # fmt: skip
     halves: dict[str, list[float]] = {}
     for entry in index:
         sweep, path = sweep_of(entry), path_of(entry)
         if path in rates:
-            channel_bw, note = statistics.median(rates[path]), ""
+            channel_bw, note = statistics.median(rates[path]) * link_rate(entry, path), ""
         else:
             line = hardware.get_link(LINE_RATE["net" if path[2] else "pci"]).bandwidth
             channel_bw, note = (
@@ -115,9 +136,13 @@ def main() -> None:
         small = [r for r, n in zip(ratio, sweep.sizes, strict=True) if 0 < n <= 2**16]
         factor = comms.bus_factor(sweep.collective, sweep.ranks)
         plateau = sweep.sizes[-1] / times[-1] * factor / 1e9
+        modelled = [n / t * factor for n, t in zip(sweep.sizes, times, strict=True)]
+        halves_at = (half_size(list(sweep.sizes), modelled),
+                     half_size(list(sweep.sizes), list(sweep.bus_bandwidths)))  # fmt: skip
         halves.setdefault(entry["split"], []).append(statistics.median(large))
         print(f"{entry['id']:42} {entry['split']:11} {'/'.join(map(str, path)):22} "
               f"{plateau:6.0f} {sweep.bus_bandwidths[-1] / 1e9:6.0f} "
+              f"{halves_at[0] / 2**10:7.0f}K {halves_at[1] / 2**10:7.0f}K "
               f"{statistics.median(large):7.0%} "
               f"{statistics.median(abs(r - 1) for r in ratio):6.0%} "
               f"{statistics.median(small):7.2f}x{note}")  # fmt: skip
