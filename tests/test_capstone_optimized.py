@@ -197,3 +197,24 @@ def test_the_readme_counts_the_fused_operators_priced():
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     assert f"its {len(coverage().fused)} fused and contrib operators" in readme
     assert len(coverage().fused) == sum(len(ops) for ops in FUSED_OPS.values())
+
+
+def test_each_fusion_saves_its_origins_time_less_its_own():
+    from perfmodel.capstone import fusions, measure_kernels
+
+    mlp = builders.mlp(batch=8, widths=(32, 64, 8))
+    plain = measure_kernels(kinds=("gemm", "gemv", "elementwise", "broadcast"), rounds=1, runs=1,
+                            progress=False)  # fmt: skip
+    fused = measure_kernels(kinds=("gemm", "gemv", "elementwise", "broadcast"), rounds=1, runs=1,
+                            progress=False, optimization="all")  # fmt: skip
+    found = fusions(mlp, plain, fused)
+    exported = {n.name: n for n in import_onnx(mlp).nodes}
+    optimised = {n.name: n for n in import_onnx(mlp, optimization="all").nodes}
+    assert [f.origin for f in found] and all(len(f.origin) > 1 for f in found)
+    assert [f.saved_s for f in found] == sorted((f.saved_s for f in found), reverse=True)
+    for f in found:  # closed form: the exported nodes' time less the fused node's
+        alone = sum(plain.node_time(exported[o]) for o in f.origin)
+        assert f.saved_s == pytest.approx(alone - fused.node_time(optimised[f.name]))
+        assert f.origin_ops == tuple(exported[o].op_type for o in f.origin)
+    with pytest.raises(TypeError, match="`fused` must be KernelRates"):
+        fusions(mlp, plain, "fast")  # type: ignore[arg-type]

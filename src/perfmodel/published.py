@@ -153,7 +153,10 @@ def _step_flops(row: Row, passes: int) -> float:
     model = row.model()
     per_token = model.forward_flops_per_token(f["seq_len"])
     if f.get("experts", 1) > 1:  # each token runs top_k of the experts' MLPs
-        per_token += 2.0 * model.layers * (f["top_k"] - 1) * model.mlp_parameters
+        from perfmodel.distributed import moe_parameters
+
+        used = moe_parameters(model, experts=f["experts"], top_k=f["top_k"]).active
+        per_token += 2.0 * (used - model.parameters)
     logits = 2.0 * model.vocab * model.width
     tokens = f["global_batch"] * f["seq_len"]
     return float((passes * (per_token - logits) + 3 * logits) * tokens)
@@ -235,7 +238,7 @@ def predict(row: Row, *, fitted: dict[str, float] | None = None) -> tuple[float,
         the ceilings' description.
     """
     from perfmodel.achieved import achieved
-    from perfmodel.serving.inference import ENGINE_STEP_S, inference_run
+    from perfmodel.serving.inference import ENGINE_STEP_S, gemm_dtype, inference_run
 
     if not isinstance(row, Row):
         raise TypeError(f"`row` must be a published.Row (got {row!r}).")
@@ -258,7 +261,7 @@ def predict(row: Row, *, fitted: dict[str, float] | None = None) -> tuple[float,
         }
         return per_gpu[row.metric], step.ceilings
     dtype = f.get("activation_dtype", "fp16")
-    compute = dtype if dtype in ("fp8", "fp16") else "bf16"  # as inference_run chooses
+    compute = gemm_dtype(dtype)
     ceilings = achieved(f["device"], compute, use="serving", fitted=fitted)
     run = inference_run(
         row.model(), f["device"], batch=f["batch"], prompt=f["prompt"], output=f["output"],

@@ -79,13 +79,15 @@ from perfmodel.capstone.scale import (
     memory_bytes,
     pipeline_parallel,
 )
-from perfmodel.capstone.zoo import ZOO, ZooRow, run_zoo, zoo_model
+from perfmodel.capstone.zoo import ZOO, Fusion, ZooRow, fusions, run_zoo, zoo_model
 from perfmodel.measure.calibration import Comparison
 
 __all__ = [
     "ZOO",
     "KernelRates",
     "ZooRow",
+    "Fusion",
+    "fusions",
     "cached_kernels",
     "drift",
     "measure_kernels",

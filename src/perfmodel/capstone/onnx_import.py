@@ -355,10 +355,9 @@ def import_onnx(
                 f"optimization='none'."
             ) from None
         origin = fusion.origins(exported, proto)
-    tensors, unknown = tensors_of(proto)
-    if level != "none" and unknown:
-        tensors = {**ran, **tensors}
-        unknown = {name: said for name, said in unknown.items() if name not in tensors}
+        tensors, unknown = ran, dict[str, str]()  # one run sized every tensor
+    else:
+        tensors, unknown = tensors_of(proto)
     weights = {tensor.name for tensor in proto.graph.initializer}
     for node in proto.graph.node:  # constants computed once count as weights too
         if node.op_type == "Constant":

@@ -120,7 +120,8 @@ def run_shapes(model: onnx.ModelProto) -> dict[str, Tensor]:
     Returns
     -------
     dict of str to Tensor
-        Each node output's shape and element type, by name.
+        Every tensor's shape and element type, by name: the graph's inputs, its weights and
+        each node's outputs.
     """
     import onnx
     import onnxruntime as ort
@@ -141,12 +142,15 @@ def run_shapes(model: onnx.ModelProto) -> dict[str, Tensor]:
     session = ort.InferenceSession(
         exposed.SerializeToString(), options, providers=["CPUExecutionProvider"]
     )
+    feeds = random_inputs(model)
     names = [value.name for value in session.get_outputs()]
-    values = session.run(None, random_inputs(model))
-    types = {value: onnx.helper.np_dtype_to_tensor_dtype(array.dtype)
-             for value, array in zip(names, values, strict=True)}  # fmt: skip
-    return {name: Tensor(tuple(int(d) for d in array.shape), types[name])
-            for name, array in zip(names, values, strict=True)}  # fmt: skip
+    arrays = {**feeds, **dict(zip(names, session.run(None, feeds), strict=True))}
+    found = {name: Tensor(tuple(int(d) for d in array.shape),
+                          onnx.helper.np_dtype_to_tensor_dtype(array.dtype))
+             for name, array in arrays.items()}  # fmt: skip
+    for tensor in model.graph.initializer:
+        found[tensor.name] = Tensor(tuple(tensor.dims), tensor.data_type)
+    return found
 
 
 def _name(tensor: Tensor) -> str | None:

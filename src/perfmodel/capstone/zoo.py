@@ -19,6 +19,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from perfmodel.capstone import builders
 from perfmodel.capstone.kernels import KernelRates
 from perfmodel.capstone.onnx_import import import_onnx
 
-__all__ = ["ZOO", "ZooRow", "run_zoo", "zoo_model"]
+__all__ = ["ZOO", "Fusion", "ZooRow", "fusions", "run_zoo", "zoo_model"]
 
 #: Each family: its builder and the arguments that size it for this CPU (batch aside).
 ZOO: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {
@@ -247,3 +248,68 @@ def run_zoo(
             )
         )
     return rows
+
+
+@dataclass(frozen=True, slots=True)
+class Fusion:
+    """One node of onnxruntime's optimised graph that stands for several exported ones.
+
+    Parameters
+    ----------
+    name : str
+        The optimised node's name.
+    op_type : str
+        Its operator (``"FusedGemm"``, ``"Conv"`` in the blocked layout...).
+    origin : tuple of str
+        The exported nodes it stands for, in the export's order.
+    origin_ops : tuple of str
+        Their operators, in the same order.
+    saved_s : float
+        The exported nodes' predicted time on rates of their level, less the fused node's on
+        rates of its own, s (negative when the fusion costs time).
+    """
+
+    name: str
+    op_type: str
+    origin: tuple[str, ...]
+    origin_ops: tuple[str, ...]
+    saved_s: float
+
+
+def fusions(model: Any, plain: KernelRates, fused: KernelRates) -> list[Fusion]:
+    """Every fused node of ``model``'s optimised graph, the one that saves most first.
+
+    Parameters
+    ----------
+    model : onnx.ModelProto
+        The exported model.
+    plain : KernelRates
+        Rates measured with the optimisations off (``optimization="none"``).
+    fused : KernelRates
+        Rates measured at the optimised graph's level; the model is imported at it.
+
+    Returns
+    -------
+    list of Fusion
+        One per optimised node standing for two or more exported nodes, by saving, largest
+        first.
+    """
+    for argument, rates in (("plain", plain), ("fused", fused)):
+        if not isinstance(rates, KernelRates):
+            raise TypeError(f"`{argument}` must be KernelRates (got {type(rates).__name__}).")
+    exported = import_onnx(model, optimization=plain.optimization)
+    optimised = import_onnx(model, optimization=fused.optimization)
+    alone = {node.name: node for node in exported.nodes}
+    found = [
+        Fusion(
+            name=node.name,
+            op_type=node.op_type,
+            origin=node.origin,
+            origin_ops=tuple(alone[o].op_type for o in node.origin),
+            saved_s=math.fsum(plain.node_time(alone[o]) for o in node.origin)
+            - fused.node_time(node),
+        )
+        for node in optimised.nodes
+        if len(node.origin) > 1
+    ]
+    return sorted(found, key=lambda f: -f.saved_s)

@@ -53,6 +53,7 @@ from perfmodel._show import gib, percent, seconds, shown
 from perfmodel._validate import choice, count, flag
 from perfmodel.achieved import Achieved, achieved, default_links
 from perfmodel.distributed.memory import activation_bytes, training_memory
+from perfmodel.distributed.moe import moe_parameters
 from perfmodel.hardware import get
 from perfmodel.transformer import Transformer
 
@@ -441,6 +442,8 @@ def training_step(
     # --- gradients across replicas, then the optimizer --------------------------------------
     share = layers / model.layers  # the busiest stage's part of the layers (and weights)
     expert_params = model.layers * (e // ep) * model.mlp_parameters if e > 1 else 0
+    # the weights a token uses beyond the dense model's: its further top_k - 1 experts
+    routed = moe_parameters(model, experts=e, top_k=k).active - model.parameters
     dense_params = model.parameters - (model.layers * model.mlp_parameters if e > 1 else 0)
     d_grad = d * c  # context-parallel ranks hold the same weights
 
@@ -465,16 +468,12 @@ def training_step(
 
     # --- memory of the busiest (first) stage ------------------------------------------------
     stage_of_zero = 3 if sharded else 1 if zero else 0
-    if e == 1:
-        states = share * training_memory(model, data_parallel=d_grad, zero_stage=stage_of_zero,
-                                         tensor_parallel=t).total  # fmt: skip
-    else:  # the experts' states shard over the expert-data-parallel ranks only
-        states = share * (
-            training_memory(dense_params, data_parallel=d_grad, zero_stage=stage_of_zero,
-                            tensor_parallel=t).total
-            + training_memory(expert_params, data_parallel=d_grad // ep,
-                              zero_stage=stage_of_zero, tensor_parallel=t).total
-        )  # fmt: skip
+    states = share * training_memory(dense_params, data_parallel=d_grad, zero_stage=stage_of_zero,
+                                     tensor_parallel=t).total  # fmt: skip
+    if expert_params:  # the experts' states shard over the expert-data-parallel ranks only
+        experts_memory = training_memory(expert_params, data_parallel=d_grad // ep,
+                                         zero_stage=stage_of_zero, tensor_parallel=t)  # fmt: skip
+        states += share * experts_memory.total
     # 1F1B keeps min(m, p) micro-batches in flight on the first stage; interleaving adds
     # (p - 1) / (p v) of that (Korthikanti et al.)
     in_flight = min(m, p) * (1 + (p - 1) / (p * v) if v > 1 else 1) if p > 1 else 1
@@ -503,12 +502,9 @@ def training_step(
         data_comm_s=data_comm,
         optimizer_s=optimizer,
         model_flops=3.0
-        * (
-            model.forward_flops_per_token(s, causal=True)
-            + 2.0 * model.layers * (k - 1) * model.mlp_parameters * (e > 1)
-        )
+        * (model.forward_flops_per_token(s, causal=True) + 2.0 * routed)
         * batch
-        * s,  # fmt: skip
+        * s,
         peak_flops=ceil.device.peak_flops_by_dtype[dtype],
         memory_bytes=memory,
         ceilings=ceil.describe(),

@@ -35,7 +35,14 @@ from perfmodel.achieved import Achieved, achieved, default_links
 from perfmodel.hardware import DTYPES, dtype_bytes, get
 from perfmodel.transformer import Transformer
 
-__all__ = ["ENGINE_STEP_S", "ContinuousRun", "InferenceRun", "continuous_run", "inference_run"]
+__all__ = [
+    "ENGINE_STEP_S",
+    "ContinuousRun",
+    "InferenceRun",
+    "continuous_run",
+    "gemm_dtype",
+    "inference_run",
+]
 
 #: An engine's fixed cost per forward pass (scheduling, sampling), beyond its kernels' own,
 #: s; fitted on the calibration half of ``data/published_runs.toml`` (see
@@ -92,6 +99,24 @@ class InferenceRun:
             tpot=seconds(self.tpot_s),
             output_tokens_per_s=f"{self.output_tokens_per_s:,.0f}",
         )
+
+
+def gemm_dtype(activation_dtype: str) -> str:
+    """The dtype whose ceiling an engine's GEMMs run at for activations of ``activation_dtype``:
+    fp8 and fp16 their own (fp16 is an fp16-only GPU's), any other bf16.
+
+    Parameters
+    ----------
+    activation_dtype : str
+        The activations' dtype (``"fp16"``, ``"fp8"``...).
+
+    Returns
+    -------
+    str
+        ``"fp8"``, ``"fp16"`` or ``"bf16"``.
+    """
+    chosen = choice("activation_dtype", activation_dtype, DTYPES)
+    return chosen if chosen in ("fp8", "fp16") else "bf16"
 
 
 def inference_run(
@@ -161,8 +186,7 @@ def inference_run(
     activation_dtype = choice("activation_dtype", activation_dtype, DTYPES)
     w_bytes = dtype_bytes(weight_dtype)
     a_bytes = dtype_bytes(activation_dtype)
-    # the GEMMs run at the activations' ceiling: fp8, fp16 (an fp16-only GPU's), else bf16
-    compute_dtype = activation_dtype if activation_dtype in ("fp8", "fp16") else "bf16"
+    compute_dtype = gemm_dtype(activation_dtype)
     spec = get(device, argument="device")
     if ceilings is None:
         ceil = achieved(spec, compute_dtype, use="serving")
