@@ -84,6 +84,14 @@ def test_mip_equals_brute_force_and_bounds_hold(case):
         assert bound <= oracle.bottleneck * (1 + 1e-9) + 1e-12  # never above the optimum
 
 
+def test_the_mip_certificate_holds_where_presolve_once_broke_it():
+    # HiGHS with presolve returned bottleneck 12 as "optimal" here; the singleton split gives 11.
+    graph = pl.Graph((2, 4, 1.75, 5), (2, 4, 2, 0), ((0, 1), (0, 2), (1, 2), (1, 3), (2, 3)))
+    mip = pl.solve_mip(graph, 4)
+    assert mip.bottleneck == pytest.approx(pl.brute_force(graph, 4).bottleneck) == 11
+    assert mip.lower_bound <= 11
+
+
 def test_partition_is_exact_up_to_twelve_nodes():
     # A diamond-heavy 12-node graph: the DP over one order is not enough; the downset DP is.
     work = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8]
