@@ -261,6 +261,27 @@ for _ in range(24):  # 1.5 GiB in memfds closed while in flight on a socket: no 
     os.close(fd)
 """
 
+SOCKET_HOG = """
+import os, socket, time
+for _ in range(30):  # 30 processes, each with all the socket pairs it may open, bytes queued
+    if os.fork() == 0:
+        try:
+            pairs = []
+            while True:
+                try:
+                    pairs.append(socket.socketpair())
+                except OSError:
+                    break
+            for a, _ in pairs:
+                a.setblocking(False)
+                a.send(b"s" * 16384)
+            time.sleep(20)
+        finally:
+            os._exit(0)
+time.sleep(5)
+attack_worked = True
+"""
+
 NESTED_USERNS = """
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
@@ -334,6 +355,12 @@ def build_attacks(workbook, folder: Path) -> dict[str, tuple[str, float, str]]:
     attack("deep_chain.ipynb", DEEP_CHAIN)
     attack("threads.ipynb", THREADS, phrase="can't start new thread")
     attack("inflight_memfd.ipynb", INFLIGHT_MEMFD, phrase="PermissionError")
+    attack(
+        "socket_hog.ipynb",
+        when(SOCKET_HOG, solved),
+        status="failed",
+        phrase="stopped for using more than 1 GiB",
+    )
     attack("nested_userns.ipynb", when(NESTED_USERNS, solved))
     attack("take_report_pipe.ipynb", when(TAKE_REPORT_PIPE, solved))
     attack("network.ipynb", when(NETWORK, solved))
@@ -342,12 +369,8 @@ def build_attacks(workbook, folder: Path) -> dict[str, tuple[str, float, str]]:
     attack(
         "read_others.ipynb", when(READ_OTHERS.format(masters=masters, folder=str(folder)), solved)
     )
-    attack(
-        "fifo_readout.ipynb",
-        PLANT_READOUT.format(plant="os.mkfifo(found.group(1))"),
-        status="failed",
-        phrase="could not read the answers back",
-    )
+    # mknod is not on the allowlist, so the FIFO is never made and the row scores 0.
+    attack("fifo_readout.ipynb", PLANT_READOUT.format(plant="os.mkfifo(found.group(1))"))
     attack(
         "folder_readout.ipynb",
         PLANT_READOUT.format(plant="os.mkdir(found.group(1))"),

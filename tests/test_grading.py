@@ -401,7 +401,7 @@ def test_a_reaped_worker_s_pid_is_never_signalled(monkeypatch):
 
 
 def test_safe_text_never_exceeds_its_limit():
-    from perfmodel.grading.grade import safe_text
+    from perfmodel.grading.text import safe_text
 
     for limit in range(1, 8):
         assert len(safe_text("abcdef", limit)) <= limit

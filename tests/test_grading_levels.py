@@ -211,12 +211,25 @@ while time.time() < deadline and not attack_worked:
     time.sleep(0.2)
 """
 
+CMDLINE_READER = """
+import glob
+attack_worked = False
+for path in glob.glob("/proc/[0-9]*/cmdline"):  # the grader's names the folder and the sheet
+    try:
+        text = open(path, "rb").read()
+    except OSError:
+        continue
+    attack_worked = attack_worked or b"grades.csv" in text or b"submissions" in text
+"""
+
 DAEMON_AFTER = """
-import os
+import glob, os
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
         open(os.path.join("/tmp", "left-behind-%d" % os.getpid()), "w").write("x")
+        for nested in glob.glob("/tmp/perfmodel-nested-*/sticky"):  # as /tmp/.X11-unix is
+            open(os.path.join(nested, "left-behind-%d" % os.getpid()), "w").write("x")
         os.execv("/bin/sleep", ["sleep", "299.25"])
     os._exit(0)
 """
@@ -236,7 +249,13 @@ def test_the_unprivileged_level_keeps_classmates_apart_and_cleans_up(tmp_path, r
     (folder / "b_honest.ipynb").write_text(json.dumps(solved), encoding="utf-8")
     daemon = with_code(solved, 1, DAEMON_AFTER)
     (folder / "c_daemon.ipynb").write_text(json.dumps(daemon), encoding="utf-8")
+    peeker = with_code(student, len(student["cells"]), when(CMDLINE_READER, solved))
+    (folder / "d_cmdline.ipynb").write_text(json.dumps(peeker), encoding="utf-8")
     env = {**os.environ, "PATH": str(tmp_path / "no-tools-here")}
+    nested = Path(tempfile.mkdtemp(prefix="perfmodel-nested-", dir="/tmp")) / "sticky"
+    nested.mkdir()
+    os.chmod(nested.parent, 0o755)
+    os.chmod(nested, 0o1777)
     # A master or a classmate's notebook every user may read is refused: the submissions
     # would run as other users.
     private = tmp_path / "keys"  # under pytest's own 0700 folder
@@ -272,9 +291,12 @@ def test_the_unprivileged_level_keeps_classmates_apart_and_cleans_up(tmp_path, r
         "a_reader.ipynb": ("0", "unprivileged"),
         "b_honest.ipynb": ("5", "unprivileged"),
         "c_daemon.ipynb": ("5", "unprivileged"),
+        "d_cmdline.ipynb": ("0", "unprivileged"),
     }
     assert _running(b"sleep\0" + b"299.25") == [], "a sandbox's daemon outlived its row"
     assert not list(Path("/tmp").glob("left-behind-*")), "a sandbox's file outlived its row"
+    assert not list(nested.iterdir()), "a file in a nested shared folder outlived its row"
+    shutil.rmtree(nested.parent)
 
 
 @pytest.mark.slow

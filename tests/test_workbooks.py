@@ -372,3 +372,16 @@ def test_points_come_only_from_hidden_graded_parts(workbook):
                 continue
             same = value == known or (known and abs(value / known - 1) < 0.015)
             assert not same, f"{workbook.name}: {name} = {value!r} is {other} = {known!r}"
+
+
+@pytest.mark.parametrize("workbook", WORKBOOKS, ids=lambda workbook: workbook.name)
+def test_no_graded_choice_is_a_coin_flip(workbook):
+    """Every graded one-word answer has at least three options to choose from."""
+    import ast
+
+    for source in assigned(workbook).tests.values():
+        for call in ast.walk(ast.parse(source)):
+            if isinstance(call, ast.Call) and getattr(call.func, "id", "") == "check_choice":
+                name = ast.literal_eval(call.args[0])
+                if name.startswith("graded_"):
+                    assert len(ast.literal_eval(call.args[3])) >= 3, (workbook.name, name)

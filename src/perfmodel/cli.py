@@ -11,8 +11,11 @@ lecture as live slides, ``perfmodel book`` builds the offline site, and ``perfmo
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import signal
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -281,6 +284,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ``perfmodel grade`` is interrupted. ``perfmodel demo`` does not return: Voilà
         replaces the process.
     """
+    if argv is None:
+        argv = _neutral_argv(sys.argv[1:])
     args = _parser().parse_args(argv)
     try:
         if args.command == "release":
@@ -304,6 +309,34 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _interrupt(signum: int, frame: object) -> None:
     """Turn SIGTERM into the same orderly stop as Ctrl-C."""
     raise KeyboardInterrupt
+
+
+#: The flag a re-executed ``perfmodel grade`` reads its arguments through.
+_ARGV_FD = "--argv-from-fd"
+
+
+def _neutral_argv(argv: list[str]) -> list[str]:
+    """``perfmodel grade`` as root on Linux re-executes itself with a command line that names
+    no path: every other user can read ``/proc/PID/cmdline`` (the unprivileged level's
+    sandbox uid too), while the arguments travel in an unlinked file only root can read,
+    inherited by descriptor. Any other command's ``argv`` comes back as it is."""
+    if len(argv) == 2 and argv[0] == _ARGV_FD:
+        with os.fdopen(int(argv[1]), "rb") as inherited:
+            return [str(item) for item in json.loads(inherited.read())]
+    if not argv or argv[0] != "grade" or os.geteuid() != 0 or sys.platform != "linux":
+        return argv
+    if {"-h", "--help"} & set(argv):
+        return argv
+    handle = tempfile.TemporaryFile()  # noqa: SIM115 - the exec'd process reads and closes it
+    handle.write(json.dumps(argv).encode())
+    handle.seek(0)
+    os.set_inheritable(handle.fileno(), True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(
+        sys.executable, [sys.executable, "-m", "perfmodel.cli", _ARGV_FD, str(handle.fileno())]
+    )
+    raise AssertionError("unreachable")  # pragma: no cover - execv does not return
 
 
 def _grade(args: argparse.Namespace) -> int:

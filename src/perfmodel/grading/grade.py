@@ -20,31 +20,26 @@ import shutil
 import stat
 import sys
 import tempfile
-import unicodedata
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perfmodel import _validate
 from perfmodel.exercises import feedback
 from perfmodel.grading import levels, private
 from perfmodel.grading.sandbox import Execution, Limits, execute_notebook
+from perfmodel.grading.text import display_name, display_names, safe_text, sheet_cell
 
 __all__ = [
     "MAX_NOTEBOOK_BYTES",
-    "MAX_TEXT",
     "QuestionResult",
     "SubmissionGrade",
     "PartialSheet",
-    "display_name",
     "feedback_names",
     "grade_folder",
     "grade_submission",
-    "safe_text",
     "score_answers",
-    "sheet_cell",
     "write_csv",
     "write_feedback",
 ]
@@ -180,74 +175,6 @@ def score_answers(tests: dict[str, str], answers: dict[str, Any]) -> tuple[Quest
     return tuple(results)
 
 
-#: The longest text a grade sheet or feedback file holds in one field.
-MAX_TEXT = 2000
-#: First characters that make a spreadsheet read a cell as a formula.
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def safe_text(value: object, limit: int = MAX_TEXT) -> str:
-    """Any object as printable text of at most ``limit`` characters, whatever it holds.
-
-    Lone surrogates and other characters UTF-8 cannot encode become backslash escapes,
-    control characters become spaces, and ``str()`` itself failing is survived.
-
-    Parameters
-    ----------
-    value : object
-        Anything; a string is used as it is, anything else through ``str()``.
-    limit : int
-        The most characters returned, count; a positive integer. Text cut short ends in
-        ``"..."``, except below a limit of 3, where it is cut with no room for the dots.
-
-    Returns
-    -------
-    str
-        The printable text.
-
-    Examples
-    --------
-    >>> safe_text("bad \\udcff byte\\nnext line")
-    'bad \\\\udcff byte next line'
-    >>> len(safe_text("x" * 10_000))
-    2000
-    >>> safe_text("abcdef", 5), safe_text("abcdef", 2)
-    ('ab...', 'ab')
-    """
-    limit = _validate.count("limit", limit)
-    try:
-        text = value if isinstance(value, str) else str(value)
-    except Exception:  # noqa: BLE001 - a hostile __str__ must not sink the batch
-        text = f"<unprintable {type(value).__name__}>"
-    text = text[: limit * 2].encode("utf-8", "backslashreplace").decode("utf-8")
-    text = "".join(" " if (ord(c) < 32 or 0x7F <= ord(c) < 0xA0) else c for c in text)
-    if len(text) <= limit:
-        return text
-    return text[:limit] if limit < 3 else text[: limit - 3] + "..."
-
-
-def sheet_cell(text: str) -> str:
-    """A text cell a spreadsheet shows as text: formula-like cells get a leading quote.
-
-    Parameters
-    ----------
-    text : str
-        The cell's text.
-
-    Returns
-    -------
-    str
-        ``text``, with a leading ``'`` when it starts with ``=``, ``+``, ``-``, ``@``, a tab
-        or a carriage return.
-
-    Examples
-    --------
-    >>> sheet_cell("=HYPERLINK(1)"), sheet_cell("ok")
-    ("'=HYPERLINK(1)", 'ok')
-    """
-    return "'" + text if text.startswith(_FORMULA_START) else text
-
-
 def _read_submission(path: Path) -> tuple[bytes, str]:
     """The file's bytes, or why it is refused unread: links, folders, FIFOs, huge files.
 
@@ -296,67 +223,6 @@ def _describe_execution(execution: Execution) -> list[str]:
     return notes
 
 
-def display_name(path: Path) -> str:
-    """A file name as printable text, one to one, so two names never print alike.
-
-    A byte that is not UTF-8 becomes ``\\xNN``, a backslash ``\\\\``, and a control
-    character, a format mark, a private-use or unassigned code point, a separator other
-    than the space, a blank letter, or a leading ``'`` its ``\\xNN``, ``\\uNNNN`` or
-    ``\\UNNNNNNNN`` escape.
-
-    Parameters
-    ----------
-    path : Path
-        The file; only its last component is shown.
-
-    Returns
-    -------
-    str
-        The name, escaped.
-
-    Examples
-    --------
-    >>> display_name(Path(os.fsdecode(b"caf\\xe9.ipynb")))
-    'caf\\\\xe9.ipynb'
-    >>> display_name(Path("caf\\\\xe9.ipynb"))
-    'caf\\\\\\\\xe9.ipynb'
-    """
-    out = []
-    for char in os.fsdecode(os.fsencode(path.name)):
-        code = ord(char)
-        if 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8 (surrogateescape)
-            out.append(f"\\x{code - 0xDC00:02x}")
-        elif char == "\\":
-            out.append("\\\\")
-        elif _hidden(char) or (char == "'" and not out):
-            # Controls, format marks (bidi overrides, zero widths), separators and blank
-            # letters are invisible or misleading in a sheet; a leading quote would read as
-            # the sheet's own (see sheet_cell). All are written out.
-            out.append(_escape(code))
-        else:
-            out.append(char)
-    return "".join(out)
-
-
-#: Letters that print as nothing (Hangul fillers, the Braille blank).
-_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
-
-
-def _hidden(char: str) -> bool:
-    category = unicodedata.category(char)
-    return (
-        category in ("Cc", "Cf", "Cs", "Zl", "Zp", "Co", "Cn")
-        or (category == "Zs" and char != " ")
-        or char in _BLANK_LETTERS
-    )
-
-
-def _escape(code: int) -> str:
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
-
-
 def grade_submission(
     path: Path,
     tests: dict[str, str],
@@ -364,6 +230,7 @@ def grade_submission(
     assignment: str,
     limits: Limits,
     isolation_level: str | None = None,
+    name: str | None = None,
 ) -> SubmissionGrade:
     """Grade one submitted notebook; never raises for anything the submission does.
 
@@ -383,13 +250,17 @@ def grade_submission(
         The sandbox's limits for this submission.
     isolation_level : str, optional
         The level it runs at (default: :func:`perfmodel.grading.levels.choose`'s).
+    name : str, optional
+        The name its row prints (default: :func:`~perfmodel.grading.text.display_name`'s;
+        a batch passes :func:`~perfmodel.grading.text.display_names`', which writes names
+        that would look alike apart).
 
     Returns
     -------
     SubmissionGrade
         The submission's row: its scores, status and reason.
     """
-    name = display_name(path)
+    name = display_name(path) if name is None else name
     data, refused = _read_submission(path)
     if refused:
         return SubmissionGrade(
@@ -480,17 +351,19 @@ def grade_folder(
         raise ValueError(f"`jobs` must be at least 1 (got jobs={jobs}).")
     limits = limits or Limits()
     paths = _submissions(submissions)
+    names = display_names(paths)
     level = levels.choose(isolation_level)
     levels.warn(level)
 
     def grade(path: Path) -> SubmissionGrade:
         try:
             return grade_submission(
-                path, tests, assignment=assignment, limits=limits, isolation_level=level
-            )
+                path, tests, assignment=assignment, limits=limits, isolation_level=level,
+                name=names[path],
+            )  # fmt: skip
         except Exception as error:  # noqa: BLE001 - one broken row must not sink the batch
             return SubmissionGrade(
-                submission=display_name(path),
+                submission=names[path],
                 status="failed",
                 reason=safe_text(
                     f"the grader failed on this file: {type(error).__name__}: "

@@ -189,7 +189,7 @@ def grade_autograder_folder(root: Path, *, isolation_level: str | None = None) -
 
 def _results(questions: tuple[Any, ...], output: str, config: dict[str, Any]) -> dict[str, Any]:
     """Gradescope's results for scored questions."""
-    from perfmodel.grading.grade import safe_text
+    from perfmodel.grading.text import safe_text
 
     after = "after_published" if config.get("show_hidden") else "hidden"
     return {

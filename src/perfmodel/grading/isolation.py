@@ -31,7 +31,8 @@ Three levels, the strongest this machine allows (:func:`level`):
     (``--no-isolation``): :func:`perfmodel.grading.levels.choose` refuses to fall back to it.
 
 The grader (:mod:`perfmodel.grading.sandbox`) watches every level from outside as well: the
-wall clock, the memory of the whole tree (memfds included) and its threads.
+wall clock, the memory of the whole tree (what its sockets and pipes can queue included) and
+its threads.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
+
+from perfmodel.grading import seccomp
 
 __all__ = [
     "LEVELS",
@@ -154,9 +157,7 @@ def seccomp_pipe() -> int | None:
         The file descriptor, or None when there is no filter for this machine's
         architecture (:func:`perfmodel.grading.seccomp.program`).
     """
-    from perfmodel.grading.seccomp import program
-
-    code = program()
+    code = seccomp.program()
     if code is None:
         return None
     read, write = os.pipe()
@@ -248,6 +249,8 @@ class Sandbox:
         self.max_processes = int(max_processes)
         self.root = os.geteuid() == 0
         self.uid = sandbox_uid() if self.root and self.level != "none" else None
+        # Built here, in the parent: the child between fork and exec only installs it.
+        self.filter = seccomp.program() if self.level != "bubblewrap" else None
 
     @property
     def inbox_inside(self) -> str:
@@ -302,14 +305,18 @@ class Sandbox:
 
     def preexec(self) -> None:  # pragma: no cover - runs in the child between fork and exec
         """The filter for the levels without bubblewrap, set in the child before ``exec``."""
-        if self.level != "bubblewrap" and sys.platform.startswith("linux"):
-            from perfmodel.grading import seccomp
-
-            seccomp.install()
+        if self.filter is not None:
+            seccomp.install(self.filter)
 
     def clean_up(self) -> None:
-        """Kill whatever the sandbox's own uid still runs, and delete what it left in the
-        shared temporary folders (the unprivileged level has no namespace to do it)."""
+        """Kill whatever the sandbox's own uid still runs, and delete what it left in every
+        folder it could write to (the unprivileged level has no namespace to do it).
+
+        With no groups, that uid can create a file only in a folder every user may write to
+        (:func:`shared_folders`: ``/tmp``, ``/var/tmp``, ``/dev/shm`` and any nested one, such
+        as ``/tmp/.X11-unix``) or in a folder it made there, which goes whole. Keyrings need
+        no cleaning: the seccomp allowlist refuses ``add_key`` and ``keyctl``.
+        """
         if self.uid is None or self.level != "unprivileged":
             return
         for _ in range(5):
@@ -320,8 +327,7 @@ class Sandbox:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
             time.sleep(0.05)
-        shared = {"/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock", tempfile.gettempdir()}
-        for folder in sorted(shared):
+        for folder in shared_folders():
             _remove_owned(Path(folder), self.uid)
 
     def _drop_privileges(self) -> list[str]:
@@ -471,6 +477,46 @@ def remove_tree(path: Path) -> None:
     if os.path.lexists(path):
         with contextlib.suppress(OSError, RecursionError):
             shutil.rmtree(path, ignore_errors=True)
+
+
+#: File systems with nothing a user can leave a file in, or no files at all.
+_VIRTUAL = frozenset({
+    "proc", "sysfs", "cgroup", "cgroup2", "devpts", "mqueue", "debugfs", "tracefs",
+    "securityfs", "pstore", "bpf", "configfs", "fusectl", "binfmt_misc", "autofs", "hugetlbfs",
+    "efivarfs", "nsfs", "rpc_pipefs", "selinuxfs",
+})  # fmt: skip
+
+
+@functools.cache
+def shared_folders() -> tuple[str, ...]:
+    """Every folder any user may write to, on every writable file system (found once).
+
+    Each writable mount is searched on its own file system with ``find``, which does not
+    descend into a folder other users may not pass (the sandbox's uid could not reach
+    below it either). Access control lists are not read.
+
+    Returns
+    -------
+    tuple of str
+        The folders, sorted, with the temporary folder this Python uses.
+    """
+    mounts = []
+    with contextlib.suppress(OSError), open("/proc/self/mounts", encoding="utf-8") as table:
+        for line in table:
+            fields = line.split()
+            if len(fields) >= 4 and fields[2] not in _VIRTUAL and "rw" in fields[3].split(","):
+                mounts.append(fields[1].replace("\\040", " "))
+    found = {tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"}
+    find = tool("find") or "find"
+    for mount in sorted(set(mounts)) or ["/"]:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            listing = subprocess.run(
+                [find, mount, "-xdev", "(", "-type", "d", "!", "-perm", "-0001", "-prune", ")",
+                 "-o", "(", "-type", "d", "-perm", "-0002", "-print0", ")"],
+                stdin=subprocess.DEVNULL, capture_output=True, timeout=300, check=False,
+            )  # fmt: skip
+            found.update(os.fsdecode(path) for path in listing.stdout.split(b"\0") if path)
+    return tuple(sorted(path for path in found if os.path.isdir(path)))
 
 
 def _remove_owned(folder: Path, uid: int) -> None:

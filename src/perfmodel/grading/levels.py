@@ -3,7 +3,8 @@
 ``perfmodel grade`` and the Gradescope runner ask :func:`choose` once, before the first
 submission runs. It returns ``"bubblewrap"`` where that sandbox works, else
 ``"unprivileged"`` where the grader is root and a fresh uid can run this Python; otherwise
-it raises :class:`RuntimeError`, saying why each level cannot run and how to fix it. Level
+it raises :class:`RuntimeError`, saying why each level cannot run and how to fix it. Both
+sandboxed levels need the :mod:`~perfmodel.grading.seccomp` allowlist (libseccomp). Level
 ``"none"`` (every submission runs as the grader's own user) is used only when it is asked for
 by name (``--no-isolation``).
 
@@ -23,7 +24,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from perfmodel.grading import isolation
+from perfmodel.grading import isolation, seccomp
 
 __all__ = ["choose", "closed_folders", "needed_paths", "unprivileged_problem", "warn"]
 
@@ -166,12 +167,13 @@ def choose(requested: str | None = None) -> str:
         raise ValueError(f"`isolation` must be one of {isolation.LEVELS} (got {requested!r}).")
     if requested == "none":
         return "none"
-    bubblewrap = isolation.probe()
+    unfiltered = seccomp.problem()
+    bubblewrap = unfiltered or isolation.probe()
     if requested == "bubblewrap" or (requested is None and not bubblewrap):
         if bubblewrap:
             raise RuntimeError(f"cannot grade in bubblewrap: {bubblewrap}; {_UNSAFE}.")
         return "bubblewrap"
-    unprivileged = unprivileged_problem()
+    unprivileged = unfiltered or unprivileged_problem()
     if not unprivileged:
         return "unprivileged"
     if requested == "unprivileged":

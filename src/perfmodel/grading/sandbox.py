@@ -5,8 +5,9 @@ Two sides, and the grader trusts nothing that comes from the other:
 * the **grader** (:func:`execute_notebook`, called from :mod:`perfmodel.grading.grade`) puts
   the notebook and a request into a read-only *inbox*, starts the worker inside the
   :mod:`perfmodel.grading.isolation` sandbox, enforces the wall clock and watches the whole
-  tree: its threads, the memory its processes hold together (memfds included), and, where
-  the scratch folder is not its own size-capped tmpfs, the bytes and files written there.
+  tree: its threads, the memory its processes hold together (with what their sockets and
+  pipes can queue in the kernel), and, where the scratch folder is not its own size-capped
+  tmpfs, the bytes and files written there.
   It scores nothing here and runs no student code.
 * the **worker** (:mod:`perfmodel.grading.worker`) runs inside the sandbox, as the
   sandbox's unprivileged user, beside the kernel it drives. It checks that the inbox holds a
@@ -72,7 +73,8 @@ class Limits:
         at most ``wall_s``.
     memory_bytes : int
         Memory the submission's processes may hold together (proportional set size,
-        summed over the tree, memfds included), B; each process also gets this as its
+        summed over the tree, with each open socket and pipe charged what it can queue in
+        the kernel), B; each process also gets this as its
         address-space limit.
     disk_bytes : int
         Bytes the submission may write into its scratch folder, all files together, B.
@@ -323,9 +325,15 @@ def _threads(pids: list[int]) -> int:
     return total
 
 
-def _memfd_bytes(pids: list[int]) -> int:
-    """Bytes held in memfds the processes keep open (each file counted once)."""
-    seen: set[tuple[int, int]] = set()
+def _buffer_bytes(pids: list[int]) -> int:
+    """Kernel memory the processes' sockets and pipes can hold (each counted once).
+
+    Queued bytes live in the kernel, where no process's memory count sees them. A socket can
+    queue up to its send buffer, which the seccomp allowlist keeps at its default
+    (``net.core.wmem_default``); a pipe up to ``fs.pipe-max-size``. Each open one is charged
+    that much, whether full or not: an honest kernel holds a few dozen.
+    """
+    seen: set[str] = set()
     total = 0
     for pid in pids:
         try:
@@ -333,15 +341,24 @@ def _memfd_bytes(pids: list[int]) -> int:
         except OSError:
             continue
         for fd in fds:
-            link = f"/proc/{pid}/fd/{fd}"
             with contextlib.suppress(OSError):
-                if not os.readlink(link).startswith("/memfd:"):
-                    continue
-                info = os.stat(link)
-                if (info.st_dev, info.st_ino) not in seen:
-                    seen.add((info.st_dev, info.st_ino))
-                    total += info.st_blocks * 512
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if link not in seen and link.startswith(("socket:", "pipe:")):
+                    seen.add(link)
+                    total += _SOCKET_BYTES if link.startswith("socket:") else _PIPE_BYTES
     return total
+
+
+def _sysctl(path: str, default: int) -> int:
+    try:
+        with open(path, encoding="ascii") as handle:
+            return int(handle.read())
+    except (OSError, ValueError):
+        return default
+
+
+_SOCKET_BYTES = _sysctl("/proc/sys/net/core/wmem_default", 212_992)
+_PIPE_BYTES = _sysctl("/proc/sys/fs/pipe-max-size", 1 << 20)
 
 
 class _ReportReader(threading.Thread):
@@ -371,7 +388,7 @@ def _watch(process: subprocess.Popen[bytes], limits: Limits, scratch: Path, leve
     task_cap = limits.max_processes if level == "none" else 2 * limits.max_processes
     started = clock()
     next_slow = started
-    watch_tree, memfd = os.path.isdir("/proc"), 0
+    watch_tree, buffers = os.path.isdir("/proc"), 0
     while _running(process):
         problem = ""
         now = clock()
@@ -380,10 +397,10 @@ def _watch(process: subprocess.Popen[bytes], limits: Limits, scratch: Path, leve
         elif watch_tree:
             tree = [process.pid, *_descendants(process.pid)]
             if now >= next_slow:
-                memfd = _memfd_bytes(tree)
+                buffers = _buffer_bytes(tree)
             if _threads(tree[1:]) > task_cap:
                 problem = f"stopped for running more than {task_cap} processes and threads"
-            elif _memory_bytes(tree) + memfd > limits.memory_bytes:
+            elif _memory_bytes(tree) + buffers > limits.memory_bytes:
                 problem = (
                     f"stopped for using more than {limits.memory_bytes / 1024**3:g} GiB of "
                     f"memory across its processes"

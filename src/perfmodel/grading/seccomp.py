@@ -1,173 +1,185 @@
-"""The system calls a submission may not make: a small seccomp filter, written by hand.
+"""The system calls a submission may make: an allowlist, built with libseccomp.
 
-Namespaces and rlimits bound most of what a notebook can take; a few system calls reach
-around them, and none of them is needed to run a notebook:
+Every call not named here fails with ``EPERM``. The list holds what a Python kernel, numpy,
+matplotlib, the grading worker and ``setpriv`` call while a workbook is graded, recorded by
+``benchmarks/syscalls.py`` over every master and student copy (``strace -f``, kept in
+``tests/data/recorded_syscalls.txt``), and the near variants a C library picks on another
+machine (``stat`` beside ``newfstatat``, ``epoll_pwait`` beside ``epoll_wait``). Four calls
+are allowed only with certain arguments:
 
-* ``memfd_create`` and ``memfd_secret``: memory held in a file that no process maps, passed
-  around or closed while in flight on a socket, is seen by no per-process count; so are huge
-  pages held in pipes (``vmsplice``), grown socket buffers (``setsockopt`` of ``SO_SNDBUF`` and
-  its kin), and System V and POSIX IPC objects (``shmget``, ``msgget``, ``semget``,
-  ``mq_open``), which also outlive the process;
-* ``io_uring``: it makes sockets and files without the system calls this filter reads;
-* ``clone``/``unshare`` with ``CLONE_NEWUSER``: a user namespace of its own would let the
-  notebook mount a tmpfs outside the disk cap (and reach kernel code meant for root);
-  ``clone3`` is refused with ``ENOSYS``, so the C library falls back to ``clone``, whose
-  flags a filter can read;
-* ``pidfd_getfd`` and ``ptrace``: taking file descriptors or control from the grading worker;
-* ``socket`` for ``AF_INET``, ``AF_INET6`` and ``AF_PACKET``: the network (the kernel talks to
-  its worker over Unix sockets).
+* ``socket`` and ``socketpair`` for ``AF_UNIX``: the kernel talks to its worker over Unix
+  sockets; and ``socket`` for netlink's ``NETLINK_ROUTE``, through which ZeroMQ lists the
+  interfaces (it aborts without it). No network, no ``AF_VSOCK`` to a hypervisor, no other
+  netlink protocol (audit, uevents, sockets' diagnostics);
+* ``clone`` without any namespace flag; ``clone3``, whose flags a filter cannot read, fails
+  with ``ENOSYS`` so the C library falls back to ``clone``;
+* ``setsockopt`` except growing a socket's buffers (``SO_SNDBUF``, ``SO_RCVBUF`` and their
+  ``FORCE`` forms), kernel memory no per-process count sees.
 
-Every other call is allowed. On an architecture the filter does not know (neither x86-64 nor
-AArch64), :func:`program` returns ``None`` and the sandbox runs without it. The filter is
-classic BPF, as the kernel takes it: each instruction is ``(code, jt, jf, k)``.
+So, among others, nothing can reach keyrings (``add_key``, ``keyctl``), ``io_uring``,
+``ptrace``, ``memfd_create``, ``userfaultfd``, ``bpf``, ``perf_event_open``, System V and
+POSIX IPC, ``vmsplice``, ``mount``, ``unshare`` or ``setns``. Calls of another ABI on the
+same machine (i386 or x32 on x86-64) kill the process.
 
-Examples
---------
->>> code = program()
->>> code is None or len(code) % 8 == 0
-True
+The filter comes from libseccomp through `pyseccomp <https://pypi.org/project/pyseccomp/>`_
+(ctypes bindings with the API of libseccomp's own); :func:`problem` says what is missing where
+it cannot be built, and :func:`perfmodel.grading.levels.choose` then refuses both sandboxed
+levels rather than run submissions unfiltered.
 """
 
 from __future__ import annotations
 
-import ctypes
 import errno
-import platform
-import struct
-from typing import Any
+import functools
+import socket
+import sys
+import tempfile
 
-__all__ = ["install", "program"]
+__all__ = ["ALLOWED", "GROUPS", "install", "problem", "program"]
 
-# Classic BPF opcodes and seccomp return values.
-_LD_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
-_JEQ, _JGE, _JSET = 0x15, 0x35, 0x45  # BPF_JMP | BPF_JEQ/JGE/JSET | BPF_K
-_RET = 0x06  # BPF_RET | BPF_K
-_ALLOW = 0x7FFF0000
-_ERRNO = 0x00050000
-_CLONE_NEWUSER = 0x10000000
-_NETWORK_FAMILIES = (2, 10, 17)  # AF_INET, AF_INET6, AF_PACKET
-# seccomp_data: nr (4 bytes), arch (4), instruction pointer (8), args (6 x 8).
-_NR, _ARCH, _ARG0 = 0, 4, 16
-
-#: (audit architecture, syscall numbers) per machine.
-_ARCHES: dict[str, tuple[int, dict[str, Any]]] = {
-    "x86_64": (
-        0xC000003E,
-        {"clone3": 435, "clone": 56, "unshare": 272, "socket": 41, "setsockopt": 54,
-         "denied": (319, 447, 438, 101, 278, 425, 426, 427, 29, 68, 64, 240)},
+#: Calls allowed whatever their arguments, by what they are for.
+GROUPS = {
+    "files and folders": (
+        "read write readv writev pread64 pwrite64 preadv pwritev preadv2 pwritev2 open openat "
+        "close close_range creat lseek stat fstat lstat newfstatat statx statfs fstatfs access "
+        "faccessat faccessat2 readlink readlinkat getdents getdents64 mkdir mkdirat rmdir "
+        "unlink unlinkat rename renameat renameat2 link linkat symlink symlinkat chmod fchmod "
+        "fchmodat truncate ftruncate fsync fdatasync fallocate flock fcntl dup dup2 dup3 pipe "
+        "pipe2 getcwd chdir fchdir umask utime utimes utimensat ioctl sendfile copy_file_range "
+        "fadvise64 getxattr lgetxattr fgetxattr"
     ),
-    "aarch64": (
-        0xC00000B7,
-        {"clone3": 435, "clone": 220, "unshare": 97, "socket": 198, "setsockopt": 208,
-         "denied": (279, 447, 438, 117, 75, 425, 426, 427, 194, 186, 190, 180)},
+    "memory": (
+        "brk mmap munmap mremap mprotect madvise msync mincore mbind get_mempolicy set_mempolicy"
     ),
-}  # fmt: skip
-#: What "denied" lists, in order: memfd_create, memfd_secret, pidfd_getfd, ptrace, vmsplice,
-#: io_uring_setup, io_uring_enter, io_uring_register, shmget, msgget, semget, mq_open.
-_SOL_SOCKET = 1
-_BUFFER_OPTIONS = (7, 8, 32, 33)  # SO_SNDBUF, SO_RCVBUF, SO_SNDBUFFORCE, SO_RCVBUFFORCE
-_ARG1, _ARG2 = 24, 32
+    "processes and threads": (
+        "execve exit exit_group wait4 waitid vfork fork kill tkill tgkill getpid getppid gettid "
+        "getuid geteuid getgid getegid getresuid getresgid getgroups setresuid setresgid "
+        "setgroups setuid setgid capget capset prctl arch_prctl set_tid_address "
+        "set_robust_list get_robust_list rseq getpgid getpgrp setpgid getsid setsid "
+        "getpriority setpriority sched_yield sched_getaffinity sched_setaffinity "
+        "sched_getparam sched_setparam sched_getscheduler sched_setscheduler "
+        "sched_get_priority_max sched_get_priority_min prlimit64 getrlimit setrlimit getrusage "
+        "times sysinfo uname getcpu"
+    ),
+    "signals": (
+        "rt_sigaction rt_sigprocmask rt_sigreturn rt_sigsuspend rt_sigtimedwait sigaltstack "
+        "pause alarm restart_syscall signalfd signalfd4"
+    ),
+    "time and waiting": (
+        "clock_gettime clock_getres clock_nanosleep nanosleep gettimeofday time timer_create "
+        "timer_settime timer_gettime timer_delete timerfd_create timerfd_settime "
+        "timerfd_gettime getitimer setitimer futex poll ppoll select pselect6 epoll_create "
+        "epoll_create1 epoll_ctl epoll_wait epoll_pwait epoll_pwait2 eventfd eventfd2 getrandom"
+    ),
+    "sockets already made (socket and socketpair are ruled by argument)": (
+        "bind listen accept accept4 connect getsockname getpeername sendto recvfrom sendmsg "
+        "recvmsg sendmmsg recvmmsg shutdown getsockopt"
+    ),
+}
+ALLOWED = frozenset(name for names in GROUPS.values() for name in names.split())
+
+#: ``clone`` flags that make a namespace (mount, cgroup, UTS, IPC, user, PID, network, time).
+NAMESPACE_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000
+NAMESPACE_FLAGS |= 0x20000000 | 0x40000000 | 0x00000080
+#: The one netlink protocol allowed: reading the routing table and the interfaces.
+NETLINK_ROUTE = 0
+#: Socket options that grow a socket's buffers: SO_SNDBUF, SO_RCVBUF and their FORCE forms.
+BUFFER_OPTIONS = (7, 8, 32, 33)
 
 
-def _assemble(lines: list[tuple[int, str | int, str | int, int] | str]) -> bytes:
-    """Instructions with jump targets given as labels (strings in the list mark them)."""
-    labels: dict[str, int] = {}
-    position = 0
-    for line in lines:
-        if isinstance(line, str):
-            labels[line] = position
-        else:
-            position += 1
-    out, position = bytearray(), 0
-    for line in lines:
-        if isinstance(line, str):
-            continue
-        code, true, false, k = line
-        jt = labels[true] - position - 1 if isinstance(true, str) else true
-        jf = labels[false] - position - 1 if isinstance(false, str) else false
-        out += struct.pack("=HBBI", code, jt, jf, k)
-        position += 1
-    return bytes(out)
+def problem() -> str:
+    """Why the filter cannot be built here, with how to fix it; ``""`` when it can.
+
+    Returns
+    -------
+    str
+        The reason, or an empty string.
+    """
+    if not sys.platform.startswith("linux"):
+        return "seccomp filters exist on Linux only"
+    try:
+        import pyseccomp  # noqa: F401
+    except ImportError as error:
+        return (
+            f"the seccomp allowlist needs libseccomp and pyseccomp ({error}; Debian: "
+            f"apt-get install libseccomp2, then pip install 'perfmodel[grading]')"
+        )
+    except OSError as error:  # pragma: no cover - pyseccomp found no libseccomp
+        return f"libseccomp could not be loaded ({error}; Debian: apt-get install libseccomp2)"
+    return ""
 
 
-def program(machine: str | None = None) -> bytes | None:
-    """The filter for ``machine`` (default: this one), or ``None`` where it is not known.
-
-    Parameters
-    ----------
-    machine : str, optional
-        An architecture as :func:`platform.machine` names it: ``"x86_64"`` or
-        ``"aarch64"``; None for this machine's.
+@functools.cache
+def program() -> bytes | None:
+    """The filter as the kernel takes it: classic BPF, 8 bytes an instruction.
 
     Returns
     -------
     bytes or None
-        The classic BPF program, 8 bytes an instruction, as ``PR_SET_SECCOMP`` takes it;
-        None for any other architecture.
+        The program libseccomp compiled for this machine's architecture; None where
+        :func:`problem` says it cannot be built.
     """
-    found = _ARCHES.get(machine or platform.machine())
-    if found is None:
+    if problem():
         return None
-    arch, nr = found
-    deny = _ERRNO | errno.EPERM
-    denied = nr["denied"]
-    assert isinstance(denied, tuple)
-    lines: list[tuple[int, str | int, str | int, int] | str] = [
-        (_LD_ABS, 0, 0, _ARCH),
-        (_JEQ, 0, "deny", arch),  # another ABI (i386 on x86-64): refuse everything
-        (_LD_ABS, 0, 0, _NR),
-        (_JGE, "deny", 0, 0x40000000),  # the x32 ABI's numbers
-        *[(_JEQ, "deny", 0, number) for number in denied],
-        (_JEQ, "nosys", 0, nr["clone3"]),
-        (_JEQ, "flags", 0, nr["clone"]),
-        (_JEQ, "flags", 0, nr["unshare"]),
-        (_JEQ, "option", 0, nr["setsockopt"]),
-        (_JEQ, "family", "allow", nr["socket"]),
-        "flags",
-        (_LD_ABS, 0, 0, _ARG0),
-        (_JSET, "deny", "allow", _CLONE_NEWUSER),
-        "option",  # socket buffers grown past their default hold kernel memory no one counts
-        (_LD_ABS, 0, 0, _ARG1),
-        (_JEQ, 0, "allow", _SOL_SOCKET),
-        (_LD_ABS, 0, 0, _ARG2),
-        *[(_JEQ, "deny", 0, option) for option in _BUFFER_OPTIONS],
-        (_RET, 0, 0, _ALLOW),
-        "family",
-        (_LD_ABS, 0, 0, _ARG0),
-        *[(_JEQ, "deny", 0, family) for family in _NETWORK_FAMILIES],
-        "allow",
-        (_RET, 0, 0, _ALLOW),
-        "deny",
-        (_RET, 0, 0, deny),
-        "nosys",
-        (_RET, 0, 0, _ERRNO | errno.ENOSYS),
-    ]
-    return _assemble(lines)
+    import pyseccomp as sc
+
+    rules = sc.SyscallFilter(defaction=sc.ERRNO(errno.EPERM))
+    for name in sorted(ALLOWED):
+        try:
+            rules.add_rule(sc.ALLOW, name)
+        except (OSError, ValueError, RuntimeError):  # pragma: no cover - not on this arch
+            continue
+    for name in ("socket", "socketpair"):
+        rules.add_rule(sc.ALLOW, name, sc.Arg(0, sc.EQ, socket.AF_UNIX))
+    # ZeroMQ lists the interfaces through a routing socket as the kernel starts, and aborts
+    # when it is refused (recorded; in bubblewrap's network namespace it sees loopback only).
+    rules.add_rule(
+        sc.ALLOW, "socket", sc.Arg(0, sc.EQ, socket.AF_NETLINK), sc.Arg(2, sc.EQ, NETLINK_ROUTE)
+    )
+    rules.add_rule(sc.ALLOW, "clone", sc.Arg(0, sc.MASKED_EQ, NAMESPACE_FLAGS, 0))
+    rules.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+    rules.add_rule(sc.ALLOW, "setsockopt", sc.Arg(1, sc.NE, socket.SOL_SOCKET))
+    others = [option for option in range(1, 80) if option not in BUFFER_OPTIONS]
+    for option in others:
+        rules.add_rule(
+            sc.ALLOW, "setsockopt", sc.Arg(1, sc.EQ, socket.SOL_SOCKET), sc.Arg(2, sc.EQ, option)
+        )
+    with tempfile.TemporaryFile() as handle:
+        rules.export_bpf(handle)
+        handle.seek(0)
+        return handle.read()
 
 
-def install() -> bool:
+def install(code: bytes | None = None) -> bool:
     """Apply the filter to this process and its future children (Linux; once set, for good).
 
-    Meant for a child between ``fork`` and ``exec``. It sets ``no_new_privs`` first, as
-    the kernel requires of an unprivileged process.
+    Meant for a child between ``fork`` and ``exec``: pass ``code`` built in the parent, so
+    the child allocates almost nothing. It sets ``no_new_privs`` first, as the kernel
+    requires of an unprivileged process.
+
+    Parameters
+    ----------
+    code : bytes, optional
+        :func:`program`'s output (default: built now).
 
     Returns
     -------
     bool
-        Whether a filter was installed: False on an unknown architecture, or when a
-        ``prctl`` call failed.
+        Whether a filter was installed: False where none can be built, or when a ``prctl``
+        call failed.
     """
-    code = program()
+    code = program() if code is None else code
     if code is None:
         return False
+    import ctypes
+
     libc = ctypes.CDLL(None, use_errno=True)
     pr_set_no_new_privs, pr_set_seccomp, seccomp_mode_filter = 38, 22, 2
 
     class Program(ctypes.Structure):
         _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
 
-    buffer = ctypes.create_string_buffer(code, len(code))
-    fprog = Program(len(code) // 8, ctypes.cast(buffer, ctypes.c_char_p))
+    fprog = Program(len(code) // 8, code)
     if libc.prctl(pr_set_no_new_privs, 1, 0, 0, 0) != 0:
         return False
     return bool(libc.prctl(pr_set_seccomp, seccomp_mode_filter, ctypes.byref(fprog), 0, 0) == 0)

@@ -281,8 +281,10 @@ def _rewrite_entry(name: str, data: bytes, requirements: list[str]) -> bytes:
         return (data.decode().rstrip("\n") + "\n" + extra).encode()
     if name == "setup.sh":
         return (
-            data + b"\n# perfmodel: the grading sandbox (optional; grading warns without it)\n"
-            b"apt-get install -y bubblewrap || true\n"
+            data
+            + b"\n# perfmodel: the grading sandbox (bubblewrap optional; grading warns without\n"
+            b"# it) and libseccomp, which both sandboxed levels need for their syscall allowlist\n"
+            b"apt-get install -y bubblewrap libseccomp2 || true\n"
         )
     return data
 
