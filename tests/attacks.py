@@ -282,6 +282,24 @@ time.sleep(5)
 attack_worked = True
 """
 
+VSOCK = """
+import socket
+attack_worked = False
+try:  # AF_VSOCK ignores the network namespace: the hypervisor is one connect away
+    socket.socket(40, socket.SOCK_STREAM)
+    attack_worked = True
+except OSError:
+    pass
+"""
+
+KEYRING = """
+import ctypes, platform
+libc = ctypes.CDLL(None, use_errno=True)
+number = {"x86_64": 248, "aarch64": 217}.get(platform.machine(), 248)  # add_key
+# A key in the uid's persistent keyring (-5, KEY_SPEC_USER_KEYRING -4) outlives the row.
+attack_worked = libc.syscall(number, b"user", b"left-behind", b"x", 1, -4) >= 0
+"""
+
 NESTED_USERNS = """
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
@@ -362,6 +380,8 @@ def build_attacks(workbook, folder: Path) -> dict[str, tuple[str, float, str]]:
         phrase="stopped for using more than 1 GiB",
     )
     attack("nested_userns.ipynb", when(NESTED_USERNS, solved))
+    attack("vsock.ipynb", when(VSOCK, solved))
+    attack("keyring.ipynb", when(KEYRING, solved))
     attack("take_report_pipe.ipynb", when(TAKE_REPORT_PIPE, solved))
     attack("network.ipynb", when(NETWORK, solved))
     attack("as_root.ipynb", when(AS_ROOT, solved))

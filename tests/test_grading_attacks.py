@@ -110,7 +110,7 @@ def test_text_fields_are_bounded_escaped_and_safe_in_a_spreadsheet(attack_batch)
 @needs_bubblewrap
 def test_the_batch_leaves_nothing_behind(attack_batch):
     assert list(attack_batch["tmp"].iterdir()) == [], "grading left files in TMPDIR"
-    assert leftover_kernels() == [], "grading left processes behind"
+    assert leftover_kernels(attack_batch["tmp"]) == [], "grading left processes behind"
     assert package_fingerprint() == attack_batch["package_before"]
     assert not (attack_batch["out"] / "grades.csv.partial").exists()
 

@@ -303,8 +303,9 @@ def build_fixtures(workbook, folder: Path, out: Path) -> dict[str, tuple[str, fl
     return expected
 
 
-def leftover_kernels() -> list[int]:
-    """Processes still running from a grading sandbox (Linux: read from /proc)."""
+def leftover_kernels(tmp: Path) -> list[int]:
+    """Processes still running from a grading sandbox of the batch whose TMPDIR is ``tmp``
+    (Linux: read from /proc); a test grading beside it in another worker is not counted."""
     found = []
     if not Path("/proc").is_dir():
         return found
@@ -314,7 +315,7 @@ def leftover_kernels() -> list[int]:
                 command = (entry / "cmdline").read_bytes()
             except OSError:
                 continue
-            if b"perfmodel-grade-" in command:
+            if os.fsencode(tmp / "perfmodel-grade-") in command:
                 found.append(int(entry.name))
     return found
 
@@ -368,7 +369,7 @@ def test_fixture_folder_scores_exactly_as_expected(tmp_path):
     feedback = sorted(p.name for p in (out / "grades_feedback").iterdir())
     assert feedback == sorted(f"{name}.json" for name in expected)
     assert not (out / "grades.csv.partial").exists()
-    assert leftover_kernels() == [], "grading left processes behind"
+    assert leftover_kernels(private_tmp) == [], "grading left processes behind"
     assert list(private_tmp.iterdir()) == [], "grading left files in TMPDIR"
     assert (folder / "right.ipynb").read_bytes() == right_before
     assert package_fingerprint() == package_before, "a submission changed the package"

@@ -28,7 +28,7 @@ import pytest
 from attacks import answered, recovered_answers, when
 
 from conftest import assigned, read_json, solved_copy, with_code
-from perfmodel.grading import isolation, levels
+from perfmodel.grading import isolation, leftovers, levels
 from perfmodel.grading.workbooks import find_workbook
 
 # --- Gradescope's /autograder layout ------------------------------------------------------
@@ -102,7 +102,7 @@ def reachable():
         finally:
             for shut, mode in modes.items():
                 os.chmod(shut, mode)
-            isolation.remove_tree(folder)
+            leftovers.remove_tree(folder)
 
 
 @pytest.fixture

@@ -37,16 +37,13 @@ its threads.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -60,7 +57,6 @@ __all__ = [
     "level",
     "package_parent",
     "readable_by_others",
-    "remove_tree",
     "probe",
     "run_trial",
     "sandbox_uid",
@@ -309,26 +305,14 @@ class Sandbox:
             seccomp.install(self.filter)
 
     def clean_up(self) -> None:
-        """Kill whatever the sandbox's own uid still runs, and delete what it left in every
-        folder it could write to (the unprivileged level has no namespace to do it).
-
-        With no groups, that uid can create a file only in a folder every user may write to
-        (:func:`shared_folders`: ``/tmp``, ``/var/tmp``, ``/dev/shm`` and any nested one, such
-        as ``/tmp/.X11-unix``) or in a folder it made there, which goes whole. Keyrings need
-        no cleaning: the seccomp allowlist refuses ``add_key`` and ``keyctl``.
-        """
+        """Kill whatever the sandbox's own uid still runs, and delete every file it left
+        (:func:`perfmodel.grading.leftovers.remove_uid`); only the unprivileged level needs it,
+        having no namespace to do it."""
         if self.uid is None or self.level != "unprivileged":
             return
-        for _ in range(5):
-            found = _processes_of(self.uid)
-            if not found:
-                break
-            for pid in found:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-            time.sleep(0.05)
-        for folder in shared_folders():
-            _remove_owned(Path(folder), self.uid)
+        from perfmodel.grading import leftovers
+
+        leftovers.remove_uid(self.uid)
 
     def _drop_privileges(self) -> list[str]:
         if self.uid is None:
@@ -438,100 +422,6 @@ def readable_by_others(path: Path) -> bool:
         return all(os.stat(parent).st_mode & 0o001 for parent in path.parents)
     except OSError:
         return False
-
-
-def _processes_of(uid: int) -> list[int]:
-    """Processes whose real uid is ``uid`` (read from ``/proc``)."""
-    found = []
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                if os.stat(entry.path).st_uid == uid:
-                    found.append(int(entry.name))
-    return found
-
-
-def remove_tree(path: Path) -> None:
-    """Delete ``path`` however deep it goes (``rm -rf`` walks without recursion limits).
-
-    Nothing is raised: what ``rm`` cannot delete is left to :func:`shutil.rmtree`, errors
-    ignored.
-
-    Parameters
-    ----------
-    path : Path
-        The file or folder; a symbolic link is removed, not followed. Nothing happens when
-        it does not exist.
-    """
-    if not os.path.lexists(path):
-        return
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        subprocess.run(
-            [tool("rm") or "rm", "-rf", "--one-file-system", "--", str(path)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            timeout=300,
-            check=False,
-        )
-    if os.path.lexists(path):
-        with contextlib.suppress(OSError, RecursionError):
-            shutil.rmtree(path, ignore_errors=True)
-
-
-#: File systems with nothing a user can leave a file in, or no files at all.
-_VIRTUAL = frozenset({
-    "proc", "sysfs", "cgroup", "cgroup2", "devpts", "mqueue", "debugfs", "tracefs",
-    "securityfs", "pstore", "bpf", "configfs", "fusectl", "binfmt_misc", "autofs", "hugetlbfs",
-    "efivarfs", "nsfs", "rpc_pipefs", "selinuxfs",
-})  # fmt: skip
-
-
-@functools.cache
-def shared_folders() -> tuple[str, ...]:
-    """Every folder any user may write to, on every writable file system (found once).
-
-    Each writable mount is searched on its own file system with ``find``, which does not
-    descend into a folder other users may not pass (the sandbox's uid could not reach
-    below it either). Access control lists are not read.
-
-    Returns
-    -------
-    tuple of str
-        The folders, sorted, with the temporary folder this Python uses.
-    """
-    mounts = []
-    with contextlib.suppress(OSError), open("/proc/self/mounts", encoding="utf-8") as table:
-        for line in table:
-            fields = line.split()
-            if len(fields) >= 4 and fields[2] not in _VIRTUAL and "rw" in fields[3].split(","):
-                mounts.append(fields[1].replace("\\040", " "))
-    found = {tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"}
-    find = tool("find") or "find"
-    for mount in sorted(set(mounts)) or ["/"]:
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
-            listing = subprocess.run(
-                [find, mount, "-xdev", "(", "-type", "d", "!", "-perm", "-0001", "-prune", ")",
-                 "-o", "(", "-type", "d", "-perm", "-0002", "-print0", ")"],
-                stdin=subprocess.DEVNULL, capture_output=True, timeout=300, check=False,
-            )  # fmt: skip
-            found.update(os.fsdecode(path) for path in listing.stdout.split(b"\0") if path)
-    return tuple(sorted(path for path in found if os.path.isdir(path)))
-
-
-def _remove_owned(folder: Path, uid: int) -> None:
-    """Delete every entry directly in ``folder`` that ``uid`` owns (folders with all inside)."""
-    if not folder.is_dir():
-        return
-    with contextlib.suppress(OSError), os.scandir(folder) as entries:
-        for entry in entries:
-            with contextlib.suppress(OSError):
-                if entry.stat(follow_symlinks=False).st_uid != uid:
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    remove_tree(Path(entry.path))
-                else:
-                    os.unlink(entry.path)
 
 
 def run_trial(isolation: str) -> str:

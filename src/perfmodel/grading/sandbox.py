@@ -39,7 +39,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perfmodel.grading import isolation, levels
+import psutil
+
+from perfmodel.grading import isolation, leftovers, levels
 from perfmodel.measure.timing import clock
 
 __all__ = [
@@ -163,64 +165,37 @@ class Execution:
 # --- the process tree ---------------------------------------------------------------------
 
 
-def _children_map() -> dict[int, list[int]]:
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as handle:
-                stat = handle.read().decode(errors="replace")
-        except OSError:
-            continue
-        # The command name sits in parentheses and may contain spaces; fields follow it.
-        fields = stat[stat.rfind(")") + 2 :].split()
-        children.setdefault(int(fields[1]), []).append(int(entry.name))
-    return children
-
-
 def _descendants(root_pid: int) -> list[int]:
-    if not os.path.isdir("/proc"):
+    """Every process below ``root_pid``, however deep (psutil); empty once it is gone."""
+    try:
+        return [child.pid for child in psutil.Process(root_pid).children(recursive=True)]
+    except psutil.Error:
         return []
-    tree = _children_map()
-    stack, found = list(tree.get(root_pid, [])), []
-    while stack:
-        pid = stack.pop()
-        found.append(pid)
-        stack.extend(tree.get(pid, []))
-    return found
 
 
 def _memory_bytes(pids: list[int]) -> int:
     """Memory the processes hold together: the sum of their proportional set sizes.
 
     PSS splits each shared page among the processes that map it, so a hundred forks of one
-    kernel count once, not a hundred times (RSS would). Falls back to RSS where the kernel
-    offers no ``smaps_rollup``.
+    kernel count once, not a hundred times (RSS would). Falls back to RSS where psutil
+    cannot read it.
     """
     total = 0
     for pid in pids:
-        try:
-            with open(f"/proc/{pid}/smaps_rollup", "rb") as handle:
-                for line in handle:
-                    if line.startswith(b"Pss:"):
-                        total += int(line.split()[1]) * 1024
-                        break
-        except OSError:
-            with (
-                contextlib.suppress(OSError, ValueError, IndexError),
-                open(f"/proc/{pid}/statm", "rb") as handle,
-            ):
-                total += int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        with contextlib.suppress(psutil.Error):
+            process = psutil.Process(pid)
+            try:
+                total += process.memory_full_info().pss
+            except (psutil.AccessDenied, AttributeError):
+                total += process.memory_info().rss
     return total
 
 
 def kill_descendants(root_pid: int, *, rounds: int = 20) -> int:
     """SIGKILL every process below ``root_pid``; repeat until none is left.
 
-    Without ``/proc`` (macOS) this is a no-op that returns 0. ``root_pid`` itself is not
-    signalled. A zombie (a dead child its parent has not yet reaped) counts as gone: it
-    holds nothing and a signal cannot remove it.
+    ``root_pid`` itself is not signalled. A zombie (a dead child its parent has not yet
+    reaped) counts as gone: it holds nothing and a signal cannot remove it.
 
     Parameters
     ----------
@@ -248,14 +223,11 @@ def kill_descendants(root_pid: int, *, rounds: int = 20) -> int:
 
 
 def _is_zombie(pid: int) -> bool:
-    """Whether ``pid`` has exited and waits to be reaped (state Z), or is gone already."""
+    """Whether ``pid`` has exited and waits to be reaped, or is gone already."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-    except OSError:
+        return psutil.Process(pid).status() in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+    except psutil.Error:
         return True
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    return not fields or fields[0] in (b"Z", b"X")
 
 
 def _disk_usage(folder: Path, max_files: int) -> tuple[int, int]:
@@ -319,8 +291,8 @@ def _threads(pids: list[int]) -> int:
     total = 0
     for pid in pids:
         try:
-            total += max(1, len(os.listdir(f"/proc/{pid}/task")))
-        except OSError:
+            total += max(1, psutil.Process(pid).num_threads())
+        except psutil.Error:
             total += 1
     return total
 
@@ -388,13 +360,13 @@ def _watch(process: subprocess.Popen[bytes], limits: Limits, scratch: Path, leve
     task_cap = limits.max_processes if level == "none" else 2 * limits.max_processes
     started = clock()
     next_slow = started
-    watch_tree, buffers = os.path.isdir("/proc"), 0
+    buffers = 0
     while _running(process):
         problem = ""
         now = clock()
         if now - started > limits.wall_s:
             problem = f"stopped at the wall-clock limit of {limits.wall_s:g} s"
-        elif watch_tree:
+        else:
             tree = [process.pid, *_descendants(process.pid)]
             if now >= next_slow:
                 buffers = _buffer_bytes(tree)
@@ -588,7 +560,7 @@ def execute_notebook(
             _kill_tree(process)
         if sandbox is not None:
             sandbox.clean_up()
-        isolation.remove_tree(private)
+        leftovers.remove_tree(private)
     seconds = clock() - started
     report = (
         "the grading worker's report was over its size cap"
