@@ -239,6 +239,7 @@ def test_names_that_look_alike_print_apart():
         "alice\u034f", "alice\ufe0f", "alice\u17b4", "alice\U000e0100", "alice\u180b",
         "\u0301alice", "alic\u0435", "\u0430lice", "\u0391lice", "ａｌｉｃｅ",
         "alice\u00ad", "alice\u2060", "alice\u115f", "alic\u00e9", "alice\u0301",
+        "alice\U00016fe4", "\u0585lice", "alic\u0565", "al\u0456ce", "alice\u0301\u0301\u0301",
     ]:  # fmt: skip
         batch = display_names([Path("alice.ipynb"), Path(odd + ".ipynb")])
         assert batch[Path("alice.ipynb")] == "alice.ipynb"
@@ -246,6 +247,10 @@ def test_names_that_look_alike_print_apart():
         assert all(char.isprintable() for char in batch[Path(odd + ".ipynb")]), batch
     decomposed = display_names([Path("alice\u0301.ipynb"), Path("alic\u00e9\u0301.ipynb")])
     assert len(set(decomposed.values())) == 2
+    # A mixed-script word is written out alone; names in one script each print as typed.
+    assert display_name(Path("b\u0585b.ipynb")) == "b\\u0585b.ipynb"
+    for plain in ("José Ñúñez.ipynb", "\u0915\u093f.ipynb", "张伟.ipynb", "田中たろう.ipynb"):
+        assert display_name(Path(plain)) == plain
 
 
 def test_reasons_and_feedback_print_as_they_are():
@@ -255,3 +260,4 @@ def test_reasons_and_feedback_print_as_they_are():
         shown = safe_text(f"score 0{char}5 of 5")
         assert char not in shown and f"\\u{ord(char):04x}" in shown
     assert safe_text("naïve café, 温度 ok") == "naïve café, 温度 ok"
+    assert safe_text("m" + "\u0301" * 5) == "m\u0301\u0301" + "\\u0301" * 3  # no mark stack

@@ -7,8 +7,9 @@ messages its exceptions carry) must never print like something else:
   control characters become spaces; format marks (bidi overrides, zero widths), line and
   paragraph separators and default-ignorable code points become ``\\uNNNN`` escapes;
 * :func:`display_name` prints a file name one to one: bytes that are not UTF-8, invisible
-  or blank characters, default-ignorable code points and combining marks with no visible
-  base to sit on are escaped;
+  or blank characters, default-ignorable code points, combining marks with no letter of their
+  own script (or a generic diacritic) to sit on, and every non-ASCII character of a name that
+  mixes scripts (``bօb``, Latin and Armenian) are escaped;
 * :func:`display_names` does so for a whole batch, and where two names would still look
   alike (the same letters from another script, a precomposed letter against its decomposed
   form, full-width forms) it writes every non-ASCII character of both as an escape;
@@ -70,6 +71,27 @@ def _invisible(char: str) -> bool:
     )
 
 
+#: Marks a base letter may carry and still print plainly; more in a row are written out.
+_MAX_MARKS = 2
+
+
+def _script(char: str) -> str:
+    """A letter's or mark's script, as the first word of its Unicode name (``LATIN``,
+    ``CYRILLIC``, ``DEVANAGARI``...); ``COMBINING`` for the generic diacritics; ``""`` for
+    anything else (digits, punctuation, symbols, unnamed)."""
+    if not unicodedata.category(char).startswith(("L", "M")):
+        return ""
+    return unicodedata.name(char, "").split(" ", 1)[0]
+
+
+def _shown_mark(mark: str, base: str, run: int) -> bool:
+    """Whether a combining mark prints plainly after ``base``: a generic diacritic or one of
+    the base's own script, and no more than :data:`_MAX_MARKS` in a row (else a mark that
+    prints as nothing, such as U+16FE4, or a stack of them, could hide in a name)."""
+    script = _script(mark)
+    return run < _MAX_MARKS and bool(base) and script in ("COMBINING", _script(base))
+
+
 def _escape(code: int) -> str:
     if code < 0x100:
         return f"\\x{code:02x}"
@@ -81,8 +103,8 @@ def safe_text(value: object, limit: int = MAX_TEXT) -> str:
 
     Lone surrogates and other characters UTF-8 cannot encode become backslash escapes,
     control characters become spaces, format marks (bidi controls, zero widths), line and
-    paragraph separators and default-ignorable code points become ``\\uNNNN`` escapes, and
-    ``str()`` itself failing is survived.
+    paragraph separators, default-ignorable code points and combining marks past the second
+    in a row become ``\\uNNNN`` escapes, and ``str()`` itself failing is survived.
 
     Parameters
     ----------
@@ -114,13 +136,14 @@ def safe_text(value: object, limit: int = MAX_TEXT) -> str:
     except Exception:  # noqa: BLE001 - a hostile __str__ must not sink the batch
         text = f"<unprintable {type(value).__name__}>"
     text = text[: limit * 2].encode("utf-8", "backslashreplace").decode("utf-8")
-    out = []
+    out, marks = [], 0
     for char in text:
         code = ord(char)
+        marks = marks + 1 if unicodedata.category(char).startswith("M") else 0
         if code < 32 or 0x7F <= code < 0xA0:
             out.append(" ")
-        elif code > 0xA0 and _invisible(char):
-            out.append(_escape(code))
+        elif code > 0xA0 and (_invisible(char) or marks > _MAX_MARKS):
+            out.append(_escape(code))  # a stack of marks would smear over the lines around
         else:
             out.append(char)
     text = "".join(out)
@@ -181,31 +204,55 @@ def display_name(path: Path, *, ascii_only: bool = False) -> str:
     >>> display_name(Path("bob\\u034f.ipynb")), display_name(Path("\\u0301bob.ipynb"))
     ('bob\\\\u034f.ipynb', '\\\\u0301bob.ipynb')
     """
+    text = os.fsdecode(os.fsencode(path.name))
+    ascii_only = ascii_only or _mixed_scripts(text)
     out: list[str] = []
-    based = False  # whether the last character printed is one a mark can sit on
-    for char in os.fsdecode(os.fsencode(path.name)):
+    base, run = "", 0  # the letter marks may sit on ("" when none), and marks on it so far
+    for char in text:
         code = ord(char)
         mark = unicodedata.category(char) in ("Mn", "Mc", "Me")
         if 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8 (surrogateescape)
             out.append(f"\\x{code - 0xDC00:02x}")
-            based = False
+            base, run = "", 0
         elif char == "\\":
             out.append("\\\\")
-            based = True
+            base, run = "", 0
         elif (
             _invisible(char)
-            or (mark and not based)
+            or (mark and not _shown_mark(char, base, run))
             or (char == "'" and not out)
             or (ascii_only and code > 0x7E)
         ):
-            # Invisible or misleading in a sheet, or a mark with nothing to sit on (it would
-            # print on whatever came before); a leading quote would read as the sheet's own.
+            # Invisible or misleading in a sheet, or a mark with nothing of its own script to
+            # sit on (it would print on whatever came before, or as nothing); a leading quote
+            # would read as the sheet's own.
             out.append(_escape(code))
-            based = False
+            base, run = ("", 0) if not mark else (base, _MAX_MARKS)
+        elif mark:
+            out.append(char)
+            run += 1
         else:
             out.append(char)
-            based = mark or char != " "
+            base, run = (char if char != " " else ""), 0
     return "".join(out)
+
+
+#: Scripts that one word may mix as a matter of course (Japanese, Korean).
+_MIXABLE = ({"CJK", "HIRAGANA", "KATAKANA"}, {"CJK", "HANGUL"})
+
+
+def _mixed_scripts(name: str) -> bool:
+    """Whether one word of a name mixes letters of two scripts (``bօb``: Latin and Armenian),
+    the usual shape of a look-alike; words in one script each, any script, do not."""
+    word: set[str] = set()
+    for char in name + " ":
+        if unicodedata.category(char)[0] == "L":
+            word.add(_script(char))
+        elif not unicodedata.category(char).startswith("M"):
+            if len(word) > 1 and not any(word <= allowed for allowed in _MIXABLE):
+                return True
+            word = set()
+    return False
 
 
 def _skeleton(name: str) -> str:
