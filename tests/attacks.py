@@ -282,6 +282,27 @@ time.sleep(5)
 attack_worked = True
 """
 
+HIDDEN_THREADS = """
+import subprocess, sys, time
+CODE = (
+    "import threading, ctypes, time, os\\n"
+    "def run():\\n"  # once the main thread has gone, /proc shows the process as a zombie
+    "    while open('/proc/self/stat').read().rsplit(') ', 1)[1][0] != 'Z':\\n"
+    "        time.sleep(0.001)\\n"
+    "    held = bytearray(200 * 2**20)\\n"
+    "    for i in range(0, len(held), 4096):\\n"
+    "        held[i] = 1\\n"
+    "    time.sleep(12)\\n"
+    "    os._exit(0)\\n"
+    "threading.Thread(target=run).start()\\n"
+    "ctypes.CDLL(None).pthread_exit(None)\\n"
+)
+for _ in range(3):
+    subprocess.Popen([sys.executable, "-S", "-c", CODE])
+time.sleep(8)
+attack_worked = True
+"""
+
 VSOCK = """
 import socket
 attack_worked = False
@@ -381,6 +402,12 @@ def build_attacks(workbook, folder: Path) -> dict[str, tuple[str, float, str]]:
     )
     attack("nested_userns.ipynb", when(NESTED_USERNS, solved))
     attack("vsock.ipynb", when(VSOCK, solved))
+    attack(
+        "hidden_threads.ipynb",
+        when(HIDDEN_THREADS, solved),
+        status="failed",
+        phrase="main thread exited",
+    )
     attack("keyring.ipynb", when(KEYRING, solved))
     attack("take_report_pipe.ipynb", when(TAKE_REPORT_PIPE, solved))
     attack("network.ipynb", when(NETWORK, solved))

@@ -240,6 +240,7 @@ def test_names_that_look_alike_print_apart():
         "\u0301alice", "alic\u0435", "\u0430lice", "\u0391lice", "ａｌｉｃｅ",
         "alice\u00ad", "alice\u2060", "alice\u115f", "alic\u00e9", "alice\u0301",
         "alice\U00016fe4", "\u0585lice", "alic\u0565", "al\u0456ce", "alice\u0301\u0301\u0301",
+        "alic\u1d07", "\u13bblice", "alice\ua4f8",
     ]:  # fmt: skip
         batch = display_names([Path("alice.ipynb"), Path(odd + ".ipynb")])
         assert batch[Path("alice.ipynb")] == "alice.ipynb"

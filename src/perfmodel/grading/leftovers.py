@@ -30,16 +30,28 @@ __all__ = ["remove_tree", "remove_uid", "shared_folders"]
 def remove_uid(uid: int) -> None:
     """Kill every process of ``uid`` and delete every file it owns in a shared folder.
 
+    The kill is ``kill(-1, SIGKILL)`` made as ``uid`` itself (``setpriv``, then ``kill``):
+    the kernel signals every process of that uid in one pass, under the lock that ``fork``
+    takes, so no process forked meanwhile escapes it, as it could escape a list taken first
+    and killed one by one.
+
     Parameters
     ----------
     uid : int
         The sandbox's own uid (never a real user's: everything it owns goes).
     """
+    setpriv, kill = tool("setpriv"), tool("kill")
     for _ in range(5):
-        found = _processes_of(uid)
-        if not found:
+        if not _processes_of(uid):
             break
-        for pid in found:
+        if setpriv and kill:
+            with contextlib.suppress(OSError, subprocess.SubprocessError):
+                subprocess.run(
+                    [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--",
+                     kill, "-KILL", "-1"],
+                    stdin=subprocess.DEVNULL, capture_output=True, timeout=30, check=False,
+                )  # fmt: skip
+        for pid in _processes_of(uid):  # without the tools, one by one
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
         time.sleep(0.05)

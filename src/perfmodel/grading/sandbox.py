@@ -59,6 +59,8 @@ MAX_OPEN_FILES = 256
 #: Errors and timed-out cells kept from a report (the worker keeps no more).
 MAX_REPORT_ITEMS = 50
 _POLL_S = 0.05
+#: How long a process may show as a zombie with threads still running before its row fails, s.
+_HIDING_S = 1.0
 _DISK_POLL_S = 0.25
 
 
@@ -223,11 +225,32 @@ def kill_descendants(root_pid: int, *, rounds: int = 20) -> int:
 
 
 def _is_zombie(pid: int) -> bool:
-    """Whether ``pid`` has exited and waits to be reaped, or is gone already."""
+    """Whether ``pid`` has exited and waits to be reaped, or is gone already.
+
+    A process whose main thread has exited shows as a zombie while its other threads run:
+    that one is alive (:func:`_hidden_threads`), and is not counted as gone.
+    """
     try:
-        return psutil.Process(pid).status() in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+        dead = psutil.Process(pid).status() in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
     except psutil.Error:
         return True
+    return dead and not _hidden_threads(pid)
+
+
+def _zombie_leader(pid: int) -> bool:
+    try:
+        return bool(psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return False
+
+
+def _hidden_threads(pid: int) -> bool:
+    """Whether a zombie-looking process still runs threads: its main thread exited while
+    others go on, so ``/proc/PID`` shows no memory and no files for what they hold."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/task")) > 1
+    except OSError:
+        return False
 
 
 def _disk_usage(folder: Path, max_files: int) -> tuple[int, int]:
@@ -360,7 +383,7 @@ def _watch(process: subprocess.Popen[bytes], limits: Limits, scratch: Path, leve
     task_cap = limits.max_processes if level == "none" else 2 * limits.max_processes
     started = clock()
     next_slow = started
-    buffers = 0
+    buffers, since = 0, dict[int, float]()
     while _running(process):
         problem = ""
         now = clock()
@@ -370,7 +393,16 @@ def _watch(process: subprocess.Popen[bytes], limits: Limits, scratch: Path, leve
             tree = [process.pid, *_descendants(process.pid)]
             if now >= next_slow:
                 buffers = _buffer_bytes(tree)
-            if _threads(tree[1:]) > task_cap:
+            # A process exiting passes through this state for a moment; one that stays in
+            # it for a second is hiding its threads.
+            hiding = {pid for pid in tree[1:] if _hidden_threads(pid) and _zombie_leader(pid)}
+            since = {pid: since.get(pid, now) for pid in hiding}
+            if any(now - first > _HIDING_S for first in since.values()):
+                problem = (
+                    "stopped for running threads after a process's main thread exited (what "
+                    "they hold cannot be counted)"
+                )
+            elif _threads(tree[1:]) > task_cap:
                 problem = f"stopped for running more than {task_cap} processes and threads"
             elif _memory_bytes(tree) + buffers > limits.memory_bytes:
                 problem = (

@@ -84,6 +84,13 @@ def _script(char: str) -> str:
     return unicodedata.name(char, "").split(" ", 1)[0]
 
 
+def _rare_latin(char: str) -> bool:
+    """A Latin letter from past Latin Extended-B other than Vietnamese's (small capitals,
+    IPA and phonetic letters: ``ᴏ`` prints as ``o``); no name needs one."""
+    code = ord(char)
+    return code > 0x024F and not 0x1E00 <= code <= 0x1EFF and _script(char) == "LATIN"
+
+
 def _shown_mark(mark: str, base: str, run: int) -> bool:
     """Whether a combining mark prints plainly after ``base``: a generic diacritic or one of
     the base's own script, and no more than :data:`_MAX_MARKS` in a row (else a mark that
@@ -222,6 +229,7 @@ def display_name(path: Path, *, ascii_only: bool = False) -> str:
             or (mark and not _shown_mark(char, base, run))
             or (char == "'" and not out)
             or (ascii_only and code > 0x7E)
+            or _rare_latin(char)
         ):
             # Invisible or misleading in a sheet, or a mark with nothing of its own script to
             # sit on (it would print on whatever came before, or as nothing); a leading quote
