@@ -11,6 +11,8 @@ One concept a module:
   :mod:`~perfmodel.grading.worker` inside the sandbox and :mod:`~perfmodel.grading.isolation`
   (bubblewrap, namespaces, a fresh uid) and :mod:`~perfmodel.grading.seccomp` around it;
   :mod:`~perfmodel.grading.levels` picks the level, and never falls back to none unasked;
+* :mod:`~perfmodel.grading.usage`: what a submission's processes hold, as the watchdog counts
+  it;
 * :mod:`~perfmodel.grading.leftovers`: what a sandbox's uid leaves behind, removed;
 * :mod:`~perfmodel.grading.text`: names, reasons and feedback that print as they are;
 * :mod:`~perfmodel.grading.gradescope`: the entry point Gradescope's autograder runs.

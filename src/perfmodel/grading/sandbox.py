@@ -41,7 +41,7 @@ from typing import Any
 
 import psutil
 
-from perfmodel.grading import isolation, leftovers, levels
+from perfmodel.grading import isolation, leftovers, levels, usage
 from perfmodel.measure.timing import clock
 
 __all__ = [
@@ -175,24 +175,6 @@ def _descendants(root_pid: int) -> list[int]:
         return []
 
 
-def _memory_bytes(pids: list[int]) -> int:
-    """Memory the processes hold together: the sum of their proportional set sizes.
-
-    PSS splits each shared page among the processes that map it, so a hundred forks of one
-    kernel count once, not a hundred times (RSS would). Falls back to RSS where psutil
-    cannot read it.
-    """
-    total = 0
-    for pid in pids:
-        with contextlib.suppress(psutil.Error):
-            process = psutil.Process(pid)
-            try:
-                total += process.memory_full_info().pss
-            except (psutil.AccessDenied, AttributeError):
-                total += process.memory_info().rss
-    return total
-
-
 def kill_descendants(root_pid: int, *, rounds: int = 20) -> int:
     """SIGKILL every process below ``root_pid``; repeat until none is left.
 
@@ -228,29 +210,13 @@ def _is_zombie(pid: int) -> bool:
     """Whether ``pid`` has exited and waits to be reaped, or is gone already.
 
     A process whose main thread has exited shows as a zombie while its other threads run:
-    that one is alive (:func:`_hidden_threads`), and is not counted as gone.
+    that one is alive (:func:`perfmodel.grading.usage.hides_threads`), not gone.
     """
     try:
         dead = psutil.Process(pid).status() in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
     except psutil.Error:
         return True
-    return dead and not _hidden_threads(pid)
-
-
-def _zombie_leader(pid: int) -> bool:
-    try:
-        return bool(psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
-    except psutil.Error:
-        return False
-
-
-def _hidden_threads(pid: int) -> bool:
-    """Whether a zombie-looking process still runs threads: its main thread exited while
-    others go on, so ``/proc/PID`` shows no memory and no files for what they hold."""
-    try:
-        return len(os.listdir(f"/proc/{pid}/task")) > 1
-    except OSError:
-        return False
+    return dead and not usage.hides_threads(pid)
 
 
 def _disk_usage(folder: Path, max_files: int) -> tuple[int, int]:
@@ -309,53 +275,6 @@ def _preexec(limits: Limits, sandbox: isolation.Sandbox) -> None:  # pragma: no 
     sandbox.preexec()
 
 
-def _threads(pids: list[int]) -> int:
-    """Threads of the processes together (each process counts at least once)."""
-    total = 0
-    for pid in pids:
-        try:
-            total += max(1, psutil.Process(pid).num_threads())
-        except psutil.Error:
-            total += 1
-    return total
-
-
-def _buffer_bytes(pids: list[int]) -> int:
-    """Kernel memory the processes' sockets and pipes can hold (each counted once).
-
-    Queued bytes live in the kernel, where no process's memory count sees them. A socket can
-    queue up to its send buffer, which the seccomp allowlist keeps at its default
-    (``net.core.wmem_default``); a pipe up to ``fs.pipe-max-size``. Each open one is charged
-    that much, whether full or not: an honest kernel holds a few dozen.
-    """
-    seen: set[str] = set()
-    total = 0
-    for pid in pids:
-        try:
-            fds = os.listdir(f"/proc/{pid}/fd")
-        except OSError:
-            continue
-        for fd in fds:
-            with contextlib.suppress(OSError):
-                link = os.readlink(f"/proc/{pid}/fd/{fd}")
-                if link not in seen and link.startswith(("socket:", "pipe:")):
-                    seen.add(link)
-                    total += _SOCKET_BYTES if link.startswith("socket:") else _PIPE_BYTES
-    return total
-
-
-def _sysctl(path: str, default: int) -> int:
-    try:
-        with open(path, encoding="ascii") as handle:
-            return int(handle.read())
-    except (OSError, ValueError):
-        return default
-
-
-_SOCKET_BYTES = _sysctl("/proc/sys/net/core/wmem_default", 212_992)
-_PIPE_BYTES = _sysctl("/proc/sys/fs/pipe-max-size", 1 << 20)
-
-
 class _ReportReader(threading.Thread):
     """Reads the worker's report from its stdout pipe, keeping at most MAX_REPORT_BYTES."""
 
@@ -392,19 +311,18 @@ def _watch(process: subprocess.Popen[bytes], limits: Limits, scratch: Path, leve
         else:
             tree = [process.pid, *_descendants(process.pid)]
             if now >= next_slow:
-                buffers = _buffer_bytes(tree)
+                buffers = usage.buffer_bytes(tree)
             # A process exiting passes through this state for a moment; one that stays in
             # it for a second is hiding its threads.
-            hiding = {pid for pid in tree[1:] if _hidden_threads(pid) and _zombie_leader(pid)}
-            since = {pid: since.get(pid, now) for pid in hiding}
+            since = {pid: since.get(pid, now) for pid in tree[1:] if usage.hides_threads(pid)}
             if any(now - first > _HIDING_S for first in since.values()):
                 problem = (
                     "stopped for running threads after a process's main thread exited (what "
                     "they hold cannot be counted)"
                 )
-            elif _threads(tree[1:]) > task_cap:
+            elif usage.threads(tree[1:]) > task_cap:
                 problem = f"stopped for running more than {task_cap} processes and threads"
-            elif _memory_bytes(tree) + buffers > limits.memory_bytes:
+            elif usage.memory_bytes(tree) + buffers > limits.memory_bytes:
                 problem = (
                     f"stopped for using more than {limits.memory_bytes / 1024**3:g} GiB of "
                     f"memory across its processes"

@@ -35,7 +35,7 @@ import socket
 import sys
 import tempfile
 
-__all__ = ["ALLOWED", "GROUPS", "install", "problem", "program"]
+__all__ = ["ALLOWED", "GROUPS", "RULED", "install", "problem", "program"]
 
 #: Calls allowed whatever their arguments, by what they are for.
 GROUPS = {
@@ -77,6 +77,8 @@ GROUPS = {
     ),
 }
 ALLOWED = frozenset(name for names in GROUPS.values() for name in names.split())
+#: Calls allowed, or refused otherwise than by EPERM, only by their arguments (see above).
+RULED = frozenset({"socket", "socketpair", "clone", "clone3", "setsockopt"})
 
 #: ``clone`` flags that make a namespace (mount, cgroup, UTS, IPC, user, PID, network, time).
 NAMESPACE_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000

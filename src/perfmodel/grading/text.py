@@ -294,14 +294,9 @@ def display_names(paths: Iterable[Path]) -> dict[Path, str]:
     >>> list(names.values())
     ['alice.ipynb', '\\\\u0430lice.ipynb', 'bob.ipynb']
     """
-    paths = list(paths)
+    names = {path: os.fsdecode(os.fsencode(path.name)) for path in paths}
+    skeletons = {path: _skeleton(name) for path, name in names.items()}
     groups: dict[str, set[str]] = {}
-    for path in paths:
-        name = os.fsdecode(os.fsencode(path.name))
-        groups.setdefault(_skeleton(name), set()).add(name)
-    out = {}
-    for path in paths:
-        name = os.fsdecode(os.fsencode(path.name))
-        alike = len(groups[_skeleton(name)]) > 1
-        out[path] = display_name(path, ascii_only=alike)
-    return out
+    for path, name in names.items():
+        groups.setdefault(skeletons[path], set()).add(name)
+    return {path: display_name(path, ascii_only=len(groups[skeletons[path]]) > 1) for path in names}
