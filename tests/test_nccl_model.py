@@ -92,7 +92,9 @@ def test_bad_input_is_refused_by_name():
     with pytest.raises(TypeError, match="algorithms"):
         Fabric(ranks=8, algorithms="ring")
     with pytest.raises(ValueError, match="collective"):
-        nccl_choice("reduce", 1024, ONE)
+        nccl_choice("alltoall", 1024, ONE)  # grouped sends, not one of NCCL's collectives
+    with pytest.raises(ValueError, match="call_overhead"):
+        Fabric(ranks=8, call_overhead=-1e-6)
     with pytest.raises(ValueError, match="nbytes"):
         nccl_choice("allreduce", -1, ONE)
     with pytest.raises(TypeError, match="fabric"):
@@ -124,3 +126,19 @@ def test_what_a_hostile_review_found_stays_fixed():
     four = Fabric(ranks=32, nodes=4, channels=8, channel_bw=48e9, inter_bw=12e9)
     tree = nccl_choice("allreduce", 2**30, four).options[("tree", "Simple")]
     assert tree > 2**30 / (8 * 12e9 * 0.92 * 0.5)
+
+
+def test_a_reduce_is_a_broadcast_run_backwards_and_a_call_overhead_only_adds():
+    # tuning.cc prices reduce and broadcast alike: rings only, nRanks steps, one hop of latency
+    for size in (8, 2**20, 2**30):
+        reduce, broadcast = nccl_choice("reduce", size, ONE), nccl_choice("broadcast", size, ONE)
+        assert reduce.options == broadcast.options and set(reduce.options) <= {
+            ("ring", p) for p in ("LL", "LL128", "Simple")
+        }
+    # the host's cost per call is added to every option, so the pick never moves
+    slow = Fabric(ranks=8, channels=12, channel_bw=30e9, nvls_channels=8, nvls_bw=40e9,
+                  nvls_inter_bw=60e9, call_overhead=20e-6)  # fmt: skip
+    for size in (8, 2**16, 2**20, 2**30):
+        fast, late = nccl_choice("allreduce", size, ONE), nccl_choice("allreduce", size, slow)
+        assert (late.algorithm, late.protocol) == (fast.algorithm, fast.protocol)
+        assert all(math.isclose(late.options[k], fast.options[k] + 20e-6) for k in fast.options)

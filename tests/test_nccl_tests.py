@@ -142,9 +142,15 @@ def test_the_published_sweeps_are_cited_split_by_id_and_read_as_printed():
         digest = int(hashlib.sha256(entry["id"].encode()).hexdigest(), 16)
         assert entry["split"] == ("calibration" if digest % 2 == 0 else "held-out"), entry["id"]
         assert entry["source"] and entry["url"].startswith("https://")
-        sweep = read_nccl_tests((folder / entry["file"]).read_text("utf-8"),
-                                collective=entry["collective"])  # fmt: skip
+        text = (folder / entry["file"]).read_text("utf-8")
+        sweep = read_nccl_tests(text, collective=entry["collective"])
         assert sweep.ranks == entry["gpus"], entry["id"]
+        # one process drives every GPU of a node (-g 8), or one each (MPI, -g 1); unknown only
+        # where the header line that says so was not printed
+        if "nGpus" in text:
+            assert sweep.gpus_per_thread in (1, entry["gpus_per_node"]), entry["id"]
+        else:
+            assert sweep.gpus_per_thread is None, entry["id"]
         assert len(sweep.sizes) >= 10 and sweep.sizes[-1] >= 2**26, entry["id"]
 
 

@@ -16,6 +16,8 @@ reduce-scatter (ring)          p-1                   (p-1)/p · n
 all-gather (ring)              p-1                   (p-1)/p · n
 broadcast (tree)               ⌈log2 p⌉              ⌈log2 p⌉ · n
 broadcast (scatter+allgather)  ⌈log2 p⌉ + p-1        2(p-1)/p · n
+reduce (tree)                  ⌈log2 p⌉              ⌈log2 p⌉ · n
+reduce (reduce-scatter+gather) ⌈log2 p⌉ + p-1        2(p-1)/p · n
 all-to-all (pairwise)          p-1                   (p-1)/p · n
 =============================  ====================  ====================
 
@@ -94,6 +96,7 @@ ALGORITHMS: dict[str, tuple[str, ...]] = {
     "reduce_scatter": ("ring",),
     "allgather": ("ring",),
     "broadcast": ("tree", "scatter_allgather"),
+    "reduce": ("tree", "reduce_scatter_gather"),
     "alltoall": ("pairwise",),
 }
 COLLECTIVES = tuple(ALGORITHMS)
@@ -306,7 +309,7 @@ def terms(collective: str, p: int, algorithm: str | None = None) -> Terms:
 
     Parameters
     ----------
-    collective : {"allreduce", "reduce_scatter", "allgather", "broadcast", "alltoall"}
+    collective : {"allreduce", "reduce_scatter", "allgather", "broadcast", "reduce", "alltoall"}
         Which collective.
     p : int
         Ranks taking part, count.
@@ -339,7 +342,7 @@ def terms(collective: str, p: int, algorithm: str | None = None) -> Terms:
         if algorithm == "nvls":
             return Terms(2, (p + 1) / p)
         return Terms(2 * steps, 2 * share) if algorithm == "ring" else Terms(2 * depth, 2 * depth)
-    if collective == "broadcast":
+    if collective in ("broadcast", "reduce"):  # a reduce is a broadcast run backwards
         if algorithm == "tree":
             return Terms(depth, depth)
         return Terms(depth + steps, 2 * share)
@@ -359,7 +362,7 @@ def collective_time(
 
     Parameters
     ----------
-    collective : {"allreduce", "reduce_scatter", "allgather", "broadcast", "alltoall"}
+    collective : {"allreduce", "reduce_scatter", "allgather", "broadcast", "reduce", "alltoall"}
         Which collective.
     nbytes : float
         Each rank's buffer, B.
@@ -777,12 +780,12 @@ def bus_factor(collective: str, p: int) -> float:
     """What nccl-tests multiply *algbw* by to get *busbw*.
 
     That is ``2(p-1)/p`` for an all-reduce, ``(p-1)/p`` for reduce-scatter, all-gather and
-    all-to-all, 1 for a broadcast. *busbw* is the speed each rank's link actually ran at, so
-    it can be compared with the link's one-direction bandwidth whatever p is.
+    all-to-all, 1 for a broadcast or a reduce. *busbw* is the speed each rank's link actually
+    ran at, so it can be compared with the link's one-direction bandwidth whatever p is.
 
     Parameters
     ----------
-    collective : {"allreduce", "reduce_scatter", "allgather", "broadcast", "alltoall"}
+    collective : {"allreduce", "reduce_scatter", "allgather", "broadcast", "reduce", "alltoall"}
         Which collective.
     p : int
         Ranks taking part, count.
@@ -799,7 +802,7 @@ def bus_factor(collective: str, p: int) -> float:
     """
     collective = choice("collective", collective, COLLECTIVES)
     p = count("p", p)
-    if collective == "broadcast":
+    if collective in ("broadcast", "reduce"):
         return 1.0
     share = (p - 1) / p
     return 2 * share if collective == "allreduce" else share
@@ -814,7 +817,7 @@ def bus_bandwidth(algbw: float, p: int, collective: str = "allreduce") -> float:
         The algorithm bandwidth, B/s (see :func:`algorithm_bandwidth`).
     p : int
         Ranks taking part, count.
-    collective : {"allreduce", "reduce_scatter", "allgather", "broadcast", "alltoall"}
+    collective : {"allreduce", "reduce_scatter", "allgather", "broadcast", "reduce", "alltoall"}
         Which collective.
 
     Returns

@@ -47,7 +47,7 @@ __all__ = ["ARCHS", "NCCL_ALGORITHMS", "PROTOCOLS", "Fabric", "NcclChoice", "ncc
 ARCHS = ("volta", "ampere", "hopper", "blackwell")
 PROTOCOLS = ("LL", "LL128", "Simple")
 NCCL_ALGORITHMS = ("tree", "ring", "nvls", "nvls_tree")
-_COLLECTIVES = ("allreduce", "allgather", "reduce_scatter", "broadcast")
+_COLLECTIVES = ("allreduce", "allgather", "reduce_scatter", "broadcast", "reduce")
 
 # --- tuning.cc's constants (lines cited are in commit 5067397c) ---------------------------
 #: Base latency per algorithm and protocol, µs (``baseLat``, lines 150-155).
@@ -113,6 +113,10 @@ class Fabric:
         Hosts with AMD CPUs (a 2 µs network overhead instead of 1, other LL caps).
     algorithms : tuple of str, optional
         Only these algorithms (as ``NCCL_ALGO`` restricts them).
+    call_overhead : float
+        Host time each call adds beyond NCCL's model, s: above all the kernel launches (one
+        thread driving eight GPUs, as ``nccl-tests -g 8`` does, launches eight one after
+        another). Added to every option, so it never changes the pick.
     """
 
     ranks: int
@@ -129,6 +133,7 @@ class Fabric:
     ll128: bool | None = None
     amd_cpu: bool = False
     algorithms: tuple[str, ...] = NCCL_ALGORITHMS
+    call_overhead: float = 0.0
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -157,6 +162,7 @@ class Fabric:
                 f"nvls_inter_bw={self.nvls_inter_bw:g})."
             )
         set_(self, "amd_cpu", flag("amd_cpu", self.amd_cpu))
+        set_(self, "call_overhead", non_negative("call_overhead", self.call_overhead))
         names: object = self.algorithms
         if isinstance(names, str) or not names:
             raise TypeError(f"`algorithms` must be a tuple of names (got {self.algorithms!r}).")
@@ -200,7 +206,7 @@ def _algorithm_bw(collective: str, algorithm: str, protocol: str, fab: Fabric) -
         return 0.0
     cc, column = ARCHS.index(fab.arch), min(fab.nodes, 3) - 1
     if collective != "allreduce" and algorithm != "ring":
-        return 0.0  # broadcast runs rings; all-gather and reduce-scatter rings here
+        return 0.0  # broadcast and reduce run rings; all-gather and reduce-scatter rings here
     if protocol == "LL128" and not fab.ll128:
         return 0.0
     if algorithm in ("nvls", "nvls_tree"):
@@ -247,7 +253,7 @@ def _latency(collective: str, algorithm: str, protocol: str, fab: Fabric) -> flo
     latency = BASE_LAT[algorithm][p]
     if algorithm == "ring":
         steps = _steps(collective, fab.ranks)
-        if collective == "broadcast":
+        if collective in ("broadcast", "reduce"):  # a pipelined chain, one hop deep
             return latency + (HW_LAT["net"] if nodes > 1 else HW_LAT[fab.link])["ring"][p]
         net_steps = 0 if nodes == 1 else (2 if collective == "allreduce" else 1) * (nodes - 1)
         overhead = 0.0 if nodes == 1 else (2.0 if fab.amd_cpu else 1.0) * (3 if p == 2 else 1)
@@ -264,10 +270,10 @@ def nccl_choice(collective: str, nbytes: float, fabric: Fabric) -> NcclChoice:
 
     Parameters
     ----------
-    collective : {"allreduce", "allgather", "reduce_scatter", "broadcast"}
+    collective : {"allreduce", "allgather", "reduce_scatter", "broadcast", "reduce"}
         The collective.
     nbytes : float
-        The bytes NCCL counts for it: an all-reduce's or a broadcast's buffer, an
+        The bytes NCCL counts for it: an all-reduce's, a broadcast's or a reduce's buffer, an
         all-gather's or reduce-scatter's whole gathered buffer (what nccl-tests prints as
         ``size``), B.
     fabric : Fabric
@@ -305,7 +311,9 @@ def nccl_choice(collective: str, nbytes: float, fabric: Fabric) -> NcclChoice:
                 and per_channel >= 64
             ):
                 latency *= 1.9 if cc == 0 else 1.4
-            options[(algorithm, protocol)] = (latency + size / (1000 * bandwidth)) * 1e-6
+            options[(algorithm, protocol)] = (
+                latency + size / (1000 * bandwidth)
+            ) * 1e-6 + fabric.call_overhead
     if not options:
         raise ValueError(f"no algorithm runs {collective} on this fabric ({fabric.algorithms}).")
     (algorithm, protocol), best = min(options.items(), key=lambda item: item[1])

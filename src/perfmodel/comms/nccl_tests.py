@@ -50,9 +50,10 @@ NCCL_TESTS = {
     "all_gather": "allgather",
     "reduce_scatter": "reduce_scatter",
     "broadcast": "broadcast",
+    "reduce": "reduce",
     "alltoall": "alltoall",
 }
-_UNPRICED = ("reduce", "sendrecv", "gather", "scatter", "hypercube")
+_UNPRICED = ("sendrecv", "gather", "scatter", "hypercube")
 #: The columns of a row, with ``root`` (nccl-tests 2.x) and without (1.x).
 _WITH_ROOT = ("size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong",
               "time", "algbw", "busbw", "#wrong")  # fmt: skip
@@ -84,6 +85,9 @@ class Sweep:
         The in-place time at each size, s (None where the test printed ``N/A``).
     bus_bandwidths : tuple of float
         The out-of-place bus bandwidth nccl-tests printed, B/s.
+    gpus_per_thread : int or None
+        GPUs each test thread drove (the header's ``nGpus``: ``-g 8`` in one process launches
+        eight kernels a call, one after another), count; None where the header is missing.
     """
 
     collective: str
@@ -92,6 +96,7 @@ class Sweep:
     times: tuple[float, ...]
     in_place_times: tuple[float | None, ...]
     bus_bandwidths: tuple[float, ...]
+    gpus_per_thread: int | None = None
 
     def __repr__(self) -> str:
         return shown(
@@ -123,10 +128,10 @@ class Sweep:
         AlphaBetaFit
             Latency (s) and one-direction bandwidth (B/s).
         """
-        if self.collective == "broadcast":
+        if self.collective in ("broadcast", "reduce"):
             raise ValueError(
-                "nccl-tests' broadcast is NCCL's pipelined ring, which the alpha-beta terms do "
-                "not price; fit an all_reduce sweep of the same GPUs instead."
+                f"nccl-tests' {self.collective} is NCCL's pipelined ring, which the alpha-beta "
+                "terms do not price; fit an all_reduce sweep of the same GPUs instead."
             )
         in_place = flag("in_place", in_place)
         smallest = non_negative("smallest", smallest)
@@ -161,7 +166,7 @@ def _ranks_from_ratio(
     collective: str, rows: list[tuple[float, float, float | None, float, float]]
 ) -> int | None:
     """The rank count the printed bus factor implies, where every row agrees on one."""
-    if collective == "broadcast":
+    if collective in ("broadcast", "reduce"):
         return None
     sized = [(alg, bus) for *_, alg, bus in rows if alg >= 1e9]  # two decimals: 1% or better
     if not sized:
@@ -220,7 +225,7 @@ def read_nccl_tests(
     named = None if collective is None else _collective(collective, "`collective`")
     given = None if ranks is None else count("ranks", ranks, minimum=2)
     ranks_seen: set[int] = set()
-    header_ranks, header, kinds = None, None, set()
+    per_thread, header, kinds = None, None, set()
     rows: list[tuple[float, float, float | None, float, float]] = []
     for number, line in enumerate(table.splitlines(), 1):
         stripped = _PREFIX.sub("", line.strip()).strip()
@@ -245,7 +250,7 @@ def read_nccl_tests(
             elif rank := re.match(r"#\s+Rank\s+(\d+)\s", stripped):
                 ranks_seen.add(int(rank.group(1)))
             elif match := re.search(r"nGpus\s+(\d+)", stripped):
-                header_ranks = int(match.group(1))
+                per_thread = int(match.group(1))
             continue
         tokens = stripped.split()
         if len(tokens) < 3 or not (tokens[0].isdigit() and tokens[1].isdigit()):
@@ -295,7 +300,7 @@ def read_nccl_tests(
         )
     p = given or (len(ranks_seen) if len(ranks_seen) >= 2 else None)
     p = p or _ranks_from_ratio(named, rows)
-    p = p or (header_ranks if header_ranks and header_ranks >= 2 else None)
+    p = p or (per_thread if per_thread and per_thread >= 2 else None)
     if p is None:
         raise ValueError(
             "the output does not say how many ranks took part (no '#  Rank' lines, and the bus "
@@ -308,4 +313,5 @@ def read_nccl_tests(
         times=tuple(r[1] for r in rows),
         in_place_times=tuple(r[2] for r in rows),
         bus_bandwidths=tuple(r[4] for r in rows),
+        gpus_per_thread=per_thread,
     )
