@@ -42,7 +42,7 @@ MODELS = [
     "perfmodel.distributed.weight_stationary", "perfmodel.serving.sizing",
     "perfmodel.comms", "perfmodel.comms.collectives", "perfmodel.comms.fit",
     "perfmodel.comms.published", "perfmodel.comms.topology", "perfmodel.comms.nccl",
-    "perfmodel.comms.nccl_tests", "perfmodel.serving",
+    "perfmodel.comms.nccl_tests", "perfmodel.comms.sweeps", "perfmodel.serving",
     "perfmodel.serving.theory", "perfmodel.serving.simulator", "perfmodel.serving.llm",
     "perfmodel.serving.server", "perfmodel.serving.inference", "perfmodel.distributed.step",
     "perfmodel.achieved", "perfmodel.published",

@@ -142,3 +142,20 @@ def test_a_reduce_is_a_broadcast_run_backwards_and_a_call_overhead_only_adds():
         fast, late = nccl_choice("allreduce", size, ONE), nccl_choice("allreduce", size, slow)
         assert (late.algorithm, late.protocol) == (fast.algorithm, fast.protocol)
         assert all(math.isclose(late.options[k], fast.options[k] + 20e-6) for k in fast.options)
+
+
+def test_gpus_behind_one_switch_share_its_uplink_only_while_they_send_at_once():
+    alone = Fabric(ranks=2, link="pci", channels=2, channel_bw=4e9)
+    shared = Fabric(ranks=2, link="pci", channels=2, channel_bw=4e9, shared_uplink=2)
+    size = 2**30
+    # both GPUs of an all-reduce send at once: each gets half the uplink
+    slow, fast = nccl_choice("allreduce", size, shared), nccl_choice("allreduce", size, alone)
+    assert math.isclose(slow.time_s / fast.time_s, 2, rel_tol=0.01)
+    # a two-GPU broadcast has one sender: nothing to share
+    for collective in ("broadcast", "reduce"):
+        assert (
+            nccl_choice(collective, size, shared).options
+            == nccl_choice(collective, size, alone).options
+        )
+    with pytest.raises(ValueError, match="shared_uplink"):
+        Fabric(ranks=2, link="pci", shared_uplink=0)

@@ -21,7 +21,10 @@ This package's top level is its public face, what lecture 09 and a learner need:
   :func:`read_nccl_tests` reads the table nccl-tests or rccl-tests prints into a
   :class:`Sweep`, which fits itself;
 * NCCL's own cost model (:func:`nccl_choice` on a :class:`Fabric`): every algorithm and
-  protocol priced as NCCL's tuner prices them, and the one it runs at each size.
+  protocol priced as NCCL's tuner prices them, and the one it runs at each size;
+  :func:`fabric_for` builds the fabric of a box from how its GPUs are joined (NVLink, PCIe
+  peer to peer, or through host memory), at channel rates fitted on the calibration half of
+  the published sweeps (:func:`published_sweeps`, :func:`compare_sweeps`).
 
 :mod:`perfmodel.comms.bench` measures MPI collectives on this machine or a cluster
 (``mpiexec -n 2 python -m perfmodel.comms.bench``); import it by name.
@@ -58,6 +61,16 @@ from perfmodel.comms.collectives import (
 from perfmodel.comms.fit import AlphaBetaFit, fit_alpha_beta
 from perfmodel.comms.nccl import Fabric, NcclChoice, nccl_choice
 from perfmodel.comms.nccl_tests import NCCL_TESTS, Sweep, read_nccl_tests
+from perfmodel.comms.sweeps import (
+    PATH_RATES,
+    PATHS,
+    PublishedSweep,
+    SweepComparison,
+    compare_sweeps,
+    fabric_for,
+    fit_paths,
+    published_sweeps,
+)
 from perfmodel.comms.topology import Axis, over_axes
 
 __all__ = [
@@ -65,12 +78,16 @@ __all__ = [
     "CEILINGS",
     "COLLECTIVES",
     "NCCL_TESTS",
+    "PATHS",
+    "PATH_RATES",
     "AlphaBetaFit",
     "Axis",
     "Fabric",
     "LinkModel",
     "NcclChoice",
+    "PublishedSweep",
     "Sweep",
+    "SweepComparison",
     "Terms",
     "algorithm_bandwidth",
     "allgather_time",
@@ -81,12 +98,16 @@ __all__ = [
     "bus_bandwidth",
     "bus_factor",
     "collective_time",
+    "compare_sweeps",
+    "fabric_for",
     "fit_alpha_beta",
+    "fit_paths",
     "hierarchical_allreduce_time",
     "nccl_choice",
     "over_axes",
     "parameter_server_time",
     "point_to_point_time",
+    "published_sweeps",
     "rail_ring_allreduce_time",
     "read_nccl_tests",
     "reduce_scatter_time",

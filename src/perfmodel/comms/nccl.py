@@ -117,6 +117,11 @@ class Fabric:
         Host time each call adds beyond NCCL's model, s: above all the kernel launches (one
         thread driving eight GPUs, as ``nccl-tests -g 8`` does, launches eight one after
         another). Added to every option, so it never changes the pick.
+    shared_uplink : int
+        GPUs that share one PCIe link to host memory, where traffic goes through it (no peer
+        to peer, GPUs behind one switch), count: each channel's bandwidth is split among those
+        of them sending at once (all of them in an all-reduce, all but the last in a
+        broadcast's or a reduce's chain). Not in NCCL's model.
     """
 
     ranks: int
@@ -134,6 +139,7 @@ class Fabric:
     amd_cpu: bool = False
     algorithms: tuple[str, ...] = NCCL_ALGORITHMS
     call_overhead: float = 0.0
+    shared_uplink: int = 1
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -163,6 +169,7 @@ class Fabric:
             )
         set_(self, "amd_cpu", flag("amd_cpu", self.amd_cpu))
         set_(self, "call_overhead", non_negative("call_overhead", self.call_overhead))
+        set_(self, "shared_uplink", count("shared_uplink", self.shared_uplink))
         names: object = self.algorithms
         if isinstance(names, str) or not names:
             raise TypeError(f"`algorithms` must be a tuple of names (got {self.algorithms!r}).")
@@ -238,6 +245,9 @@ def _algorithm_bw(collective: str, algorithm: str, protocol: str, fab: Fabric) -
             elif protocol == "LL128":
                 share = 7 / 9 if fab.nodes == 1 else 120 / 128
                 bus = min(bus * share, fab.channels * _TREE_LL128[cc][column])
+    if fab.shared_uplink > 1:  # the senders behind one switch share its uplink
+        senders = fab.ranks - 1 if collective in ("broadcast", "reduce") else fab.ranks
+        bus /= min(fab.shared_uplink, senders)
     if algorithm == "tree":
         return bus * 0.5
     return bus * fab.ranks / _steps(collective, fab.ranks)

@@ -1,0 +1,405 @@
+"""Published nccl-tests sweeps, the fabric each box gives NCCL, and how well the model holds.
+
+NCCL's tuner (:func:`perfmodel.comms.nccl_choice`) needs what NCCL's topology search found:
+how many channels, and each channel's bandwidth. :func:`fabric_for` derives them from what a
+user knows of the box: how its GPUs are joined inside a node, and which PCIe link each GPU
+has. Three kinds of path (:data:`PATHS`):
+
+* ``"nvlink"``: a switched GPU fabric, NVLink with NVSwitch or the Infinity Fabric that joins
+  all eight GPUs of an AMD MI300X-class node; NCCL finds 12 ring channels in a node;
+* ``"pcie"``: peer to peer over PCIe, through a switch or the CPU's root complex; 2 channels,
+  each a share of the GPU's own PCIe link;
+* ``"host"``: no peer to peer (consumer cards, ``NCCL_P2P_DISABLE=1``): every byte is written
+  to host memory by one GPU and read back by the next (NCCL's shared-memory transport); a
+  smaller share of the same link.
+
+Across nodes NCCL runs 8 channels, one per NIC rail. A channel's bandwidth per kind of path
+(:data:`PATH_RATES`) is fitted on the **calibration** half of :func:`published_sweeps` alone
+(:func:`fit_paths`: the bandwidth that makes the largest size's predicted time the measured one,
+the median over the half's sweeps of that kind), as is the host's cost of each call beyond
+NCCL's model: a kernel launch for every GPU one thread drives. A kind no calibration sweep
+has is priced at its NICs' line rate and marked uncalibrated. :func:`compare_sweeps` sets every
+sweep, both halves, beside its prediction; ``benchmarks/nccl_sweeps.py`` prints it.
+
+The sweeps are stored as their authors printed them (``data/nccl_sweeps``, with an index that
+cites each and records its half, fixed by a hash of its id before anything was fitted).
+
+>>> h100 = fabric_for(8, joined="nvlink")
+>>> h100.channels, round(h100.channels * h100.channel_bw / 1e9)   # ring busbw, GB/s
+(12, 337)
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from perfmodel._validate import choice, count
+from perfmodel.comms.collectives import as_link, bus_factor
+from perfmodel.comms.nccl import ARCHS, NCCL_ALGORITHMS, Fabric, nccl_choice
+from perfmodel.comms.nccl_tests import Sweep, read_nccl_tests
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+__all__ = [
+    "PATHS",
+    "PATH_RATES",
+    "PublishedSweep",
+    "SweepComparison",
+    "compare_sweeps",
+    "fabric_for",
+    "fit_paths",
+    "published_sweeps",
+]
+
+PATHS = ("nvlink", "pcie", "host")
+#: Channels NCCL's search settles on: a DGX H100 node runs 12 ring channels, a PCIe box 2,
+#: two or more nodes 8 (one per NIC).
+_CHANNELS = {"nvlink": 12, "pcie": 2, "host": 2, "nodes": 8}
+#: What :func:`fit_paths` gives on the calibration half (a test refits and compares): each
+#: channel's bandwidth as a share of what it crosses. In a node (``nvlink``, ``pcie``,
+#: ``host``) that is the GPU's own link; across nodes (``nvlink_nodes``; ``socket_nodes`` for
+#: NCCL's TCP sockets) the node's NICs shared over the 8 channels. ``launch_s``: the host's
+#: cost per call for each GPU one thread drives, s.
+PATH_RATES = {
+    "nvlink": 0.06237,
+    "pcie": 0.3717,
+    "host": 0.2538,
+    "nvlink_nodes": 0.9186,
+    "socket_nodes": 0.1621,
+    "launch_s": 2.378e-6,
+}
+#: NCCL's generation index for the devices the sweeps name (Ada and Turing as NCCL counts
+#: them; AMD's RCCL is priced with NCCL's tables, an approximation).
+_ARCH = {"H100 SXM": "hopper", "A100 SXM4 40GB": "ampere", "RTX 4090": "ampere",
+         "NVIDIA GeForce RTX 4090": "ampere", "NVIDIA A100-PCIE-40GB": "ampere",
+         "NVIDIA L40S": "ampere", "NVIDIA GeForce RTX 2080 Ti": "volta",
+         "AMD Instinct MI100": "ampere", "MI300X": "ampere", "AMD Instinct MI300X": "ampere",
+         "AMD Instinct MI300X VF": "ampere", "AMD Instinct MI355X": "ampere",
+         "AMD Instinct MI250X (GCD)": "ampere", "AMD Radeon AI PRO R9700": "ampere"}  # fmt: skip
+#: GeForce cards whose stock driver offers no peer to peer (the RTX 4090 sweeps' source shows an
+#: all-zero P2P matrix until a patched driver): through host memory unless a sweep says P2P ran.
+_NO_P2P = ("RTX 4090", "NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 2080 Ti")
+#: AMD GPUs joined by Infinity Fabric among all the GPUs of a node (an MI250X's GCDs included).
+_SWITCHED = ("MI300X", "AMD Instinct MI300X", "AMD Instinct MI300X VF", "AMD Instinct MI355X",
+             "AMD Instinct MI250X (GCD)")  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class PublishedSweep:
+    """One published nccl-tests sweep and what its source states about the box.
+
+    Parameters
+    ----------
+    id, split, system, source, url : str
+        Its name, its half (``"calibration"`` or ``"held-out"``), the machine, who published it
+        and where.
+    path : str
+        What joins the GPUs inside a node (see :data:`PATHS`).
+    nodes, gpus_per_node : int
+        Nodes and GPUs in each, count.
+    device, arch : str
+        The GPU as the source names it, and NCCL's generation for it.
+    link : str
+        The catalogue link each GPU's traffic crosses inside a node ("" where no catalogue
+        entry has it).
+    nic : str
+        Each NIC's catalogue link ("" where the source does not say).
+    nics_per_node : int
+        NICs in each node, count.
+    switch_gpus : int
+        GPUs behind one PCIe switch, sharing its link to the host, count.
+    socket : bool
+        Whether NCCL ran over TCP sockets (``NCCL_IB_DISABLE=1``) instead of RDMA.
+    algorithms : tuple of str
+        What NCCL may run (``NCCL_ALGO=RING`` leaves the ring alone).
+    sweep : perfmodel.comms.Sweep
+        The table, as :func:`perfmodel.comms.read_nccl_tests` reads it.
+    """
+
+    id: str
+    split: str
+    system: str
+    source: str
+    url: str
+    path: str
+    nodes: int
+    gpus_per_node: int
+    device: str
+    arch: str
+    link: str
+    nic: str
+    nics_per_node: int
+    switch_gpus: int
+    socket: bool
+    algorithms: tuple[str, ...]
+    sweep: Sweep
+
+
+def published_sweeps() -> tuple[PublishedSweep, ...]:
+    """Every stored sweep, in the index's order, each read as printed."""
+    folder = resources.files("perfmodel") / "data" / "nccl_sweeps"
+    index = tomllib.loads((folder / "index.toml").read_text("utf-8"))["sweep"]
+    found = []
+    for entry in index:
+        switched = entry["p2p"] == "nvlink" or entry["device"] in _SWITCHED
+        hosted = entry["p2p"] == "no-p2p" or (
+            entry["device"] in _NO_P2P and entry["p2p"] != "pcie-p2p"
+        )
+        path = "nvlink" if switched else "host" if hosted else "pcie"
+        environment = entry["nccl_env"].upper()
+        sweep = read_nccl_tests((folder / entry["file"]).read_text("utf-8"),
+                                collective=entry["collective"])  # fmt: skip
+        found.append(PublishedSweep(
+            id=entry["id"], split=entry["split"], system=entry["system"],
+            source=entry["source"], url=entry["url"], path=path, nodes=entry["nodes"],
+            gpus_per_node=entry["gpus_per_node"], device=entry["device"],
+            arch=_ARCH[entry["device"]], link=entry["link"], nic=entry["nic_link"],
+            nics_per_node=entry["nics_per_node"], switch_gpus=entry["switch_gpus"],
+            socket="NCCL_IB_DISABLE=1" in environment,
+            algorithms=("ring",) if "NCCL_ALGO=RING" in environment else NCCL_ALGORITHMS,
+            sweep=sweep,
+        ))  # fmt: skip
+    return tuple(found)
+
+
+def _key(path: str, nodes: int, socket: bool = False) -> str:
+    if nodes == 1:
+        return path
+    return "socket_nodes" if socket else f"{path}_nodes"
+
+
+def fabric_for(
+    gpus: int,
+    *,
+    nodes: int = 1,
+    joined: str = "nvlink",
+    link: str = "NVLink 4",
+    arch: str = "hopper",
+    nic: str | None = None,
+    nics_per_node: int | None = None,
+    socket: bool = False,
+    switch_gpus: int = 1,
+    gpus_per_thread: int = 1,
+    algorithms: tuple[str, ...] = NCCL_ALGORITHMS,
+    constants: dict[str, float] | None = None,
+) -> Fabric:
+    """The fabric NCCL would find on a box, at the channel rates :data:`PATH_RATES` holds.
+
+    Parameters
+    ----------
+    gpus : int
+        GPUs in the communicator, count.
+    nodes : int
+        Nodes they span, count.
+    joined : {"nvlink", "pcie", "host"}
+        What joins the GPUs inside a node (see :data:`PATHS`).
+    link : str
+        The catalogue link each GPU's traffic crosses inside a node: ``"NVLink 4"``,
+        ``"Infinity Fabric (MI300X)"``, or its PCIe link (``"PCIe 4.0 x16"``) for ``"pcie"``
+        and ``"host"``.
+    arch : {"volta", "ampere", "hopper", "blackwell"}
+        NCCL's generation for the GPUs.
+    nic : str, optional
+        Each NIC's catalogue link, across nodes (``"InfiniBand NDR"``).
+    nics_per_node : int, optional
+        NICs in each node, count (default: one per GPU).
+    socket : bool
+        NCCL over TCP sockets (``NCCL_IB_DISABLE=1``) instead of RDMA.
+    switch_gpus : int
+        GPUs behind one PCIe switch (``nvidia-smi topo -m`` shows ``PIX`` between them), count;
+        through host memory they share its link to the host.
+    gpus_per_thread : int
+        GPUs one launching thread drives (``nccl-tests -g 8`` in one process: 8), count;
+        each costs a kernel launch a call.
+    algorithms : tuple of str
+        What NCCL may run.
+    constants : dict, optional
+        Replacements for :data:`PATH_RATES` (what :func:`fit_paths` tries).
+
+    Returns
+    -------
+    perfmodel.comms.Fabric
+        Channels and their bandwidth (a kind of path no calibration sweep has runs at its
+        line rate); NVLS where NVLink joins Hopper or later GPUs and the tree is allowed.
+
+    Raises
+    ------
+    ValueError
+        Across nodes without ``nic``; an unknown link or count.
+    """
+    joined = choice("joined", joined, PATHS)
+    arch = choice("arch", arch, ARCHS)
+    nodes = count("nodes", nodes)
+    per_thread = count("gpus_per_thread", gpus_per_thread)
+    values = {**PATH_RATES, **(constants or {})}
+    key = _key(joined, nodes, socket)
+    if nodes == 1:
+        channels, scale = _CHANNELS[joined], as_link(link, argument="link").bandwidth
+    elif nic is None:
+        raise ValueError("`nic` must name each NIC's catalogue link when `nodes` > 1.")
+    else:
+        per_node = gpus // nodes if nics_per_node is None else count("nics_per_node", nics_per_node)
+        channels = _CHANNELS["nodes"]
+        scale = as_link(nic, argument="nic").bandwidth * per_node / channels
+    channel_bw = values.get(key, 1.0 if nodes > 1 else 1 / channels) * scale
+    nvls = joined == "nvlink" and ARCHS.index(arch) >= ARCHS.index("hopper")
+    nvls = nvls and "ring" not in algorithms[:1] and not socket
+    return Fabric(
+        ranks=gpus, nodes=nodes, arch=arch, link="nvlink" if joined == "nvlink" else "pci",
+        channels=channels, channel_bw=channel_bw, nvls_channels=8 if nvls else 0,
+        nvls_bw=40e9 if nvls else 0.0,
+        nvls_inter_bw=(60e9 if nodes == 1 else channel_bw) if nvls else 0.0,
+        algorithms=algorithms, call_overhead=values["launch_s"] * per_thread,
+        shared_uplink=count("switch_gpus", switch_gpus) if joined == "host" else 1,
+    )  # fmt: skip
+
+
+def _unpriced(entry: PublishedSweep) -> str:
+    """Why a sweep cannot be priced from what its source states ("" when it can)."""
+    if entry.nodes > 1 and not entry.nic:
+        return "its source does not state its NICs' speed"
+    if entry.nodes == 1 and not entry.link:
+        return "the catalogue has no link for its GPUs"
+    return ""
+
+
+def _fabric(entry: PublishedSweep, constants: dict[str, float]) -> Fabric:
+    return fabric_for(
+        entry.sweep.ranks, nodes=entry.nodes, joined=entry.path, link=entry.link or "NVLink 4",
+        arch=entry.arch, nic=entry.nic or None, nics_per_node=entry.nics_per_node or None,
+        socket=entry.socket, switch_gpus=entry.switch_gpus,
+        gpus_per_thread=entry.sweep.gpus_per_thread or 1,
+        algorithms=entry.algorithms, constants=constants,
+    )  # fmt: skip
+
+
+def _times(entry: PublishedSweep, constants: dict[str, float]) -> list[float]:
+    fabric = _fabric(entry, constants)
+    return [nccl_choice(entry.sweep.collective, n, fabric).time_s for n in entry.sweep.sizes]
+
+
+def fit_paths(sweeps: tuple[PublishedSweep, ...] | None = None) -> dict[str, float]:
+    """The constants of :data:`PATH_RATES`, from the calibration half alone.
+
+    Each priced calibration sweep gives its kind of path the share whose prediction at the
+    largest size is the measured time (bisection; the median over the kind's sweeps), then its
+    excess at 1 KiB and below over the model, per GPU a thread drove (the median over all).
+    """
+    chosen = [s for s in (sweeps or published_sweeps())
+              if s.split == "calibration" and not _unpriced(s)]  # fmt: skip
+    shares: dict[str, list[float]] = {}
+    for entry in chosen:
+        key = _key(entry.path, entry.nodes, entry.socket)
+        low, high = 1e-6, 1e3
+        for _ in range(60):  # the largest size's time falls as the share grows
+            middle = (low * high) ** 0.5
+            slow = _times(entry, {key: middle, "launch_s": 0.0})[-1] > entry.sweep.times[-1]
+            low, high = (middle, high) if slow else (low, middle)
+        shares.setdefault(key, []).append((low * high) ** 0.5)
+    values = {key: statistics.median(found) for key, found in shares.items()}
+    excess = []
+    for entry in chosen:
+        model = _times(entry, {**values, "launch_s": 0.0})
+        sweep = entry.sweep
+        extra = [t - m for n, t, m in zip(sweep.sizes, sweep.times, model, strict=True)
+                 if 0 < n <= 2**10]  # fmt: skip
+        if extra:  # a sweep that starts above 1 KiB says nothing of the latency
+            excess.append(statistics.median(extra) / (sweep.gpus_per_thread or 1))
+    return {**values, "launch_s": max(0.0, statistics.median(excess))}
+
+
+@dataclass(frozen=True, slots=True)
+class SweepComparison:
+    """One sweep beside its prediction.
+
+    Parameters
+    ----------
+    sweep : PublishedSweep
+        The published sweep.
+    fabric : perfmodel.comms.Fabric or None
+        What it was predicted on (None where it was not priced).
+    predicted : tuple of float
+        The predicted time at each of its sizes, s (empty where it was not priced).
+    calibrated : bool
+        Whether a calibration sweep of its kind set its channel bandwidth.
+    unpriced : str
+        Why it was not priced ("" where it was): what its source leaves unsaid. Its errors
+        are then infinite, so a count of sweeps within a goal counts it as a miss.
+    """
+
+    sweep: PublishedSweep
+    fabric: Fabric | None
+    predicted: tuple[float, ...]
+    calibrated: bool
+    unpriced: str = ""
+
+    def _ratios(self, low: float, high: float) -> list[float]:
+        s = self.sweep.sweep
+        if self.unpriced:
+            return [float("inf")] if any(low <= n <= high for n in s.sizes) else []
+        return [p / t for n, p, t in zip(s.sizes, self.predicted, s.times, strict=True)
+                if low <= n <= high and n > 0 and t > 0]  # fmt: skip
+
+    @property
+    def large_error(self) -> float:
+        """Median ``|predicted / measured - 1|`` at 1 MiB and above."""
+        return statistics.median(abs(r - 1) for r in self._ratios(2**20, float("inf")))
+
+    @property
+    def all_error(self) -> float:
+        """Median ``|predicted / measured - 1|`` over every size."""
+        return statistics.median(abs(r - 1) for r in self._ratios(0, float("inf")))
+
+    @property
+    def small_ratio(self) -> float:
+        """Median predicted / measured time at 64 KiB and below (nan if none was timed)."""
+        ratios = self._ratios(0, 2**16)
+        return statistics.median(ratios) if ratios else float("nan")
+
+    @property
+    def plateaus(self) -> tuple[float, float]:
+        """Bus bandwidth at the largest size, predicted and measured, B/s."""
+        s = self.sweep.sweep
+        factor = bus_factor(s.collective, s.ranks)
+        if self.unpriced:
+            return float("nan"), s.bus_bandwidths[-1]
+        return s.sizes[-1] / self.predicted[-1] * factor, s.bus_bandwidths[-1]
+
+    @property
+    def half_sizes(self) -> tuple[float, float]:
+        """The smallest size whose bus bandwidth reaches half the largest size's, predicted
+        and measured, B."""
+        s = self.sweep.sweep
+        factor = bus_factor(s.collective, s.ranks)
+        if self.unpriced:
+            return float("nan"), _half(s.sizes, s.bus_bandwidths)
+        model = [n / t * factor for n, t in zip(s.sizes, self.predicted, strict=True)]
+        return _half(s.sizes, model), _half(s.sizes, s.bus_bandwidths)
+
+
+def _half(sizes: tuple[float, ...], busbw: Any) -> float:
+    return next(n for n, b in zip(sizes, busbw, strict=True) if b >= busbw[-1] / 2)
+
+
+def compare_sweeps(constants: dict[str, float] | None = None) -> list[SweepComparison]:
+    """Every published sweep beside its prediction at ``constants`` (default
+    :data:`PATH_RATES`)."""
+    values = {**PATH_RATES, **(constants or {})}
+    rows = []
+    for entry in published_sweeps():
+        if reason := _unpriced(entry):
+            rows.append(SweepComparison(entry, None, (), False, reason))
+            continue
+        fabric = _fabric(entry, values)
+        predicted = tuple(nccl_choice(entry.sweep.collective, n, fabric).time_s
+                          for n in entry.sweep.sizes)  # fmt: skip
+        calibrated = _key(entry.path, entry.nodes, entry.socket) in values
+        rows.append(SweepComparison(entry, fabric, predicted, calibrated))
+    return rows

@@ -1,0 +1,87 @@
+"""The fabric a box gives NCCL, fitted on the calibration sweeps and checked on the held-out."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import pytest
+
+from perfmodel import comms
+
+
+def test_the_shipped_rates_are_what_the_calibration_half_gives():
+    refit = comms.fit_paths()
+    assert set(refit) == set(comms.PATH_RATES)
+    for key, value in refit.items():
+        assert math.isclose(value, comms.PATH_RATES[key], rel_tol=0.01), (key, value)
+    # a held-out sweep moves nothing: refitting without any of them gives the same rates
+    calibration = tuple(s for s in comms.published_sweeps() if s.split == "calibration")
+    assert comms.fit_paths(calibration) == refit
+
+
+def test_both_halves_are_reported_and_hold_where_they_held():
+    rows = comms.compare_sweeps()
+    halves = {s: [r for r in rows if r.sweep.split == s] for s in ("calibration", "held-out")}
+    assert all(len(found) >= 10 for found in halves.values())
+    calibration = halves["calibration"]
+    assert statistics.median(r.large_error for r in calibration) <= 0.15
+    # guards against getting worse, not claims of the goal (every held-out sweep within 15%
+    # at 1 MiB and above, 1.5x at 64 KiB and below): 6 of 11 reach the first, 7 of the 10
+    # that time small messages the second; a sweep not priced counts as a miss
+    held = halves["held-out"]
+    assert sum(r.large_error <= 0.15 for r in held) >= 6
+    assert sum(1 / 1.5 <= r.small_ratio <= 1.5 for r in held) >= 7
+    unpriced = [r for r in rows if r.unpriced]
+    assert all(r.large_error == math.inf and r.fabric is None for r in unpriced)
+    assert {r.sweep.id for r in unpriced} == {  # the sources that leave the NICs' speed unsaid
+        "aiscripts-mi300xx16-2node-allreduce", "rocm5571-r9700x2-2node-dmabuf-allreduce",
+        "rocm5571-r9700x2-2node-gdrloc-allreduce"}  # fmt: skip
+    for row in (r for r in rows if not r.unpriced):  # the plateau is the largest size's time
+        predicted, measured = row.plateaus
+        assert predicted > 0 and measured == row.sweep.sweep.bus_bandwidths[-1]
+        assert row.half_sizes[0] <= row.sweep.sweep.sizes[-1]
+
+
+def test_a_box_is_priced_from_how_its_gpus_are_joined():
+    nvlink = comms.fabric_for(8)
+    pcie = comms.fabric_for(8, joined="pcie", link="PCIe 4.0 x16", arch="ampere")
+    host = comms.fabric_for(8, joined="host", link="PCIe 4.0 x16", arch="ampere")
+    assert nvlink.nvls_channels and not pcie.nvls_channels and pcie.link == "pci"
+    assert nvlink.channel_bw * nvlink.channels > pcie.channel_bw * pcie.channels
+    assert pcie.channel_bw > host.channel_bw  # through host memory is slower than P2P
+    # a PCIe 3.0 card is priced at half a PCIe 4.0 card's rate, NVLink 3 at 2/3 of NVLink 4
+    old = comms.fabric_for(8, joined="pcie", link="PCIe 3.0 x16", arch="ampere")
+    assert math.isclose(old.channel_bw / pcie.channel_bw, 0.5, rel_tol=0.01)
+    a100 = comms.fabric_for(8, link="NVLink 3", arch="ampere")
+    assert math.isclose(a100.channel_bw / nvlink.channel_bw, 2 / 3, rel_tol=0.01)
+    assert not a100.nvls_channels  # NVLink SHARP came with Hopper
+    # across nodes the NICs set the rate: twice the NICs, twice the channel bandwidth
+    eight = comms.fabric_for(16, nodes=2, nic="InfiniBand NDR", nics_per_node=8)
+    four = comms.fabric_for(16, nodes=2, nic="InfiniBand NDR", nics_per_node=4)
+    assert math.isclose(eight.channel_bw, 2 * four.channel_bw) and eight.channels == 8
+    # through host memory, GPUs behind one switch share its uplink
+    assert comms.fabric_for(2, joined="host", link="PCIe 3.0 x16", switch_gpus=2).shared_uplink == 2
+    assert comms.fabric_for(2, joined="pcie", link="PCIe 3.0 x16", switch_gpus=2).shared_uplink == 1
+    # one thread driving eight GPUs pays eight launches a call
+    one = comms.fabric_for(8, gpus_per_thread=1).call_overhead
+    assert math.isclose(comms.fabric_for(8, gpus_per_thread=8).call_overhead, 8 * one)
+    # NCCL_ALGO=RING leaves NVLS off
+    assert not comms.fabric_for(8, algorithms=("ring",)).nvls_channels
+
+
+def test_a_box_described_wrong_is_refused_by_name():
+    with pytest.raises(ValueError, match="joined"):
+        comms.fabric_for(8, joined="nvswitch")
+    with pytest.raises(ValueError, match="nic"):
+        comms.fabric_for(4, nodes=2, joined="host", link="PCIe 4.0 x16")
+    with pytest.raises(ValueError, match="`link` .*NVLink 9"):
+        comms.fabric_for(8, link="NVLink 9")
+    with pytest.raises(ValueError, match="gpus_per_thread"):
+        comms.fabric_for(8, gpus_per_thread=0)
+    with pytest.raises(ValueError, match="arch"):
+        comms.fabric_for(8, arch="kepler")
+    # a kind no calibration sweep crosses nodes on is priced at the NICs' line rate
+    line = comms.fabric_for(2, nodes=2, joined="pcie", link="PCIe 4.0 x16",
+                            nic="InfiniBand HDR", arch="ampere")  # fmt: skip
+    assert math.isclose(line.channel_bw * line.channels, 25e9, rel_tol=0.01)
