@@ -85,3 +85,17 @@ def test_a_box_described_wrong_is_refused_by_name():
     line = comms.fabric_for(2, nodes=2, joined="pcie", link="PCIe 4.0 x16",
                             nic="InfiniBand HDR", arch="ampere")  # fmt: skip
     assert math.isclose(line.channel_bw * line.channels, 25e9, rel_tol=0.01)
+
+
+def test_the_readme_quotes_both_halves_as_they_are():
+    from pathlib import Path
+
+    readme = " ".join((Path(__file__).parents[1] / "README.md").read_text("utf-8").split())
+    rows = comms.compare_sweeps()
+    held = [r for r in rows if r.sweep.split == "held-out"]
+    timed = [r for r in held if not math.isnan(r.small_ratio)]
+    within = sum(r.large_error <= 0.15 for r in held)
+    close = sum(1 / 1.5 <= r.small_ratio <= 1.5 for r in timed)
+    assert f"fitted on the calibration half of {len(rows)} published sweeps" in readme
+    assert f"held-out half {within} of {len(held)} land within 15%" in readme
+    assert f"and {close} of the {len(timed)} that time small messages within 1.5x" in readme

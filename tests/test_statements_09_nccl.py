@@ -67,3 +67,42 @@ def test_tensor_parallel_width_is_what_the_text_says():
     text = prose()
     assert f"about {round(nvlink, -2):,}" in text and nvlink > 4096  # "falls just short"
     assert f"about {round(infiniband, -2):,}" in text
+
+
+def test_the_held_out_sweep_and_both_halves_are_what_the_text_says():
+    import numpy as np
+
+    from perfmodel import comms
+
+    text = prose()
+    out = printed("gpus_per_thread=sweep.gpus_per_thread")
+    assert out.startswith("held-out: ")  # a sweep nothing was fitted to
+    ratios = [float(x) for x in re.findall(r"\(([\d.]+)x\)", out)]
+    assert len(ratios) == 6 and all(0.75 <= r <= 1.25 for r in ratios)
+    assert f"{len(comms.published_sweeps())} published nccl-tests sweeps" in text
+    launch = comms.PATH_RATES["launch_s"] * 1e6
+    assert f"about {launch:.1f} µs apiece" in text
+    box = comms.fabric_for(8, joined="host", link="PCIe 4.0 x16", arch="ampere", gpus_per_thread=8)
+    sizes = np.geomspace(2**16, 2**22, 400)
+    switch = next(n for n in sizes if comms.nccl_choice("allreduce", n, box).protocol == "Simple")
+    assert abs(switch / 2**10 - 600) < 30 and "Near 600 KiB" in text
+    plateau = box.channels * box.channel_bw / 1e9
+    assert f"plateau, {plateau:.0f} GB/s of bus bandwidth" in text
+    sweep = {s.id: s for s in comms.published_sweeps()}["chlcblog-rtx4090x8-nop2p-allreduce"]
+    assert f"(the run reached {max(sweep.sweep.bus_bandwidths) / 1e9:.0f})" in text
+    halves = printed("rows = comms.compare_sweeps()")
+    for half in ("calibration", "held-out"):
+        rows = [r for r in comms.compare_sweeps() if r.sweep.split == half]
+        within = sum(r.large_error <= 0.15 for r in rows)
+        assert f"{half}: {within} of {len(rows)} sweeps within 15%" in halves
+    assert "Two sources never state their NICs' speed" in text
+    assert halves.count("does not state its NICs' speed") == 2
+
+
+def test_the_two_a100_runs_reached_what_the_text_says():
+    from perfmodel import comms
+
+    reached = {s.id: s.sweep.bus_bandwidths[-1] / 1e9 for s in comms.published_sweeps()}
+    off = reached["nccltests293-a100pciex2-2node-allreduce"]
+    on = reached["nccltests293-a100pciex2-2node-gdr-allreduce"]
+    assert f"they reached {off:.0f} GB/s without GPUDirect RDMA and {on:.0f} with it" in prose()
