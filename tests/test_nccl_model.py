@@ -92,7 +92,7 @@ def test_bad_input_is_refused_by_name():
     with pytest.raises(TypeError, match="algorithms"):
         Fabric(ranks=8, algorithms="ring")
     with pytest.raises(ValueError, match="collective"):
-        nccl_choice("alltoall", 1024, ONE)  # grouped sends, not one of NCCL's collectives
+        nccl_choice("gather", 1024, ONE)
     with pytest.raises(ValueError, match="call_overhead"):
         Fabric(ranks=8, call_overhead=-1e-6)
     with pytest.raises(ValueError, match="nbytes"):
@@ -159,3 +159,22 @@ def test_gpus_behind_one_switch_share_its_uplink_only_while_they_send_at_once():
         )
     with pytest.raises(ValueError, match="shared_uplink"):
         Fabric(ranks=2, link="pci", shared_uplink=0)
+
+
+def test_an_all_to_all_sends_each_peer_its_share_at_the_ring_rate_or_over_the_nics():
+    p = ONE.ranks
+    big = nccl_choice("alltoall", 2**30, ONE)
+    assert (big.algorithm, big.protocol) == ("p2p", "Simple")
+    ring_rate = ONE.channels * ONE.channel_bw  # what a GPU sends at in a node
+    latency = (8.4 + 3.4) * 1e-6  # tuning.cc's ring Simple base and NVLink step
+    assert math.isclose(big.time_s, latency + 2**30 * (p - 1) / p / ring_rate, rel_tol=1e-9)
+    # 16 KiB or less to each peer goes as LL, at half the rate
+    small = nccl_choice("alltoall", 8 * 2**14, ONE)
+    assert (
+        small.protocol == "LL" and nccl_choice("alltoall", 8 * 2**14 + 8, ONE).protocol == "Simple"
+    )
+    # across two nodes only the other node's half crosses, over the node's NICs shared by eight
+    across = nccl_choice("alltoall", 2**30, TWO)
+    nic_rate = TWO.channels * TWO.channel_bw / 8
+    expected = (8.4 + 14.0) * 1e-6 + 2**30 * 8 / 16 / nic_rate
+    assert math.isclose(across.time_s, expected, rel_tol=1e-9)

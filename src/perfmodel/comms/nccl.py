@@ -47,7 +47,10 @@ __all__ = ["ARCHS", "NCCL_ALGORITHMS", "PROTOCOLS", "Fabric", "NcclChoice", "ncc
 ARCHS = ("volta", "ampere", "hopper", "blackwell")
 PROTOCOLS = ("LL", "LL128", "Simple")
 NCCL_ALGORITHMS = ("tree", "ring", "nvls", "nvls_tree")
-_COLLECTIVES = ("allreduce", "allgather", "reduce_scatter", "broadcast", "reduce")
+_COLLECTIVES = ("allreduce", "allgather", "reduce_scatter", "broadcast", "reduce", "alltoall")
+#: Bytes to one peer below which NCCL's point-to-point sends use LL, above which Simple
+#: (``NCCL_P2P_LL_THRESHOLD``, src/enqueue.cc, per channel; one channel a peer assumed here).
+P2P_LL_THRESHOLD = 16384
 
 # --- tuning.cc's constants (lines cited are in commit 5067397c) ---------------------------
 #: Base latency per algorithm and protocol, µs (``baseLat``, lines 150-155).
@@ -275,17 +278,37 @@ def _latency(collective: str, algorithm: str, protocol: str, fab: Fabric) -> flo
     return latency + intra + 2 * depth * inter  # nvls_tree
 
 
+def _alltoall(size: float, fab: Fabric) -> NcclChoice:
+    """An all-to-all as nccl-tests runs it: a send to and a receive from every other rank in one
+    group. Not in NCCL's tuner: each GPU sends ``(p-1)/p`` of its buffer at the ring's rate in
+    a node; across nodes its off-node share, ``(p - p/nodes)/p``, goes over its part of the
+    node's NICs. The protocol follows the bytes each peer gets (LL up to
+    :data:`P2P_LL_THRESHOLD`), the latency one ring step's."""
+    per_node, p = fab.ranks // fab.nodes, fab.ranks
+    protocol = "LL" if size / p <= P2P_LL_THRESHOLD else "Simple"
+    k = PROTOCOLS.index(protocol)
+    latency = BASE_LAT["ring"][k] + HW_LAT["net" if fab.nodes > 1 else fab.link]["ring"][k]
+    rate = fab.channels * fab.channel_bw * (0.5 if protocol == "LL" else 1.0)
+    if fab.nodes > 1:  # the node's NICs, shared by its GPUs, carry the off-node bytes
+        moved, rate = size * (p - per_node) / p, rate / per_node
+    else:
+        moved, rate = size * (p - 1) / p, rate / min(fab.shared_uplink, p)
+    time = latency * 1e-6 + moved / rate + fab.call_overhead
+    return NcclChoice("p2p", protocol, time, {("p2p", protocol): time})
+
+
 def nccl_choice(collective: str, nbytes: float, fabric: Fabric) -> NcclChoice:
     """The algorithm and protocol NCCL's tuner picks for one call, and its predicted time.
 
     Parameters
     ----------
-    collective : {"allreduce", "allgather", "reduce_scatter", "broadcast", "reduce"}
-        The collective.
+    collective : {"allreduce", "allgather", "reduce_scatter", "broadcast", "reduce", "alltoall"}
+        The collective (an all-to-all is NCCL's grouped sends, priced outside its tuner:
+        ``"p2p"``, its protocol by the bytes each peer gets).
     nbytes : float
         The bytes NCCL counts for it: an all-reduce's, a broadcast's or a reduce's buffer, an
-        all-gather's or reduce-scatter's whole gathered buffer (what nccl-tests prints as
-        ``size``), B.
+        all-gather's or reduce-scatter's whole gathered buffer, an all-to-all's whole send
+        buffer (what nccl-tests prints as ``size``), B.
     fabric : Fabric
         What the topology search found.
 
@@ -303,6 +326,8 @@ def nccl_choice(collective: str, nbytes: float, fabric: Fabric) -> NcclChoice:
     size = non_negative("nbytes", nbytes)
     if not isinstance(fabric, Fabric):
         raise TypeError(f"`fabric` must be a comms.Fabric (got {fabric!r}).")
+    if collective == "alltoall":
+        return _alltoall(size, fabric)
     cc = ARCHS.index(fabric.arch)
     size_class = int(math.log2(int(size) >> 6)) if size >= 64 else -1
     options: dict[tuple[str, str], float] = {}

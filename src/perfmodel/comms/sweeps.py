@@ -70,10 +70,10 @@ _CHANNELS = {"nvlink": 12, "pcie": 2, "host": 2, "nodes": 8}
 PATH_RATES = {
     "nvlink": 0.06237,
     "pcie": 0.3717,
-    "host": 0.2538,
+    "host": 0.2731,
     "nvlink_nodes": 0.9186,
     "socket_nodes": 0.1621,
-    "launch_s": 2.378e-6,
+    "launch_s": 2.483e-6,
 }
 #: NCCL's generation index for the devices the sweeps name (Ada and Turing as NCCL counts
 #: them; AMD's RCCL is priced with NCCL's tables, an approximation).
