@@ -37,7 +37,7 @@ def main() -> None:
     launch = (constants or comms.PATH_RATES)["launch_s"]
     print(f"each call's host cost beyond NCCL's model: {launch * 1e6:.1f} us for every GPU a "
           f"thread drives (fitted on the calibration sweeps)")  # fmt: skip
-    print(f"{'sweep':42} {'half':11} {'path':13} {'plateau GB/s':>14} {'half-bw size':>16} "
+    print(f"{'sweep':44} {'half':11} {'path':13} {'plateau GB/s':>14} {'half-bw size':>16} "
           f"{'>=1MiB':>7} {'all':>6} {'<=64KiB':>8}")  # fmt: skip
     halves: dict[str, list[comms.SweepComparison]] = {}
     for row in comms.compare_sweeps(constants):
@@ -46,12 +46,13 @@ def main() -> None:
         path = f"{entry.path}/{entry.nodes}n"
         halves.setdefault(entry.split, []).append(row)
         if row.unpriced:
-            print(f"{entry.id:42} {entry.split:11} {path:13} not priced: {row.unpriced}")
+            print(f"{entry.id:44} {entry.split:11} {path:13} not priced: {row.unpriced}")
             continue
-        print(f"{entry.id:42} {entry.split:11} {path:13} "
+        small = "-" if math.isnan(row.small_ratio) else f"{row.small_ratio:.2f}x"
+        print(f"{entry.id:44} {entry.split:11} {path:13} "
               f"{plateau[0] / 1e9:6.0f} {plateau[1] / 1e9:6.0f} "
               f"{halfway[0] / 2**10:7.0f}K {halfway[1] / 2**10:7.0f}K "
-              f"{row.large_error:7.0%} {row.all_error:6.0%} {row.small_ratio:7.2f}x"
+              f"{row.large_error:7.0%} {row.all_error:6.0%} {small:>8}"
               f"{'' if row.calibrated else ' uncalibrated'}")  # fmt: skip
     for half, rows in halves.items():
         within = sum(r.large_error <= 0.15 for r in rows)

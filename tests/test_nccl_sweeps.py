@@ -81,10 +81,63 @@ def test_a_box_described_wrong_is_refused_by_name():
         comms.fabric_for(8, gpus_per_thread=0)
     with pytest.raises(ValueError, match="arch"):
         comms.fabric_for(8, arch="kepler")
-    # a kind no calibration sweep crosses nodes on is priced at the NICs' line rate
-    line = comms.fabric_for(2, nodes=2, joined="pcie", link="PCIe 4.0 x16",
-                            nic="InfiniBand HDR", arch="ampere")  # fmt: skip
-    assert math.isclose(line.channel_bw * line.channels, 25e9, rel_tol=0.01)
+    for bad, match in (({"gpus": "8"}, "gpus"), ({"gpus": 1}, "gpus"), ({"gpus": 9, "nodes": 2},
+                       "split evenly"), ({"socket": "no", "nodes": 2, "nic": "400 GbE"}, "socket"),
+                       ({"socket": True}, "socket"), ({"nic": "400 GbE"}, "nodes` is 1"),
+                       ({"switch_gpus": 9}, "switch_gpus"), ({"gpus_per_thread": 64}, "gpus_per"),
+                       ({"algorithms": None}, "algorithms"), ({"gdr": 1}, "gdr"),
+                       ({"constants": {"nvlnk": 0.1}}, "nvlnk"),
+                       ({"constants": {"nvlink": "0.1"}}, "constants\\['nvlink'\\]"),
+                       ({"constants": {"nvlink": -0.1}}, "constants\\['nvlink'\\]"),
+                       ({"constants": [1]}, "constants")):  # fmt: skip
+        arguments = {"gpus": 8, **bad}
+        with pytest.raises((TypeError, ValueError), match=match):
+            comms.fabric_for(**arguments)
+
+
+def test_across_nodes_a_channel_never_outruns_the_gpus_own_path():
+    # a kind no calibration sweep crosses nodes on gets the NICs' line rate, under the cap of
+    # the GPU's own PCIe path: peer to peer with GPUDirect RDMA, staged in host memory without
+    pcie = dict(nodes=2, joined="pcie", link="PCIe 4.0 x16", nic="InfiniBand HDR")
+    rdma, staged = comms.fabric_for(2, **pcie), comms.fabric_for(2, gdr=False, **pcie)
+    p2p = comms.fabric_for(2, joined="pcie", link="PCIe 4.0 x16")
+    host = comms.fabric_for(2, joined="host", link="PCIe 4.0 x16")
+    assert math.isclose(rdma.channels * rdma.channel_bw, p2p.channels * p2p.channel_bw)
+    assert math.isclose(staged.channels * staged.channel_bw, host.channels * host.channel_bw)
+    fast_nic = comms.fabric_for(2, nics_per_node=1000, **{**pcie, "nic": "InfiniBand NDR"})
+    assert fast_nic.channels * fast_nic.channel_bw <= p2p.channels * p2p.channel_bw * 1.0001
+    # so a PCIe box across nodes is never faster than an NVLink one on the same NICs
+    for collective in ("allreduce", "allgather", "broadcast", "alltoall"):
+        weak = comms.fabric_for(
+            32, nodes=4, joined="host", link="PCIe 3.0 x16", nic="InfiniBand NDR"
+        )
+        strong = comms.fabric_for(32, nodes=4, nic="InfiniBand NDR")
+        assert (comms.nccl_choice(collective, 2**30, weak).time_s
+                >= comms.nccl_choice(collective, 2**30, strong).time_s), collective  # fmt: skip
+
+
+def test_nvls_only_where_nccl_runs_it_and_the_generation_follows_the_link():
+    assert comms.fabric_for(8).arch == "hopper" and comms.fabric_for(8).nvls_channels
+    assert comms.fabric_for(8, link="NVLink 3").arch == "ampere"
+    assert not comms.fabric_for(8, link="NVLink 3").nvls_channels
+    assert not comms.fabric_for(8, link="Infinity Fabric (MI300X)").nvls_channels
+    assert not comms.fabric_for(8, nodes=8, nic="InfiniBand NDR").nvls_channels  # one a node
+    assert comms.fabric_for(16, nodes=2, nic="InfiniBand NDR").nvls_channels
+
+
+def test_a_fit_needs_priced_calibration_sweeps_and_says_so():
+    sweeps = comms.published_sweeps()
+    with pytest.raises(ValueError, match="no priced calibration sweep among the 0"):
+        comms.fit_paths(())
+    held = tuple(s for s in sweeps if s.split == "held-out")
+    with pytest.raises(ValueError, match=f"among the {len(held)} given"):
+        comms.fit_paths(held)
+    with pytest.raises(TypeError, match="PublishedSweep"):
+        comms.fit_paths((1, 2))
+    # a comparison at other constants says calibrated only where those constants have a rate
+    one = next(s for s in sweeps if s.split == "calibration" and s.path == "host")
+    rows = comms.compare_sweeps(comms.fit_paths((one,)))
+    assert {r.sweep.path for r in rows if r.calibrated and r.sweep.nodes == 1} == {"host"}
 
 
 def test_the_readme_quotes_both_halves_as_they_are():
@@ -99,3 +152,5 @@ def test_the_readme_quotes_both_halves_as_they_are():
     assert f"fitted on the calibration half of {len(rows)} published sweeps" in readme
     assert f"held-out half {within} of {len(held)} land within 15%" in readme
     assert f"and {close} of the {len(timed)} that time small messages within 1.5x" in readme
+    mi355 = next(r for r in held if "mi355" in r.sweep.id)
+    assert f"two MI355X nodes ({mi355.small_ratio:.2f}x)" in readme

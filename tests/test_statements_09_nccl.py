@@ -88,6 +88,8 @@ def test_the_held_out_sweep_and_both_halves_are_what_the_text_says():
     assert f"Near {round(switch / 2**10 / 50) * 50} KiB" in text  # to the nearest 50 KiB
     plateau = box.channels * box.channel_bw / 1e9
     assert f"plateau, {plateau:.0f} GB/s of bus bandwidth" in text
+    host, p2p = (2 * comms.PATH_RATES[k] for k in ("host", "pcie"))  # two channels' shares
+    assert f"{host:.0%} of PCIe 4.0's 31.5 GB/s" in text and f"against {p2p:.0%} for cards" in text
     sweep = {s.id: s for s in comms.published_sweeps()}["chlcblog-rtx4090x8-nop2p-allreduce"]
     assert f"(the run reached {max(sweep.sweep.bus_bandwidths) / 1e9:.0f})" in text
     halves = printed("rows = comms.compare_sweeps()")
@@ -102,7 +104,14 @@ def test_the_held_out_sweep_and_both_halves_are_what_the_text_says():
 def test_the_two_a100_runs_reached_what_the_text_says():
     from perfmodel import comms
 
-    reached = {s.id: s.sweep.bus_bandwidths[-1] / 1e9 for s in comms.published_sweeps()}
-    off = reached["nccltests293-a100pciex2-2node-allreduce"]
-    on = reached["nccltests293-a100pciex2-2node-gdr-allreduce"]
-    assert f"they reached {off:.0f} GB/s without GPUDirect RDMA and {on:.0f} with it" in prose()
+    sweeps = {s.id: s for s in comms.published_sweeps()}
+    off = sweeps["nccltests293-a100pciex2-2node-allreduce"].sweep.bus_bandwidths[-1] / 1e9
+    on = sweeps["nccltests293-a100pciex2-2node-gdr-allreduce"].sweep.bus_bandwidths[-1] / 1e9
+    text = prose()
+    assert f"they reached {off:.0f} and {on:.0f} GB/s" in text
+    box = dict(nodes=2, joined="pcie", link="PCIe 4.0 x16", nic="InfiniBand HDR")
+    staged, rdma = (comms.fabric_for(2, gdr=g, **box) for g in (False, True))
+    assert (
+        f"{staged.channels * staged.channel_bw / 1e9:.0f} GB/s staged through host memory" in text
+    )
+    assert f"GPUDirect RDMA, {rdma.channels * rdma.channel_bw / 1e9:.0f} GB/s with it" in text

@@ -282,19 +282,24 @@ def _alltoall(size: float, fab: Fabric) -> NcclChoice:
     """An all-to-all as nccl-tests runs it: a send to and a receive from every other rank in one
     group. Not in NCCL's tuner: each GPU sends ``(p-1)/p`` of its buffer at the ring's rate in
     a node; across nodes its off-node share, ``(p - p/nodes)/p``, goes over its part of the
-    node's NICs. The protocol follows the bytes each peer gets (LL up to
-    :data:`P2P_LL_THRESHOLD`), the latency one ring step's."""
+    node's NICs (at ``inter_bw`` from three nodes). LL may carry up to
+    :data:`P2P_LL_THRESHOLD` bytes a peer, Simple anything; the cheaper runs, so the time
+    never falls as the buffer grows. The latency is one ring step's."""
     per_node, p = fab.ranks // fab.nodes, fab.ranks
-    protocol = "LL" if size / p <= P2P_LL_THRESHOLD else "Simple"
-    k = PROTOCOLS.index(protocol)
-    latency = BASE_LAT["ring"][k] + HW_LAT["net" if fab.nodes > 1 else fab.link]["ring"][k]
-    rate = fab.channels * fab.channel_bw * (0.5 if protocol == "LL" else 1.0)
-    if fab.nodes > 1:  # the node's NICs, shared by its GPUs, carry the off-node bytes
-        moved, rate = size * (p - per_node) / p, rate / per_node
-    else:
-        moved, rate = size * (p - 1) / p, rate / min(fab.shared_uplink, p)
-    time = latency * 1e-6 + moved / rate + fab.call_overhead
-    return NcclChoice("p2p", protocol, time, {("p2p", protocol): time})
+    options: dict[tuple[str, str], float] = {}
+    for protocol in ("LL", "Simple") if size / p <= P2P_LL_THRESHOLD else ("Simple",):
+        k = PROTOCOLS.index(protocol)
+        latency = BASE_LAT["ring"][k] + HW_LAT["net" if fab.nodes > 1 else fab.link]["ring"][k]
+        channel = fab.inter_bw if fab.nodes > 2 else fab.channel_bw
+        rate = fab.channels * float(channel or fab.channel_bw) * (0.5 if protocol == "LL" else 1)
+        rate /= min(fab.shared_uplink, per_node)
+        if fab.nodes > 1:  # the node's NICs, shared by its GPUs, carry the off-node bytes
+            moved, rate = size / p * (p - per_node), rate / per_node
+        else:
+            moved = size / p * (p - 1)
+        options[("p2p", protocol)] = latency * 1e-6 + moved / rate + fab.call_overhead
+    (_, protocol), best = min(options.items(), key=lambda item: item[1])
+    return NcclChoice("p2p", protocol, best, options)
 
 
 def nccl_choice(collective: str, nbytes: float, fabric: Fabric) -> NcclChoice:
@@ -321,6 +326,11 @@ def nccl_choice(collective: str, nbytes: float, fabric: Fabric) -> NcclChoice:
     ------
     ValueError
         If no algorithm and protocol are enabled for the call.
+
+    Notes
+    -----
+    The tree's correction factor is NCCL's, by size class, so across nodes a tree's time can
+    fall by up to a sixth where a size crosses into the next class, as NCCL's estimate does.
     """
     collective = choice("collective", collective, _COLLECTIVES)
     size = non_negative("nbytes", nbytes)

@@ -249,8 +249,8 @@ def read_nccl_tests(
                     raise ValueError(f"{where}: not nccl-tests' columns ({' '.join(_WITH_ROOT)}).")
             elif rank := re.match(r"#\s+Rank\s+(\d+)\s", stripped):
                 ranks_seen.add(int(rank.group(1)))
-            elif match := re.search(r"nGpus\s+(\d+)", stripped):
-                per_thread = int(match.group(1))
+            elif match := re.search(r"nThread\s+\d+\s+nGpus\s+(\d+)", stripped):
+                per_thread = int(match.group(1)) or None  # the header's own line only
             continue
         tokens = stripped.split()
         if len(tokens) < 3 or not (tokens[0].isdigit() and tokens[1].isdigit()):

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from perfmodel._validate import choice, count
+from perfmodel._validate import choice, count, flag, non_negative, positive
 from perfmodel.comms.collectives import as_link, bus_factor
 from perfmodel.comms.nccl import ARCHS, NCCL_ALGORITHMS, Fabric, nccl_choice
 from perfmodel.comms.nccl_tests import Sweep, read_nccl_tests
@@ -115,6 +115,8 @@ class PublishedSweep:
         NICs in each node, count.
     switch_gpus : int
         GPUs behind one PCIe switch, sharing its link to the host, count.
+    gdr : bool
+        Whether its NICs used GPUDirect RDMA (as its source states; True in one node).
     socket : bool
         Whether NCCL ran over TCP sockets (``NCCL_IB_DISABLE=1``) instead of RDMA.
     algorithms : tuple of str
@@ -137,6 +139,7 @@ class PublishedSweep:
     nic: str
     nics_per_node: int
     switch_gpus: int
+    gdr: bool
     socket: bool
     algorithms: tuple[str, ...]
     sweep: Sweep
@@ -162,6 +165,7 @@ def published_sweeps() -> tuple[PublishedSweep, ...]:
             gpus_per_node=entry["gpus_per_node"], device=entry["device"],
             arch=_ARCH[entry["device"]], link=entry["link"], nic=entry["nic_link"],
             nics_per_node=entry["nics_per_node"], switch_gpus=entry["switch_gpus"],
+            gdr=entry["gdr"],
             socket="NCCL_IB_DISABLE=1" in environment,
             algorithms=("ring",) if "NCCL_ALGO=RING" in environment else NCCL_ALGORITHMS,
             sweep=sweep,
@@ -181,9 +185,10 @@ def fabric_for(
     nodes: int = 1,
     joined: str = "nvlink",
     link: str = "NVLink 4",
-    arch: str = "hopper",
+    arch: str | None = None,
     nic: str | None = None,
     nics_per_node: int | None = None,
+    gdr: bool = True,
     socket: bool = False,
     switch_gpus: int = 1,
     gpus_per_thread: int = 1,
@@ -197,21 +202,25 @@ def fabric_for(
     gpus : int
         GPUs in the communicator, count.
     nodes : int
-        Nodes they span, count.
+        Nodes they span, count (``gpus`` must split evenly over them).
     joined : {"nvlink", "pcie", "host"}
         What joins the GPUs inside a node (see :data:`PATHS`).
     link : str
         The catalogue link each GPU's traffic crosses inside a node: ``"NVLink 4"``,
         ``"Infinity Fabric (MI300X)"``, or its PCIe link (``"PCIe 4.0 x16"``) for ``"pcie"``
         and ``"host"``.
-    arch : {"volta", "ampere", "hopper", "blackwell"}
-        NCCL's generation for the GPUs.
+    arch : {"volta", "ampere", "hopper", "blackwell"}, optional
+        NCCL's generation for the GPUs; by default the NVLink generation's (NVLink 3 Ampere,
+        4 Hopper, 5 Blackwell), else Ampere.
     nic : str, optional
-        Each NIC's catalogue link, across nodes (``"InfiniBand NDR"``).
+        Each NIC's catalogue link; needed across nodes (``"InfiniBand NDR"``).
     nics_per_node : int, optional
         NICs in each node, count (default: one per GPU).
+    gdr : bool
+        Whether the NICs read and write GPU memory directly (GPUDirect RDMA); without it every
+        byte is staged in host memory on its way to the NIC.
     socket : bool
-        NCCL over TCP sockets (``NCCL_IB_DISABLE=1``) instead of RDMA.
+        NCCL over TCP sockets (``NCCL_IB_DISABLE=1``) instead of RDMA; only across nodes.
     switch_gpus : int
         GPUs behind one PCIe switch (``nvidia-smi topo -m`` shows ``PIX`` between them), count;
         through host memory they share its link to the host.
@@ -221,44 +230,89 @@ def fabric_for(
     algorithms : tuple of str
         What NCCL may run.
     constants : dict, optional
-        Replacements for :data:`PATH_RATES` (what :func:`fit_paths` tries).
+        Replacements for :data:`PATH_RATES` (what :func:`fit_paths` tries): shares above 0,
+        ``launch_s`` at least 0.
 
     Returns
     -------
     perfmodel.comms.Fabric
-        Channels and their bandwidth (a kind of path no calibration sweep has runs at its
-        line rate); NVLS where NVLink joins Hopper or later GPUs and the tree is allowed.
+        Channels and their bandwidth. Across nodes a channel runs at its share of the NICs,
+        and never faster than the GPUs' own path inside the node (peer to peer over PCIe, or
+        through host memory without GPUDirect RDMA); a kind of path no calibration sweep
+        crosses nodes on gets the NICs' line rate under that cap. NVLS where NVLink joins
+        Hopper or later GPUs, two or more a node, and the tree is allowed (at an H100's rates).
 
     Raises
     ------
-    ValueError
-        Across nodes without ``nic``; an unknown link or count.
+    TypeError, ValueError
+        Naming the argument: an unknown link, a count below its minimum or above the GPUs
+        it counts among, a missing ``nic`` across nodes, sockets inside one node, a bad
+        constant.
     """
-    joined = choice("joined", joined, PATHS)
-    arch = choice("arch", arch, ARCHS)
+    gpus = count("gpus", gpus, minimum=2)
     nodes = count("nodes", nodes)
-    per_thread = count("gpus_per_thread", gpus_per_thread)
-    values = {**PATH_RATES, **(constants or {})}
-    key = _key(joined, nodes, socket)
+    if gpus % nodes:
+        raise ValueError(f"`gpus` {gpus} must split evenly over `nodes` {nodes}.")
+    per_node = gpus // nodes
+    joined = choice("joined", joined, PATHS)
+    model = as_link(link, argument="link")
+    arch = choice("arch", _ARCH_OF.get(model.name, "ampere") if arch is None else arch, ARCHS)
+    gdr, socket = flag("gdr", gdr), flag("socket", socket)
+    switch_gpus = count("switch_gpus", switch_gpus, maximum=per_node)
+    per_thread = count("gpus_per_thread", gpus_per_thread, maximum=gpus)
+    if isinstance(algorithms, str) or not isinstance(algorithms, tuple | list) or not algorithms:
+        raise TypeError(f"`algorithms` must be a tuple of names (got {algorithms!r}).")
+    algorithms = tuple(choice("algorithms", a, NCCL_ALGORITHMS) for a in algorithms)
+    values = _constants(constants)
+    inside = _CHANNELS[joined] * values[joined] * model.bandwidth  # the node's ring busbw
     if nodes == 1:
-        channels, scale = _CHANNELS[joined], as_link(link, argument="link").bandwidth
+        if socket:
+            raise ValueError("`socket` is NCCL's transport across nodes; `nodes` is 1.")
+        if nic is not None or nics_per_node is not None:
+            raise ValueError("`nic` and `nics_per_node` are for several nodes; `nodes` is 1.")
+        channels, channel_bw = _CHANNELS[joined], inside / _CHANNELS[joined]
     elif nic is None:
         raise ValueError("`nic` must name each NIC's catalogue link when `nodes` > 1.")
     else:
-        per_node = gpus // nodes if nics_per_node is None else count("nics_per_node", nics_per_node)
+        nics = per_node if nics_per_node is None else count("nics_per_node", nics_per_node)
         channels = _CHANNELS["nodes"]
-        scale = as_link(nic, argument="nic").bandwidth * per_node / channels
-    channel_bw = values.get(key, 1.0 if nodes > 1 else 1 / channels) * scale
-    nvls = joined == "nvlink" and ARCHS.index(arch) >= ARCHS.index("hopper")
-    nvls = nvls and "ring" not in algorithms[:1] and not socket
+        share = values.get(_key(joined, nodes, socket), 1.0)
+        channel_bw = share * as_link(nic, argument="nic").bandwidth * nics / channels
+        if joined != "nvlink":  # the GPU's own PCIe path (staged in host memory without GDR)
+            staged = inside if gdr else _CHANNELS["host"] * values["host"] * model.bandwidth
+            channel_bw = min(channel_bw, staged * per_node / channels)
+    nvls = model.kind == "nvlink" and ARCHS.index(arch) >= ARCHS.index("hopper")
+    nvls = nvls and joined == "nvlink" and per_node > 1 and algorithms[0] != "ring" and not socket
     return Fabric(
         ranks=gpus, nodes=nodes, arch=arch, link="nvlink" if joined == "nvlink" else "pci",
         channels=channels, channel_bw=channel_bw, nvls_channels=8 if nvls else 0,
         nvls_bw=40e9 if nvls else 0.0,
         nvls_inter_bw=(60e9 if nodes == 1 else channel_bw) if nvls else 0.0,
         algorithms=algorithms, call_overhead=values["launch_s"] * per_thread,
-        shared_uplink=count("switch_gpus", switch_gpus) if joined == "host" else 1,
+        shared_uplink=switch_gpus if joined == "host" else 1,
     )  # fmt: skip
+
+
+#: NCCL's generation for each NVLink's GPUs, when ``arch`` is not given.
+_ARCH_OF = {"NVLink 3": "ampere", "NVLink 4": "hopper", "NVLink 4 (H800)": "hopper",
+            "NVLink 5": "blackwell"}  # fmt: skip
+#: The keys :data:`PATH_RATES` may hold: a share per kind of path, in a node and across nodes.
+_KEYS = (*PATHS, *(f"{p}_nodes" for p in PATHS), "socket_nodes", "launch_s")
+
+
+def _constants(constants: object) -> dict[str, float]:
+    """:data:`PATH_RATES` with ``constants`` over it, each checked by name."""
+    if constants is None:
+        return dict(PATH_RATES)
+    if not isinstance(constants, dict):
+        raise TypeError(f"`constants` must be a dict of rates (got {type(constants).__name__}).")
+    values = dict(PATH_RATES)
+    for key, value in constants.items():
+        name = f"constants[{key!r}]"
+        if key not in _KEYS:
+            raise ValueError(f"{name} is not a rate fabric_for knows ({', '.join(_KEYS)}).")
+        values[key] = non_negative(name, value) if key == "launch_s" else positive(name, value)
+    return values
 
 
 def _unpriced(entry: PublishedSweep) -> str:
@@ -274,7 +328,7 @@ def _fabric(entry: PublishedSweep, constants: dict[str, float]) -> Fabric:
     return fabric_for(
         entry.sweep.ranks, nodes=entry.nodes, joined=entry.path, link=entry.link or "NVLink 4",
         arch=entry.arch, nic=entry.nic or None, nics_per_node=entry.nics_per_node or None,
-        socket=entry.socket, switch_gpus=entry.switch_gpus,
+        gdr=entry.gdr, socket=entry.socket, switch_gpus=entry.switch_gpus,
         gpus_per_thread=entry.sweep.gpus_per_thread or 1,
         algorithms=entry.algorithms, constants=constants,
     )  # fmt: skip
@@ -292,18 +346,28 @@ def fit_paths(sweeps: tuple[PublishedSweep, ...] | None = None) -> dict[str, flo
     largest size is the measured time (bisection; the median over the kind's sweeps), then its
     excess at 1 KiB and below over the model, per GPU a thread drove (the median over all).
     """
-    chosen = [s for s in (sweeps or published_sweeps())
-              if s.split == "calibration" and not _unpriced(s)]  # fmt: skip
-    shares: dict[str, list[float]] = {}
-    for entry in chosen:
-        key = _key(entry.path, entry.nodes, entry.socket)
-        low, high = 1e-6, 1e3
-        for _ in range(60):  # the largest size's time falls as the share grows
-            middle = (low * high) ** 0.5
-            slow = _times(entry, {key: middle, "launch_s": 0.0})[-1] > entry.sweep.times[-1]
-            low, high = (middle, high) if slow else (low, middle)
-        shares.setdefault(key, []).append((low * high) ** 0.5)
-    values = {key: statistics.median(found) for key, found in shares.items()}
+    given = published_sweeps() if sweeps is None else tuple(sweeps)
+    for item in given:
+        if not isinstance(item, PublishedSweep):
+            raise TypeError(f"`sweeps` must hold comms.PublishedSweep (got {item!r:.60}).")
+    chosen = [s for s in given if s.split == "calibration" and not _unpriced(s)]
+    if not chosen:
+        raise ValueError(
+            f"no priced calibration sweep among the {len(given)} given: a fit needs one."
+        )
+    values: dict[str, float] = {}
+    for several in (False, True):  # a node's own shares first: across nodes they cap a channel
+        shares: dict[str, list[float]] = {}
+        for entry in (e for e in chosen if (e.nodes > 1) == several):
+            key = _key(entry.path, entry.nodes, entry.socket)
+            low, high = 1e-6, 1e3
+            for _ in range(60):  # the largest size's time falls as the share grows
+                middle = (low * high) ** 0.5
+                trial = {**values, key: middle, "launch_s": 0.0}
+                slow = _times(entry, trial)[-1] > entry.sweep.times[-1]
+                low, high = (middle, high) if slow else (low, middle)
+            shares.setdefault(key, []).append((low * high) ** 0.5)
+        values.update({key: statistics.median(found) for key, found in shares.items()})
     excess = []
     for entry in chosen:
         model = _times(entry, {**values, "launch_s": 0.0})
@@ -312,7 +376,7 @@ def fit_paths(sweeps: tuple[PublishedSweep, ...] | None = None) -> dict[str, flo
                  if 0 < n <= 2**10]  # fmt: skip
         if extra:  # a sweep that starts above 1 KiB says nothing of the latency
             excess.append(statistics.median(extra) / (sweep.gpus_per_thread or 1))
-    return {**values, "launch_s": max(0.0, statistics.median(excess))}
+    return {**values, "launch_s": max(0.0, statistics.median(excess)) if excess else 0.0}
 
 
 @dataclass(frozen=True, slots=True)
@@ -391,7 +455,8 @@ def _half(sizes: tuple[float, ...], busbw: Any) -> float:
 def compare_sweeps(constants: dict[str, float] | None = None) -> list[SweepComparison]:
     """Every published sweep beside its prediction at ``constants`` (default
     :data:`PATH_RATES`)."""
-    values = {**PATH_RATES, **(constants or {})}
+    values = _constants(constants)
+    fitted = PATH_RATES if constants is None else constants
     rows = []
     for entry in published_sweeps():
         if reason := _unpriced(entry):
@@ -400,6 +465,6 @@ def compare_sweeps(constants: dict[str, float] | None = None) -> list[SweepCompa
         fabric = _fabric(entry, values)
         predicted = tuple(nccl_choice(entry.sweep.collective, n, fabric).time_s
                           for n in entry.sweep.sizes)  # fmt: skip
-        calibrated = _key(entry.path, entry.nodes, entry.socket) in values
+        calibrated = _key(entry.path, entry.nodes, entry.socket) in fitted
         rows.append(SweepComparison(entry, fabric, predicted, calibrated))
     return rows
