@@ -260,9 +260,10 @@ def fabric_for(
     gdr, socket = flag("gdr", gdr), flag("socket", socket)
     switch_gpus = count("switch_gpus", switch_gpus, maximum=per_node)
     per_thread = count("gpus_per_thread", gpus_per_thread, maximum=gpus)
-    if isinstance(algorithms, str) or not isinstance(algorithms, tuple | list) or not algorithms:
+    names: object = algorithms
+    if not isinstance(names, tuple | list) or not names:
         raise TypeError(f"`algorithms` must be a tuple of names (got {algorithms!r}).")
-    algorithms = tuple(choice("algorithms", a, NCCL_ALGORITHMS) for a in algorithms)
+    algorithms = tuple(choice("algorithms", a, NCCL_ALGORITHMS) for a in names)
     values = _constants(constants)
     inside = _CHANNELS[joined] * values[joined] * model.bandwidth  # the node's ring busbw
     if nodes == 1:
