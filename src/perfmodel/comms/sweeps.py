@@ -146,7 +146,13 @@ class PublishedSweep:
 
 
 def published_sweeps() -> tuple[PublishedSweep, ...]:
-    """Every stored sweep, in the index's order, each read as printed."""
+    """Every stored sweep, in the index's order, each read as printed.
+
+    Returns
+    -------
+    tuple of PublishedSweep
+        Each sweep with what its source states about the box, both halves.
+    """
     folder = resources.files("perfmodel") / "data" / "nccl_sweeps"
     index = tomllib.loads((folder / "index.toml").read_text("utf-8"))["sweep"]
     found = []
@@ -346,6 +352,26 @@ def fit_paths(sweeps: tuple[PublishedSweep, ...] | None = None) -> dict[str, flo
     Each priced calibration sweep gives its kind of path the share whose prediction at the
     largest size is the measured time (bisection; the median over the kind's sweeps), then its
     excess at 1 KiB and below over the model, per GPU a thread drove (the median over all).
+    A node's own shares are fitted first: across nodes they cap a channel.
+
+    Parameters
+    ----------
+    sweeps : tuple of PublishedSweep, optional
+        What to fit on (default: :func:`published_sweeps`); held-out and unpriced sweeps in
+        it are left out.
+
+    Returns
+    -------
+    dict
+        A share per kind of path the calibration sweeps price (see :data:`PATH_RATES`) and
+        ``launch_s``, s.
+
+    Raises
+    ------
+    TypeError
+        If an item is not a :class:`PublishedSweep`.
+    ValueError
+        If no priced calibration sweep is among them.
     """
     given = published_sweeps() if sweeps is None else tuple(sweeps)
     for item in given:
@@ -454,8 +480,19 @@ def _half(sizes: tuple[float, ...], busbw: Any) -> float:
 
 
 def compare_sweeps(constants: dict[str, float] | None = None) -> list[SweepComparison]:
-    """Every published sweep beside its prediction at ``constants`` (default
-    :data:`PATH_RATES`)."""
+    """Every published sweep beside its prediction.
+
+    Parameters
+    ----------
+    constants : dict, optional
+        Rates to predict at instead of :data:`PATH_RATES` (what :func:`fit_paths` returns);
+        a sweep is marked calibrated when they hold a rate for its kind of path.
+
+    Returns
+    -------
+    list of SweepComparison
+        One per published sweep, in the index's order, both halves.
+    """
     values = _constants(constants)
     fitted = PATH_RATES if constants is None else constants
     rows = []
