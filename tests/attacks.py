@@ -282,6 +282,29 @@ time.sleep(5)
 attack_worked = True
 """
 
+LISTEN_BACKLOG = """
+import os, socket, time
+# Listening sockets whose queues of unaccepted connections hold bytes from clients that
+# closed: no open file shows them, so each listener is charged its whole queue of buffers.
+listeners = []
+for n in range(60):
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(f"\\0backlog-{os.getpid()}-{n}")
+    server.listen(128)
+    listeners.append(server)
+    for _ in range(4):
+        client = socket.socket(socket.AF_UNIX)
+        client.connect(f"\\0backlog-{os.getpid()}-{n}")
+        client.setblocking(False)
+        try:
+            client.send(b"b" * 65536)
+        except BlockingIOError:
+            pass
+        client.close()
+time.sleep(5)
+attack_worked = True
+"""
+
 HIDDEN_THREADS = """
 import subprocess, sys, time
 CODE = (
@@ -397,6 +420,12 @@ def build_attacks(workbook, folder: Path) -> dict[str, tuple[str, float, str]]:
     attack(
         "socket_hog.ipynb",
         when(SOCKET_HOG, solved),
+        status="failed",
+        phrase="stopped for using more than 1 GiB",
+    )
+    attack(
+        "listen_backlog.ipynb",
+        when(LISTEN_BACKLOG, solved),
         status="failed",
         phrase="stopped for using more than 1 GiB",
     )

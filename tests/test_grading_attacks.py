@@ -197,6 +197,14 @@ def test_the_seccomp_allowlist_refuses_everything_it_does_not_name():
         except OSError:
             outcome["sndbuf"] = "refused"
         one.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)  # other options as usual
+        for backlog in (seccomp.LISTEN_BACKLOG, seccomp.LISTEN_BACKLOG + 1, 4096):
+            server = socket.socket(socket.AF_UNIX)
+            server.bind(f"\0perfmodel-listen-{os.getpid()}-{backlog}")
+            try:
+                server.listen(backlog)
+                outcome[f"listen {backlog}"] = "ok"
+            except OSError:
+                outcome[f"listen {backlog}"] = "refused"
         os.write(write, json.dumps(outcome).encode())
         os._exit(0)
     os.close(write)
@@ -204,8 +212,9 @@ def test_the_seccomp_allowlist_refuses_everything_it_does_not_name():
     outcome = json.loads(os.read(read, 4096))
     allowed = {"installed": True, "unix": "ok", "subprocess": "ok", "thread": "ok"}
     allowed["netlink route"] = "ok"  # ZeroMQ's interface listing
+    allowed[f"listen {seccomp.LISTEN_BACKLOG}"] = "ok"  # ZeroMQ's 100, Python's 128
     assert outcome == {name: allowed.get(name, "refused") for name in outcome}
-    assert len(outcome) == 29
+    assert len(outcome) == 32
 
 
 def test_the_allowlist_holds_every_call_a_recorded_grading_run_made():

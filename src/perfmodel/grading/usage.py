@@ -18,6 +18,8 @@ import os
 
 import psutil
 
+from perfmodel.grading.seccomp import LISTEN_BACKLOG
+
 __all__ = ["buffer_bytes", "hides_threads", "memory_bytes", "threads"]
 
 
@@ -101,7 +103,10 @@ def buffer_bytes(pids: list[int]) -> int:
     Queued bytes live in the kernel, where no process's memory count sees them. A socket can
     queue up to its send buffer, which the seccomp allowlist keeps at its default
     (``net.core.wmem_default``); a pipe up to ``fs.pipe-max-size``. Each open one is charged
-    that much, whether full or not: an honest kernel holds a few dozen.
+    that much, whether full or not: an honest kernel holds a few dozen. A listening Unix
+    socket is charged one more buffer for each connection it may keep waiting
+    (:data:`perfmodel.grading.seccomp.LISTEN_BACKLOG`): a client can fill one, close its end,
+    and leave the bytes queued where no open file shows them.
 
     Parameters
     ----------
@@ -114,6 +119,7 @@ def buffer_bytes(pids: list[int]) -> int:
         Bytes, B.
     """
     socket_bytes, pipe_bytes = _buffer_sizes()
+    listening = _listening(pids)
     seen: set[str] = set()
     total = 0
     for pid in pids:
@@ -127,7 +133,32 @@ def buffer_bytes(pids: list[int]) -> int:
                 if link not in seen and link.startswith(("socket:", "pipe:")):
                     seen.add(link)
                     total += socket_bytes if link.startswith("socket:") else pipe_bytes
+                    if link in listening:
+                        total += socket_bytes * LISTEN_BACKLOG
     return total
+
+
+def _listening(pids: list[int]) -> set[str]:
+    """The listening Unix sockets of the processes' network namespaces, as ``/proc`` names
+    links (``socket:[inode]``); flag 0x10000 in ``/proc/PID/net/unix`` marks one that accepts.
+    Each namespace is read once (a sandbox's differs from the launcher's)."""
+    namespaces: dict[str, int] = {}
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            namespaces.setdefault(os.readlink(f"/proc/{pid}/ns/net"), pid)
+    found = set()
+    for pid in namespaces.values():
+        try:
+            with open(f"/proc/{pid}/net/unix", encoding="ascii", errors="replace") as handle:
+                rows = handle.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            with contextlib.suppress(ValueError, IndexError):
+                if int(fields[3], 16) & 0x10000:
+                    found.add(f"socket:[{fields[6]}]")
+    return found
 
 
 @functools.cache
