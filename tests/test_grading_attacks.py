@@ -270,3 +270,51 @@ def test_reasons_and_feedback_print_as_they_are():
         assert char not in shown and f"\\u{ord(char):04x}" in shown
     assert safe_text("naïve café, 温度 ok") == "naïve café, 温度 ok"
     assert safe_text("m" + "\u0301" * 5) == "m\u0301\u0301" + "\\u0301" * 3  # no mark stack
+
+
+def test_landlock_keeps_the_sandbox_from_the_hosts_abstract_sockets_and_signals():
+    """The unprivileged level has no namespaces: without Landlock's scopes a submission could
+    reach every abstract Unix socket on the host (a desktop bus, an X server) and signal any
+    process its uid may."""
+    import socket
+
+    from perfmodel.grading import landlock
+
+    if landlock.abi() < landlock.SCOPED_ABI:
+        pytest.skip(f"this kernel's Landlock ABI is {landlock.abi()}; scopes need 6")
+    outside = socket.socket(socket.AF_UNIX)
+    outside.bind(f"\0perfmodel-outside-{os.getpid()}")
+    outside.listen(1)
+    read, write = os.pipe()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through the pipe
+        outcome = {"scoped": landlock.scope()}
+        for name, attempt in {
+            "host socket": lambda: socket.socket(socket.AF_UNIX).connect(
+                f"\0perfmodel-outside-{parent}"
+            ),
+            "host signal": lambda: os.kill(parent, 0),
+            "own socket": lambda: _own_abstract_pair(socket),
+            "own signal": lambda: os.kill(os.getpid(), 0),
+        }.items():
+            try:
+                attempt()
+                outcome[name] = "ok"
+            except OSError:
+                outcome[name] = "refused"
+        os.write(write, json.dumps(outcome).encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    outside.close()
+    outcome = json.loads(os.read(read, 4096))
+    assert outcome == {"scoped": True, "host socket": "refused", "host signal": "refused",
+                       "own socket": "ok", "own signal": "ok"}  # fmt: skip
+
+
+def _own_abstract_pair(socket):  # pragma: no cover - runs in the scoped child
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(f"\0perfmodel-inside-{os.getpid()}")
+    server.listen(1)
+    socket.socket(socket.AF_UNIX).connect(f"\0perfmodel-inside-{os.getpid()}")

@@ -47,7 +47,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from perfmodel.grading import seccomp
+from perfmodel.grading import landlock, seccomp
 
 __all__ = [
     "LEVELS",
@@ -300,7 +300,11 @@ class Sandbox:
         return [*self._setup(), *self._bwrap(seccomp_fd), *drop, *argv]
 
     def preexec(self) -> None:  # pragma: no cover - runs in the child between fork and exec
-        """The filter for the levels without bubblewrap, set in the child before ``exec``."""
+        """The filter for the levels without bubblewrap, set in the child before ``exec``;
+        at the unprivileged level first Landlock's scopes, where the kernel has them
+        (:mod:`perfmodel.grading.landlock`: no abstract socket or signal outside)."""
+        if self.level == "unprivileged":
+            landlock.scope()
         if self.filter is not None:
             seccomp.install(self.filter)
 

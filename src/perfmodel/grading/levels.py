@@ -24,7 +24,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from perfmodel.grading import isolation, seccomp
+from perfmodel.grading import isolation, landlock, seccomp
 
 __all__ = ["choose", "closed_folders", "needed_paths", "unprivileged_problem", "warn"]
 
@@ -196,10 +196,19 @@ def warn(level: str) -> None:
         The level grading runs at; nothing is said for ``"bubblewrap"``.
     """
     if level == "unprivileged":
+        scoped = landlock.abi() >= landlock.SCOPED_ABI
+        sockets = (
+            "Landlock keeps them from the host's abstract Unix sockets and its other processes' "
+            "signals"
+            if scoped
+            else "this kernel has no Landlock scopes (Linux 6.12+), so the host's abstract Unix "
+            "sockets are in their reach"
+        )
         print(
             f"\n*** WARNING: grading without bubblewrap ({isolation.probe() or 'as asked'}).\n*** "
             f"Submissions run as an unprivileged user with no namespaces: they can read "
-            f"files every user may read. The CSV records `isolation: unprivileged`.\n",
+            f"files every user may read; {sockets}. The CSV records `isolation: "
+            f"unprivileged`.\n",
             file=sys.stderr,
         )
     elif level == "none":
