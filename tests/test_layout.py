@@ -188,3 +188,24 @@ def test_one_module_reads_the_clock():
             ):
                 readers.append(f"{path.relative_to(PACKAGE).as_posix()}: time.{node.attr}")
     assert {r.split(":")[0] for r in readers} == {"measure/timing.py"}, readers
+
+
+def test_no_module_imports_another_modules_private_names():
+    """Inside a room too: a name with a leading underscore stays in its module (a private
+    helper module, ``perfmodel._validate``, is imported whole or by its public names)."""
+    private = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (
+                isinstance(node, ast.ImportFrom) and (node.module or "").startswith("perfmodel")
+            ):
+                continue
+            folder = PACKAGE.parent.joinpath(*node.module.split("."))
+            for alias in node.names:
+                module = (folder / f"{alias.name}.py").is_file() or (folder / alias.name).is_dir()
+                dunder = alias.name.startswith("__") and alias.name.endswith("__")
+                if alias.name.startswith("_") and not module and not dunder:
+                    private.append(
+                        f"{path.relative_to(PACKAGE)} imports {alias.name} from {node.module}"
+                    )
+    assert not private, private

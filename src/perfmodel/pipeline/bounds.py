@@ -55,7 +55,14 @@ from perfmodel.pipeline.graph import (
 from perfmodel.pipeline.mip import SparseRows
 from perfmodel.pipeline.split import order_segment_costs
 
-__all__ = ["MipBound", "mip_lower_bound", "window_lower_bound", "windows"]
+__all__ = [
+    "MipBound",
+    "closure_works",
+    "mip_lower_bound",
+    "stage_windows",
+    "window_lower_bound",
+    "windows",
+]
 
 _TOLERANCE = 1e-9  # relative: never claim a bound closer than this to a float tie
 #: The compact MIP is tried only when ``nodes x stages`` is at most this: a node limit
@@ -83,17 +90,46 @@ def _closure_work(
     return np.asarray(bits @ work)
 
 
-def _reach_works(graph: Graph) -> tuple[np.ndarray, np.ndarray]:
-    """Work of each node's ancestors and of its descendants (each including the node)."""
+def closure_works(graph: Graph) -> tuple[np.ndarray, np.ndarray]:
+    """The work of each node's ancestors and of its descendants, each including the node:
+    what :func:`stage_windows` reads, computed once per graph.
+
+    Parameters
+    ----------
+    graph : Graph
+        The model graph.
+
+    Returns
+    -------
+    tuple of (numpy.ndarray, numpy.ndarray)
+        ``(ancestors, descendants)``, s of work, one entry per node.
+    """
     return (
         _closure_work(graph, graph.order, graph.predecessors),
         _closure_work(graph, graph.order[::-1], graph.successors),
     )
 
 
-def _stage_windows(
+def stage_windows(
     reach: tuple[np.ndarray, np.ndarray], k: int, limit: float
 ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`windows` from the closure works already computed (:func:`closure_works`), for
+    the methods that probe many limits on one graph.
+
+    Parameters
+    ----------
+    reach : tuple of (numpy.ndarray, numpy.ndarray)
+        What :func:`closure_works` returned for the graph, s.
+    k : int
+        The number of stages, count.
+    limit : float
+        The bottleneck, s.
+
+    Returns
+    -------
+    tuple of (numpy.ndarray, numpy.ndarray)
+        ``(earliest, latest)`` stage of every node, as int arrays.
+    """
     ancestors, descendants = reach
     scale = limit * (1 + _TOLERANCE)
     with np.errstate(over="ignore"):  # a tiny limit: stage counts past 2**40 are all too many
@@ -126,10 +162,12 @@ def windows(graph: Graph, k: int, limit: float) -> tuple[np.ndarray, np.ndarray]
     """
     if not limit > 0:
         raise ValueError(f"`limit` must be a positive bottleneck in seconds (got {limit!r}).")
-    return _stage_windows(_reach_works(graph), k, limit)
+    return stage_windows(closure_works(graph), k, limit)
 
 
-def window_lower_bound(graph: Graph, k: int) -> float:
+def window_lower_bound(
+    graph: Graph, k: int, *, reach: tuple[np.ndarray, np.ndarray] | None = None
+) -> float:
     """The smallest bottleneck for which every node still has a stage window (bisection).
 
     Parameters
@@ -138,6 +176,8 @@ def window_lower_bound(graph: Graph, k: int) -> float:
         The model graph.
     k : int
         The number of stages, from 1 to the node count, count.
+    reach : tuple of (numpy.ndarray, numpy.ndarray), optional
+        The graph's :func:`closure_works`, where the caller has them already.
 
     Returns
     -------
@@ -146,14 +186,14 @@ def window_lower_bound(graph: Graph, k: int) -> float:
         :func:`~perfmodel.pipeline.graph.combinatorial_lower_bound`, s.
     """
     k = check_k(graph, k)
-    return _window_bound(graph, k, _reach_works(graph))
+    return _window_bound(graph, k, closure_works(graph) if reach is None else reach)
 
 
 def _window_bound(graph: Graph, k: int, reach: tuple[np.ndarray, np.ndarray]) -> float:
     """:func:`window_lower_bound` from the closure works already computed."""
 
     def fits(limit: float) -> bool:
-        earliest, latest = _stage_windows(reach, k, limit)
+        earliest, latest = stage_windows(reach, k, limit)
         return bool(np.all(earliest <= latest))
 
     low = combinatorial_lower_bound(graph, k)
@@ -177,7 +217,7 @@ def _feasibility_mip(
     from scipy.optimize import Bounds, milp
 
     n = graph.n
-    earliest, latest = _stage_windows(reach, k, limit)
+    earliest, latest = stage_windows(reach, k, limit)
     if np.any(earliest > latest):
         return Verdict.INFEASIBLE, None
     unit = limit  # pose it in units of the limit: costs are fractions of 1
@@ -342,7 +382,7 @@ def mip_lower_bound(
         if lower > free:
             return MipBound(min(lower, upper), None, 0, False, lower_source)
         return MipBound(min(free, upper), None, 0, False)
-    reach = _reach_works(graph)
+    reach = closure_works(graph)
     low = _window_bound(graph, k, reach)
     source = "window bound" if low > combinatorial_lower_bound(graph, k) else "combinatorial bound"
     if lower > low:

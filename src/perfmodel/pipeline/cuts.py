@@ -32,19 +32,26 @@ from scipy.sparse import csr_array
 from scipy.sparse.csgraph import maximum_flow
 
 from perfmodel._validate import positive
-from perfmodel.pipeline.bounds import _reach_works, _stage_windows, _window_bound
+from perfmodel.pipeline.bounds import closure_works, stage_windows, window_lower_bound
 from perfmodel.pipeline.budget import Deadline, check_deadline
 from perfmodel.pipeline.graph import Graph, bisect_threshold, check_k
 
-__all__ = ["boundary_cuts", "cut_lower_bound"]
+__all__ = ["CutNetwork", "boundary_cuts", "cut_lower_bound"]
 
 _UNITS = 5e8  # the weighted tensors, all together, in integer flow units (int32 capacities)
 _FOREVER = 2**30  # an edge no cut may take: more than all finite capacities together
 _TOLERANCE = 1e-9  # relative: a proof at T certifies T * (1 - this), below any float tie
 
 
-class _Network:
-    """The closure network of a graph: node ``u``, its tensor ``n + u``, source, sink."""
+class CutNetwork:
+    """The closure network of a graph, built once for many probes: node ``u``, its tensor
+    ``n + u``, source, sink.
+
+    Parameters
+    ----------
+    graph : Graph
+        The model graph.
+    """
 
     def __init__(self, graph: Graph) -> None:
         n = graph.n
@@ -56,17 +63,29 @@ class _Network:
                 heads += [n + u, v]  # tensor u reaches reader v; v in the downset needs u
                 tails += [v, u]
         self.heads, self.tails = np.array(heads, np.int64), np.array(tails, np.int64)
-        self.reach = _reach_works(graph)
+        self.reach = closure_works(graph)
         self.readers = [np.array(graph.successors[u], dtype=np.int64) for u in self.senders]
 
     def cuts(self, k: int, limit: float, deadline: Deadline | None = None) -> np.ndarray | None:
         """The weighted minimum cut of each boundary ``0 .. k - 2`` under ``limit``, s.
 
-        None when some node has no stage window: nothing fits under ``limit`` at all. Past
-        the ``deadline``, the boundaries not yet cut count as free (still a bound).
+        Parameters
+        ----------
+        k : int
+            The number of stages, count.
+        limit : float
+            The bottleneck, s.
+        deadline : Deadline, optional
+            Past it, the boundaries not yet cut count as free (still a bound).
+
+        Returns
+        -------
+        numpy.ndarray or None
+            One cut per boundary, s; None when some node has no stage window: nothing fits
+            under ``limit`` at all.
         """
         n = self.n
-        earliest, latest = _stage_windows(self.reach, k, limit)
+        earliest, latest = stage_windows(self.reach, k, limit)
         if np.any(earliest > latest):
             return None
         if not len(self.senders):
@@ -103,7 +122,7 @@ class _Network:
         return found
 
 
-def _fits(network: _Network, k: int, limit: float, work: float, deadline: Deadline) -> bool:
+def _fits(network: CutNetwork, k: int, limit: float, work: float, deadline: Deadline) -> bool:
     """Whether the cuts leave room for some split into ``m <= k`` stages under ``limit``."""
     cuts = network.cuts(k, limit, deadline)
     if cuts is None:
@@ -133,7 +152,7 @@ def boundary_cuts(graph: Graph, k: int, limit: float) -> np.ndarray | None:
         some node has no stage window.
     """
     k = check_k(graph, k)
-    return _Network(graph).cuts(k, positive("limit", limit))
+    return CutNetwork(graph).cuts(k, positive("limit", limit))
 
 
 def cut_lower_bound(graph: Graph, k: int, *, deadline: Deadline | None = None) -> float:
@@ -156,8 +175,8 @@ def cut_lower_bound(graph: Graph, k: int, *, deadline: Deadline | None = None) -
     """
     k = check_k(graph, k)
     deadline = check_deadline(deadline)
-    network = _Network(graph)
-    low = _window_bound(graph, k, network.reach)
+    network = CutNetwork(graph)
+    low = window_lower_bound(graph, k, reach=network.reach)
     work = math.fsum(graph.work)
     high = max(work + 2 * math.fsum(graph.comm), low) * 1.01
 

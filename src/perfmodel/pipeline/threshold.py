@@ -49,10 +49,10 @@ import numpy as np
 from scipy.sparse import csr_array
 
 from perfmodel._validate import count, non_negative, positive
-from perfmodel.pipeline.bounds import _stage_windows
+from perfmodel.pipeline.bounds import stage_windows
 from perfmodel.pipeline.budget import Deadline, check_deadline
 from perfmodel.pipeline.cover import Verdict
-from perfmodel.pipeline.cuts import _Network
+from perfmodel.pipeline.cuts import CutNetwork
 from perfmodel.pipeline.graph import (
     MEMORY_SLACK,
     Graph,
@@ -120,7 +120,7 @@ class _Problem:
         self.total = math.fsum(graph.work)
         self.full = (1 << graph.n) - 1
         self.bytes = 8 * ((graph.n + 63) // 64)  # whole 64-bit words, as unpack_masks reads
-        self.network = _Network(graph)
+        self.network = CutNetwork(graph)
         self.reach = self.network.reach
         heads = [u for u, _ in graph.edges]
         tails = [v for _, v in graph.edges]
@@ -180,7 +180,7 @@ def _probe(
 ) -> tuple[Verdict, Partition | None, int]:
     """:func:`threshold_probe` on a graph already prepared."""
     graph, k = problem.graph, problem.k
-    earliest, latest = _stage_windows(problem.reach, k, limit)
+    earliest, latest = stage_windows(problem.reach, k, limit)
     if np.any(earliest > latest):
         return Verdict.INFEASIBLE, None, 0
     n, work, memory = graph.n, graph.work, graph.memory

@@ -12,7 +12,7 @@ from typing import Any
 
 from perfmodel._validate import count, fraction, positive
 from perfmodel.capstone.builders.graph import GraphBuilder
-from perfmodel.capstone.builders.mobilenet import _divisible
+from perfmodel.capstone.builders.mobilenet import divisible
 
 __all__ = ["efficientnet_b0"]
 
@@ -178,11 +178,11 @@ def efficientnet_b0(
             s = silu(s, f"{name}.fc1_silu") if fc == 1 else g.add("Sigmoid", [s], f"{name}.gate")
         return g.add("Mul", [s, x], f"{name}.scale")
 
-    channels = _divisible(stem * width)
+    channels = divisible(stem * width)
     x = conv_bn("input", "features.0", 3, channels, 3, 2, 1, act=True)
     index = 1
     for t, k, c, n, s in rows:
-        out = _divisible(c * width)
+        out = divisible(c * width)
         for block in range(math.ceil(n * depth)):
             name, stride, hidden = f"features.{index}", s if block == 0 else 1, channels * t
             y = x
@@ -193,7 +193,7 @@ def efficientnet_b0(
             y = conv_bn(y, f"{name}.project", hidden, out, 1, 1, 1, act=False)
             x = g.add("Add", [y, x], f"{name}.add") if stride == 1 and channels == out else y
             channels, index = out, index + 1
-    top = _divisible(head * width)
+    top = divisible(head * width)
     x = conv_bn(x, f"features.{index}", channels, top, 1, 1, 1, act=True)
     x = g.add("GlobalAveragePool", [x], "avgpool")
     x = g.add("Flatten", [x], "flatten", axis=1)

@@ -11,7 +11,7 @@ from typing import Any
 from perfmodel._validate import count, positive
 from perfmodel.capstone.builders.graph import GraphBuilder
 
-__all__ = ["mobilenet_v2"]
+__all__ = ["divisible", "mobilenet_v2"]
 
 #: The paper's Table 2, one row per stage: expansion t, output channels c, blocks n and
 #: the first block's stride s.
@@ -26,10 +26,23 @@ PAPER_STAGES = (
 )
 
 
-def _divisible(channels: float, divisor: int = 8) -> int:
+def divisible(channels: float, divisor: int = 8) -> int:
     """Channels rounded to the nearest multiple of ``divisor`` (never down by more than
     10 %, never below ``divisor``), as the reference implementations round a width times
-    its multiplier."""
+    its multiplier (EfficientNet's builder rounds the same way).
+
+    Parameters
+    ----------
+    channels : float
+        A stage's width times its multiplier, count.
+    divisor : int
+        What the width must be a multiple of, count.
+
+    Returns
+    -------
+    int
+        The rounded width, count.
+    """
     rounded = max(divisor, int(channels + divisor / 2) // divisor * divisor)
     return rounded + divisor if rounded < 0.9 * channels else rounded
 
@@ -146,11 +159,11 @@ def mobilenet_v2(
         y = g.conv_bn(x, name, c_in, c_out, k, stride=stride, groups=groups)
         return g.add("Clip", [y, low, high], f"{name}_relu6") if relu6 else y
 
-    channels = _divisible(stem * multiplier)
+    channels = divisible(stem * multiplier)
     x = conv_bn("input", "features.0", 3, channels, 3, 2, 1, relu6=True)
     index = 1
     for t, c, n, s in rows:
-        out = _divisible(c * multiplier)
+        out = divisible(c * multiplier)
         for block in range(n):
             name, stride, hidden = f"features.{index}", s if block == 0 else 1, channels * t
             y = x
@@ -160,7 +173,7 @@ def mobilenet_v2(
             y = conv_bn(y, f"{name}.project", hidden, out, 1, 1, 1, relu6=False)
             x = g.add("Add", [x, y], f"{name}.add") if stride == 1 and channels == out else y
             channels, index = out, index + 1
-    head = _divisible(last * max(1.0, multiplier))
+    head = divisible(last * max(1.0, multiplier))
     x = conv_bn(x, f"features.{index}", channels, head, 1, 1, 1, relu6=True)
     x = g.add("GlobalAveragePool", [x], "avgpool")
     x = g.add("Flatten", [x], "flatten", axis=1)
