@@ -36,6 +36,11 @@ This package's top level is its public face, what lecture 09 and a learner need:
 
 from __future__ import annotations
 
+from perfmodel.comms.across import (
+    hierarchical_allreduce_time,
+    parameter_server_time,
+    rail_ring_allreduce_time,
+)
 from perfmodel.comms.collectives import (
     ALGORITHMS,
     CEILINGS,
@@ -51,10 +56,7 @@ from perfmodel.comms.collectives import (
     bus_bandwidth,
     bus_factor,
     collective_time,
-    hierarchical_allreduce_time,
-    parameter_server_time,
     point_to_point_time,
-    rail_ring_allreduce_time,
     reduce_scatter_time,
     terms,
 )

@@ -18,13 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from perfmodel._validate import choice, count, positive
+from perfmodel.comms.across import hierarchical_allreduce_time, rail_ring_allreduce_time
 from perfmodel.comms.collectives import (
     CEILINGS,
     algorithm_bandwidth,
     bus_bandwidth,
     collective_time,
-    hierarchical_allreduce_time,
-    rail_ring_allreduce_time,
 )
 
 __all__ = ["ACROSS", "PUBLISHED_BUSBW", "PublishedBusbw", "across_nodes_busbw", "predicted_busbw"]
