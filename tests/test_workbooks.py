@@ -387,3 +387,28 @@ def test_no_graded_choice_is_a_coin_flip(workbook):
                 name = ast.literal_eval(call.args[0])
                 if name.startswith("graded_"):
                     assert len(ast.literal_eval(call.args[3])) >= 3, (workbook.name, name)
+
+
+@pytest.mark.parametrize("workbook", WORKBOOKS, ids=lambda workbook: workbook.name)
+def test_following_a_hint_never_gets_a_wrong_method_accepted(workbook):
+    """A learner whose method is wrong (a keyed slip's value) and who is told a unit slip,
+    or guesses one, and scales by its factor must still be refused: no wrong method sits one
+    unit factor from the answer (workbook 09's ring on 16 GPUs sat 0.65% from GiB vs GB)."""
+    from perfmodel.exercises import AnswerError
+
+    env, checks = _master_namespace_and_checks(workbook)
+    accepted = []
+    for call in checks:
+        check, value, declared = _checker(call, env)
+        name = call.args[0].value
+        units = [slip for slip in declared if slip.unit]
+        for slip in (s for s in declared if s.key is not None):
+            wrong = SLIP_VALUES[(workbook.name[:2], name, slip.name)]
+            for unit in units:
+                for _, scale in unit.scales():
+                    try:
+                        check(wrong / scale)
+                    except AnswerError:
+                        continue
+                    accepted.append((name, slip.name, unit.name))
+    assert not accepted, accepted
