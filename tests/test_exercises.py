@@ -429,3 +429,25 @@ def test_odd_numbers_get_the_courses_words_as_the_grader_reads_them():
         check_count("k", same, stages)
     with pytest.raises(AnswerError, match="401 digits"):
         check_count("k", 10**400, stages)
+
+
+def test_when_two_slips_fit_the_hint_names_both_and_only_those():
+    """Two slips whose windows meet (factors 1.30 and 1.31 at a 1% tolerance): a value that
+    fits both gets both named, the closer first, since the hint cannot tell which was made;
+    a value that fits one gets that one alone."""
+    from perfmodel.exercises import AnswerError, Slip, check_number, number_key
+
+    key = number_key(1000.0, rel_tol=0.01, salt="demo/q9/both")
+    low = Slip(factor=1.30, name="low", cause="the low slip", unit=True, direction="large")
+    high = Slip(factor=1.31, name="high", cause="the high slip", unit=True, direction="large")
+
+    def message(value):
+        with pytest.raises(AnswerError) as caught:
+            check_number("x", value, key, slips=(low, high))
+        return str(caught.value)
+
+    both = message(1306.0)
+    assert low.cause in both and high.cause in both
+    assert both.index(high.cause) < both.index(low.cause)  # 1306 is closer to 1310
+    alone = message(1290.0)
+    assert low.cause in alone and high.cause not in alone

@@ -598,9 +598,11 @@ class _NumberKey:
 
 
 def _match_slip(value: float, key: _NumberKey, slips: Iterable[Slip]) -> str | None:
-    """The best-fitting slip as a phrase, or None.
+    """Every slip the value fits, as one phrase, or None.
 
-    A unit slip's phrase carries its exact factor; a conceptual slip's only its concept.
+    A unit slip's phrase carries its exact factor; a conceptual slip's only its concept. When
+    two slips fit (their windows meet, or they share a factor), both are named, the closer
+    first: the hint cannot tell which mistake was made.
     """
     window = _window(key.rel_tol)
     found: list[tuple[int, str]] = []
@@ -626,9 +628,8 @@ def _match_slip(value: float, key: _NumberKey, slips: Iterable[Slip]) -> str | N
         found.append((abs(shift), _SIGN))
     if not found:
         return None
-    # Two slips can share a factor (multiply-adds and a 2-byte dtype): name every one that fits.
-    best = min(shift for shift, _ in found)
-    return "; or ".join(dict.fromkeys(phrase for shift, phrase in found if shift == best))
+    found.sort(key=lambda item: item[0])  # the closest first; ties keep the declared order
+    return "; or ".join(dict.fromkeys(phrase for _, phrase in found))
 
 
 def _phrase(slip: Slip, direction: str | None = None) -> str:
