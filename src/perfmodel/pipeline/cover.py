@@ -41,7 +41,8 @@ from typing import Any
 import numpy as np
 
 from perfmodel.pipeline.budget import Deadline, check_deadline
-from perfmodel.pipeline.graph import MEMORY_SLACK, Graph, node_masks, stage_cost
+from perfmodel.pipeline.graph import MEMORY_SLACK, Graph, stage_cost
+from perfmodel.pipeline.masks import node_masks
 from perfmodel.pipeline.mip import SparseRows
 from perfmodel.pipeline.split import order_segment_costs
 

@@ -33,11 +33,9 @@ __all__ = [
     "combinatorial_lower_bound",
     "fits_memory",
     "is_feasible",
-    "node_masks",
     "stage_cost",
     "stage_order",
     "stage_parts",
-    "unpack_masks",
 ]
 
 #: The MIP's split is proven within this relative distance of the optimum; a result whose
@@ -475,50 +473,6 @@ def stage_order(graph: Graph, stages: Iterable[Iterable[int]]) -> tuple[int, ...
     """
     position = {v: i for i, v in enumerate(graph.order)}
     return tuple(v for stage in stages for v in sorted(stage, key=position.__getitem__))
-
-
-def node_masks(graph: Graph) -> tuple[list[int], list[int]]:
-    """Each node's predecessors and successors as bit masks (bit u set for node u).
-
-    Parameters
-    ----------
-    graph : Graph
-        The model graph.
-
-    Returns
-    -------
-    tuple of (list of int, list of int)
-        ``(needs, feeds)``: ``needs[v]`` has a bit set for each node v reads,
-        ``feeds[v]`` one for each node that reads v.
-    """
-    needs = [sum(1 << u for u in graph.predecessors[v]) for v in range(graph.n)]
-    feeds = [sum(1 << w for w in graph.successors[v]) for v in range(graph.n)]
-    return needs, feeds
-
-
-def unpack_masks(packed: np.ndarray, n: int) -> np.ndarray:
-    """Bit masks packed as 64-bit words, as a boolean matrix.
-
-    Parameters
-    ----------
-    packed : numpy.ndarray
-        A (rows, words) array of uint64: bit t of row r (word ``t // 64``, bit ``t % 64``)
-        set when row r holds node t.
-    n : int
-        The nodes, count.
-
-    Returns
-    -------
-    numpy.ndarray
-        A (rows, n) bool array.
-
-    Examples
-    --------
-    >>> unpack_masks(np.array([[0b101]], dtype=np.uint64), 3).tolist()
-    [[True, False, True]]
-    """
-    raw = packed.astype("<u8").view(np.uint8)
-    return np.unpackbits(raw, axis=1, bitorder="little")[:, :n] > 0
 
 
 def is_feasible(graph: Graph, stages: Sequence[Sequence[int]]) -> bool:

@@ -48,8 +48,8 @@ from perfmodel.pipeline.graph import (
     bottleneck_of,
     check_k,
     fits_memory,
-    unpack_masks,
 )
+from perfmodel.pipeline.masks import unpack_masks
 
 __all__ = [
     "BLOCK_LIMIT",

@@ -38,10 +38,10 @@ from perfmodel.pipeline.graph import (
     Partition,
     bottleneck_of,
     check_k,
-    node_masks,
     stage_cost,
     stage_order,
 )
+from perfmodel.pipeline.masks import node_masks
 from perfmodel.pipeline.split import split_downsets, split_order
 
 __all__ = ["FAMILY_LIMIT", "decode", "polish", "search_orders"]

@@ -38,9 +38,8 @@ from perfmodel.pipeline.graph import (
     check_k,
     combinatorial_lower_bound,
     fits_memory,
-    node_masks,
-    unpack_masks,
 )
+from perfmodel.pipeline.masks import node_masks, unpack_masks
 
 __all__ = [
     "DOWNSET_LIMIT",

@@ -60,9 +60,8 @@ from perfmodel.pipeline.graph import (
     bottleneck_of,
     check_k,
     fits_device,
-    node_masks,
-    unpack_masks,
 )
+from perfmodel.pipeline.masks import node_masks, unpack_masks
 
 __all__ = [
     "MOST_PROBES",
