@@ -186,6 +186,9 @@ SLIP_VALUES = {
     ("08", "scaled_speedup_64", "Amdahl for Gustafson"): 1 / (0.05 + 0.95 / 64),
     ("08", "graded_scaled_speedup_128", "Amdahl for Gustafson"): 1 / (0.1 + 0.9 / 128),
     ("08", "graded_fitted_alpha", "serial for parallel fraction"): 0.1,
+    ("08", "fitted_alpha", "serial for parallel fraction"): 0.2,
+    ("08", "speedup_16", "Gustafson for Amdahl"): 0.05 + 0.95 * 16,  # lecture 00's example
+    ("08", "graded_speedup_32", "Gustafson for Amdahl"): 0.1 + 0.9 * 32,
     ("09", "ring_seconds", "ring factor forgotten"): 0.0400084,  # n/B + 14 latencies, 8 GPUs
     ("09", "ring_seconds", "ring share dropped"): 0.0800084,  # 2n/B: (p - 1)/p dropped
     ("09", "graded_ring_seconds", "ring share dropped"): 0.01603,  # 2n/B + 6 latencies
