@@ -234,6 +234,9 @@ SLIP_VALUES = {
     ("11", "sequences_fit", "no reserve"): 26,  # (141e9 - 69e9) / (8192 x 327,680 B)
     ("11", "sequences_fit", "bf16 weights"): 0,  # 138 GB of weights > 0.9 x 141 GB
     ("11", "graded_sequences_fit", "no reserve"): 59,  # (141e9 - 13.5e9) / (4096 x 524,288 B)
+    ("11", "sequences_fit", "no GQA"): 2,  # all 64 heads' keys and values: 8x the cache
+    ("11", "sequences_fit", "GiB for GB"): 25,  # 0.9 x 141 GiB
+    ("11", "graded_sequences_fit", "GiB for GB"): 57,
     ("11", "mean_wait_ms", "one server"): 80.0,  # M/M/1: rho / (1 - rho) x service
     ("11", "graded_wait_ms", "one server"): 350.0,
     ("11", "graded_wait_ms", "time in system"): 81.765,
