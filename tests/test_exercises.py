@@ -451,3 +451,18 @@ def test_when_two_slips_fit_the_hint_names_both_and_only_those():
     assert both.index(high.cause) < both.index(low.cause)  # 1306 is closer to 1310
     alone = message(1290.0)
     assert low.cause in alone and high.cause not in alone
+
+
+def test_a_count_in_millions_with_all_its_digits_is_named_as_such():
+    """354.823168 (million) is the right count in a larger unit, and the hint says so; 354.8
+    could be anything near it, so it is only told to be whole."""
+    from perfmodel.exercises import PREFIX_SLIPS, AnswerError, check_count, count_key
+
+    key = count_key(354_823_168, salt="demo/q1/parameters")
+    check_count("parameters", 354_823_168, key, slips=PREFIX_SLIPS)
+    with pytest.raises(AnswerError, match="1e6x too small"):
+        check_count("parameters", 354.823168, key, slips=PREFIX_SLIPS)
+    with pytest.raises(AnswerError, match="must be a whole number"):
+        check_count("parameters", 354.8, key, slips=PREFIX_SLIPS)
+    with pytest.raises(AnswerError, match="must be a whole number"):
+        check_count("parameters", 354.823168, key)  # no prefix slip declared: nothing named

@@ -764,6 +764,9 @@ def check_count(name: str, answer: object, key: str, *, slips: Iterable[Slip] = 
         _is_real(answer) and _finite_whole(answer)  # 64.0, numpy's float32(64.0)
     )
     if isinstance(answer, bool) or not whole:
+        scaled = _scaled_count(answer, salt, digest, slips)
+        if scaled:  # the whole count, written in a larger unit (354.823168 million)
+            raise AnswerError(f"`{name}` is {answer}: not yet, {_sentence(scaled)} Fix that.")
         raise AnswerError(f"`{name}` must be a whole number (got {_describe(answer)[:40]}).")
     value = int(answer)  # type: ignore[call-overload]
     if abs(value) > 2**63:  # past any count a question asks, and past a float's range
@@ -789,6 +792,25 @@ def check_count(name: str, answer: object, key: str, *, slips: Iterable[Slip] = 
                 f"`{name}` is {value}: not yet, {_sentence(phrase)} Fix that and try again."
             )
     raise AnswerError(f"`{name}` is {value}: not yet. Recount and try again.")
+
+
+def _scaled_count(answer: object, salt: str, digest: str, slips: Iterable[Slip]) -> str | None:
+    """The unit slip that makes a fractional answer exactly the right count, as a phrase: a
+    count in millions typed with all its digits. None when none does."""
+    if isinstance(answer, bool) or not _is_real(answer):
+        return None
+    number = float(answer)  # type: ignore[arg-type]
+    if not math.isfinite(number):
+        return None
+    for slip in slips:
+        if not slip.unit or slip.key is not None:
+            continue
+        for way, scale in slip.scales():
+            whole = round(number / scale)
+            exact = abs(whole * scale - number) <= 1e-9 * abs(whole * scale)
+            if way == "small" and whole and exact and _digest(salt, f"n{whole}") == digest:
+                return _phrase(slip, way)
+    return None
 
 
 def check_choice(name: str, answer: object, key: str, options: Mapping[str, str]) -> None:
