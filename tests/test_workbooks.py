@@ -178,6 +178,8 @@ SLIP_VALUES = {
     ("07", "graded_workers_for_span", "one worker per operation"): 7,
     ("07", "scan_work_ratio", "every block offset"): 2.0,
     ("07", "graded_scan_work_ratio", "every block offset"): 2.0,
+    ("07", "scan_work_ratio", "the many-thread limit"): 2.0,  # 1 + (t - 1)/t as t grows
+    ("07", "graded_scan_work_ratio", "the many-thread limit"): 2.0,
     ("08", "speedup_16", "ideal"): 16,
     ("08", "speedup_16", "serial and parallel fractions swapped"): 1 / (0.95 + 0.05 / 16),
     ("08", "speedup_limit", "serial and parallel fractions swapped"): 1 / 0.95,
