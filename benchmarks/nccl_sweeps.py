@@ -55,9 +55,9 @@ def main() -> None:
               f"{row.large_error:7.0%} {row.all_error:6.0%} {small:>8}"
               f"{'' if row.calibrated else ' uncalibrated'}")  # fmt: skip
     for half, rows in halves.items():
-        within = sum(r.large_error <= 0.15 for r in rows)
+        within = sum(r.meets_large_goal for r in rows)
         timed = [r for r in rows if not math.isnan(r.small_ratio)]
-        close = sum(1 / 1.5 <= r.small_ratio <= 1.5 for r in timed)
+        close = sum(r.meets_small_goal for r in timed)
         median = statistics.median(r.large_error for r in rows)  # unpriced: infinite
         print(f"{half:>11}: {within} of {len(rows)} sweeps within 15% at 1 MiB and above "
               f"(median {median:.0%}); {close} of {len(timed)} that time them within 1.5x at "

@@ -59,6 +59,12 @@ __all__ = [
 ]
 
 PATHS = ("nvlink", "pcie", "host")
+#: Issue 47's goals for a sweep: its time within this fraction at 1 MiB and above, and within
+#: this factor either way at 64 KiB and below.
+LARGE_GOAL, SMALL_GOAL = 0.15, 1.5
+#: The NVLS channel rates NCCL's search gives a DGX H100 node (into the switch, and out of the
+#: node in one), B/s: what `nccl_choice`'s NVLS prices.
+_NVLS_BW, _NVLS_INTER_BW = 40e9, 60e9
 #: Channels NCCL's search settles on: a DGX H100 node runs 12 ring channels, a PCIe box 2,
 #: two or more nodes 8 (one per NIC).
 _CHANNELS = {"nvlink": 12, "pcie": 2, "host": 2, "nodes": 8}
@@ -293,8 +299,8 @@ def fabric_for(
     return Fabric(
         ranks=gpus, nodes=nodes, arch=arch, link="nvlink" if joined == "nvlink" else "pci",
         channels=channels, channel_bw=channel_bw, nvls_channels=8 if nvls else 0,
-        nvls_bw=40e9 if nvls else 0.0,
-        nvls_inter_bw=(60e9 if nodes == 1 else channel_bw) if nvls else 0.0,
+        nvls_bw=_NVLS_BW if nvls else 0.0,
+        nvls_inter_bw=(_NVLS_INTER_BW if nodes == 1 else channel_bw) if nvls else 0.0,
         algorithms=algorithms, call_overhead=values["launch_s"] * per_thread,
         shared_uplink=switch_gpus if joined == "host" else 1,
     )  # fmt: skip
@@ -341,9 +347,11 @@ def _fabric(entry: PublishedSweep, constants: dict[str, float]) -> Fabric:
     )  # fmt: skip
 
 
-def _times(entry: PublishedSweep, constants: dict[str, float]) -> list[float]:
+def _predict(entry: PublishedSweep, constants: dict[str, float]) -> tuple[Fabric, list[float]]:
+    """The fabric a sweep's box gives at ``constants``, and the time predicted at each size."""
     fabric = _fabric(entry, constants)
-    return [nccl_choice(entry.sweep.collective, n, fabric).time_s for n in entry.sweep.sizes]
+    times = [nccl_choice(entry.sweep.collective, n, fabric).time_s for n in entry.sweep.sizes]
+    return fabric, times
 
 
 def fit_paths(sweeps: tuple[PublishedSweep, ...] | None = None) -> dict[str, float]:
@@ -391,13 +399,13 @@ def fit_paths(sweeps: tuple[PublishedSweep, ...] | None = None) -> dict[str, flo
             for _ in range(60):  # the largest size's time falls as the share grows
                 middle = (low * high) ** 0.5
                 trial = {**values, key: middle, "launch_s": 0.0}
-                slow = _times(entry, trial)[-1] > entry.sweep.times[-1]
+                slow = _predict(entry, trial)[1][-1] > entry.sweep.times[-1]
                 low, high = (middle, high) if slow else (low, middle)
             shares.setdefault(key, []).append((low * high) ** 0.5)
         values.update({key: statistics.median(found) for key, found in shares.items()})
     excess = []
     for entry in chosen:
-        model = _times(entry, {**values, "launch_s": 0.0})
+        _, model = _predict(entry, {**values, "launch_s": 0.0})
         sweep = entry.sweep
         extra = [t - m for n, t, m in zip(sweep.sizes, sweep.times, model, strict=True)
                  if 0 < n <= 2**10]  # fmt: skip
@@ -455,6 +463,17 @@ class SweepComparison:
         return statistics.median(ratios) if ratios else float("nan")
 
     @property
+    def meets_large_goal(self) -> bool:
+        """Whether the time is within :data:`LARGE_GOAL` at 1 MiB and above."""
+        return self.large_error <= LARGE_GOAL
+
+    @property
+    def meets_small_goal(self) -> bool:
+        """Whether the time is within :data:`SMALL_GOAL` either way at 64 KiB and below
+        (False where no such size was timed)."""
+        return 1 / SMALL_GOAL <= self.small_ratio <= SMALL_GOAL
+
+    @property
     def plateaus(self) -> tuple[float, float]:
         """Bus bandwidth at the largest size, predicted and measured, B/s."""
         s = self.sweep.sweep
@@ -500,9 +519,7 @@ def compare_sweeps(constants: dict[str, float] | None = None) -> list[SweepCompa
         if reason := _unpriced(entry):
             rows.append(SweepComparison(entry, None, (), False, reason))
             continue
-        fabric = _fabric(entry, values)
-        predicted = tuple(nccl_choice(entry.sweep.collective, n, fabric).time_s
-                          for n in entry.sweep.sizes)  # fmt: skip
+        fabric, predicted = _predict(entry, values)
         calibrated = _key(entry.path, entry.nodes, entry.socket) in fitted
-        rows.append(SweepComparison(entry, fabric, predicted, calibrated))
+        rows.append(SweepComparison(entry, fabric, tuple(predicted), calibrated))
     return rows
