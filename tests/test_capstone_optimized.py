@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx")
@@ -102,7 +103,8 @@ def test_contrib_attention_and_gelus_are_their_closed_forms():
     skip = _node("SkipLayerNormalization", ["x", "x", "bias", "bias"], ["y"])
     tensors["bias"] = Tensor((d,), F32)
     priced = price_fused(skip, tensors, set())
-    assert priced.op_class == "normalization" and fused_kind(skip, tensors) == "normalization"
+    assert priced.op_class == "normalization"
+    assert fused_kind(skip, tensors) == "skip normalization"  # its own, slower kernel
     assert priced.cost.bytes_read == 4 * (2 * b * s * d + 2 * d)  # input, skip, gamma, beta
     assert "SkipLayerNormalization" in FUSED_OPS["com.microsoft"]
 
@@ -153,6 +155,37 @@ def test_the_held_out_families_build_run_and_import_at_every_level():
     assert {"Split", "Transpose", "Concat"} <= {node.op_type for node in shuffle.nodes}
     gru = import_onnx(zoo_model("GRU", 1, weights=False))
     assert [node.kind for node in gru.nodes].count("recurrent") == 2
+
+
+def _already_fused(*, data_dependent: bool) -> onnx.ModelProto:
+    """An export onnxruntime's transformer optimiser already fused: a skip layer norm (and,
+    when asked, a NonZero whose length depends on the values)."""
+    from onnx import helper, numpy_helper
+
+    nodes = [_node("SkipLayerNormalization", ["x", "x", "g", "b"], ["y"])]
+    outputs = [helper.make_tensor_value_info("y", F32, None)]
+    if data_dependent:
+        nodes.append(helper.make_node("NonZero", ["x"], ["where"]))
+        outputs.append(helper.make_tensor_value_info("where", onnx.TensorProto.INT64, None))
+    params = [numpy_helper.from_array(np.full(64, v, np.float32), name)
+              for name, v in (("g", 1.0), ("b", 0.0))]  # fmt: skip
+    graph = helper.make_graph(nodes, "fused", [helper.make_tensor_value_info("x", F32, [2, 8, 64])],
+                              outputs, params)  # fmt: skip
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    )
+    model.ir_version = 8
+    return model
+
+
+def test_an_export_already_fused_imports_as_exported_sized_by_one_run():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (skip,) = import_onnx(_already_fused(data_dependent=False)).nodes
+    assert (skip.kind, skip.op_class) == ("skip normalization", "normalization")
+    assert skip.cost.bytes_written == 4 * 2 * 8 * 64  # its output, sized by the run
+    with pytest.raises(ValueError, match="NonZero.*not known before the model runs"):
+        import_onnx(_already_fused(data_dependent=True))  # a value-dependent size: refused
 
 
 def test_what_a_hostile_caller_tried_is_priced_or_refused_clearly():

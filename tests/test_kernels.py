@@ -3,7 +3,9 @@ a calibration that says when to doubt it and is never silently replaced by a wor
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import types
 import warnings
 
 import numpy as np
@@ -111,16 +113,7 @@ def test_a_recurrent_node_is_its_steps_in_turn_and_a_matmul_is_never_faster_than
 
 
 def depthwise_model(batch, channels=32, side=14):
-    from onnx import TensorProto, helper, numpy_helper
-
-    w = numpy_helper.from_array(np.ones((channels, 1, 3, 3), np.float32), "w")
-    node = helper.make_node("Conv", ["x", "w"], ["y"], name="dw", group=channels, pads=[1] * 4)
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, channels, side, side])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
-    model = helper.make_model(helper.make_graph([node], "g", [x], [y], [w]),
-                              opset_imports=[helper.make_opsetid("", 17)])  # fmt: skip
-    model.ir_version = 8
-    return model
+    return conv_model(batch, group=channels, channels=channels, side=side)
 
 
 def test_a_depthwise_convolution_is_priced_one_image_at_a_time():
@@ -133,6 +126,44 @@ def test_a_depthwise_convolution_is_priced_one_image_at_a_time():
     assert r.node_time(eight) == pytest.approx(8 * r.node_time(one), rel=0.01)  # weights: once
     curve_at_eight = r.curves["depthwise"].time(eight.cost.flops)
     assert r.node_time(eight) > curve_at_eight  # the curve at the batch's work: too fast
+
+
+def conv_model(batch, group=1, channels=32, side=14):
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.ones((channels, channels // group, 3, 3), np.float32), "w")
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name="c", group=group, pads=[1] * 4)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, channels, side, side])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    model = helper.make_model(helper.make_graph([node], "g", [x], [y], [w]),
+                              opset_imports=[helper.make_opsetid("", 17)])  # fmt: skip
+    model.ir_version = 8
+    return model
+
+
+@pytest.mark.parametrize(("group", "kind"), [(1, "conv"), (4, "grouped conv")])
+def test_a_convolution_outside_the_blocked_layout_takes_its_images_in_turn(group, kind):
+    """onnxruntime's Conv kernel loops over a batch's images, an im2col and a GEMM each (its
+    grouped convolutions always run so); the blocked layout's kernel takes the batch whole."""
+    conv = curve([(1e3, 1e-6), (1e9, 1e-2)])
+    r = rates(curves={**rates().curves, kind: Curve(kind, "FLOP", conv.points)})
+    (one,) = capstone.import_onnx(conv_model(1, group)).nodes
+    (eight,) = capstone.import_onnx(conv_model(8, group)).nodes
+    assert (one.kind, eight.kind, eight.images, eight.blocked) == (kind, kind, 8, False)
+    assert r.node_time(eight) == pytest.approx(8 * r.node_time(one), rel=0.02)  # weights: once
+    whole = dataclasses.replace(eight, blocked=True)
+    if kind == "conv":  # the whole batch at once: the curve's rate at eight images' work
+        assert r.node_time(whole) == r.node_time(dataclasses.replace(whole, images=1))
+        assert r.node_time(whole) < r.node_time(eight)
+    else:  # grouped: in turn whatever the layout
+        assert r.node_time(whole) == r.node_time(eight)
+
+
+def test_a_plain_convolution_at_the_default_level_runs_blocked_with_its_batch_whole():
+    imported = capstone.import_onnx(conv_model(8, channels=64), optimization="all")
+    convs = [node for node in imported.nodes if node.kind == "conv"]
+    assert len(convs) == 1 and convs[0].blocked and convs[0].images == 8
+    assert all(not node.blocked for node in capstone.import_onnx(conv_model(8)).nodes)
 
 
 def test_where_the_time_goes_adds_up_to_the_prediction():
@@ -219,6 +250,35 @@ def test_a_curve_and_rates_refuse_what_no_measurement_gives():
 
 def test_the_fingerprint_is_stable_and_names_the_threads():
     assert kernels.fingerprint(1) == kernels.fingerprint(1) != kernels.fingerprint(2)
+
+
+def test_the_fingerprint_changes_when_a_kind_is_probed_at_another_level(monkeypatch):
+    """Rates kept from probes run otherwise are measured again, not read back."""
+    before = kernels.fingerprint(1)
+    monkeypatch.setattr(kernels, "UNCHANGED", ("view",))
+    assert kernels.fingerprint(1) != before
+
+
+def test_the_zoo_times_its_models_in_rounds(monkeypatch):
+    """Each round takes every model once, so a slow spell lands on one repeat of several."""
+    from perfmodel.capstone import engine
+
+    order = []
+
+    def timed(model, **kw):
+        order.append(capstone.import_onnx(model).batch)
+        return types.SimpleNamespace(median_s=1e-3, samples_s=(1e-3, 1e-3), others=0.0)
+
+    monkeypatch.setattr(engine, "wall_times", timed)
+    monkeypatch.setattr(kernels, "drift", lambda rates: 1.0)
+    every = {kind: Curve(kind, "B", ((1.0, 1.0), (2.0, 2.0))) for kind in KERNEL_KINDS}
+    rows = capstone.run_zoo(rates(curves=every), batches=(1, 8), names=["MLP"], repeats=3,
+                            progress=False)  # fmt: skip
+    assert order == [1, 8] * 3
+    assert [(row.batch, row.measured_s, row.drift) for row in rows] == [
+        (1, 1e-3, 1.0),
+        (8, 1e-3, 1.0),
+    ]
 
 
 def test_a_real_measurement_orders_its_probes_by_work():

@@ -67,8 +67,8 @@ __all__ = [
 #: The version of the kept rates' file: a new one measures again.
 FORMAT = 1
 #: The kinds timed by their FLOPs; every other kind is timed by its bytes.
-COMPUTE_KINDS = ("gemm", "gemv", "conv", "conv 1x1", "depthwise", "depthwise strided",
-                 "recurrent")  # fmt: skip
+COMPUTE_KINDS = ("gemm", "gemv", "conv", "conv 1x1", "grouped conv", "depthwise",
+                 "depthwise strided", "recurrent")  # fmt: skip
 #: One-element Adds in the chain that measures the engine's cost per node, count.
 TINY_NODES = 64
 #: Untimed runs of each probe before its timed ones, in each round, count.
@@ -486,10 +486,14 @@ class KernelRates:
 #: identical nodes: probed with the optimisations off at every level.
 UNCHANGED = ("movement", "reduction", "view")
 
-#: Kinds whose CPU kernel takes a batch one image at a time (onnxruntime's depthwise
-#: convolution): a node of ``N`` images costs ``N`` times one image at a ``1/N`` of its work,
-#: as the probes (one image each) measured it.
-BY_IMAGE = ("depthwise", "depthwise strided")
+#: Kinds whose CPU kernel takes a batch one image at a time: a node of ``N`` images costs
+#: ``N`` times one image at a ``1/N`` of its work, as the probes (one image each) measured it.
+#: onnxruntime's depthwise and grouped convolutions always do; its other convolutions do
+#: outside the blocked layout (:data:`UNBLOCKED_BY_IMAGE`: ``Conv``'s kernel loops over the
+#: images, an im2col and a GEMM each), while the blocked layout's kernel spreads the whole
+#: batch over its threads.
+BY_IMAGE = ("depthwise", "depthwise strided", "grouped conv")
+UNBLOCKED_BY_IMAGE = ("conv", "conv 1x1")
 
 
 def _element_bytes(node: Node) -> int:
@@ -512,8 +516,9 @@ def _last_level_cache() -> float:
 
 def _turns(node: Node) -> int:
     """How many times a node runs its kernel in turn: its steps, and its images for a kind
-    of :data:`BY_IMAGE`."""
-    return node.steps * (node.images if node.kind in BY_IMAGE else 1)
+    of :data:`BY_IMAGE` (or of :data:`UNBLOCKED_BY_IMAGE` outside the blocked layout)."""
+    by_image = node.kind in BY_IMAGE or (node.kind in UNBLOCKED_BY_IMAGE and not node.blocked)
+    return node.steps * (node.images if by_image else 1)
 
 
 def _runs(model: ImportedModel) -> list[Node]:
@@ -534,17 +539,20 @@ def _chain(
     weights: Sequence[Any] = (),
     output_shape: Sequence[int] | None = None,
     constants: Sequence[Any] = (),
+    domain: str = "",
     **attrs: Any,
 ) -> Any:
-    """``nodes`` nodes of ``op`` in a chain, each reading the one before (the first reads x),
-    then its own weight ``w{i}`` when ``weights`` are given (as a model's layers each have
-    their own), then ``more``."""
+    """``nodes`` nodes of ``op`` (of ``domain``) in a chain, each reading the one before (the
+    first reads x), then its own weight ``w{i}`` when ``weights`` are given (as a model's
+    layers each have their own), then ``more``."""
     from onnx import TensorProto, helper
 
     chain = []
     for i in range(nodes):
         reads = ["x" if i == 0 else f"t{i - 1}", *([f"w{i}"] if weights else []), *more]
-        chain.append(helper.make_node(op, reads, [f"t{i}"], name=f"n{i}", **attrs))
+        chain.append(
+            helper.make_node(op, reads, [f"t{i}"], name=f"n{i}", domain=domain or None, **attrs)
+        )
     graph = helper.make_graph(
         chain,
         name,
@@ -556,7 +564,8 @@ def _chain(
         ],
         [*weights, *constants],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    opsets = [helper.make_opsetid("", 17)] + ([helper.make_opsetid(domain, 1)] if domain else [])
+    model = helper.make_model(graph, opset_imports=opsets)
     model.ir_version = 8
     return model
 
@@ -682,6 +691,19 @@ def probes(kinds: Iterable[str] = KERNEL_KINDS) -> list[Probe]:
             )
             label = f"Conv {channels}ch {side}x{side} {window}x{window}"
             found.append(Probe(kind, label + " depthwise" * (group > 1), model, k, flops))
+    if "grouped conv" in chosen:
+        # A few channels per group (ResNeXt's 32 groups of 4 to 32, not RegNet's widths):
+        # many small matmuls, slower per FLOP than one wide one.
+        for channels, side, width in ((16, 14, 4), (32, 28, 4), (128, 28, 4), (384, 14, 8),
+                                      (512, 7, 32), (96, 56, 8), (192, 28, 24)):  # fmt: skip
+            flops = 2 * channels * width * 9 * side * side
+            shape = (channels, width, 3, 3)
+            k = _length(flops, rate=1e10, weight_bytes=_float_bytes(shape))
+            w = [_weight(f"w{i}", shape, i) for i in range(k)]
+            model = _chain("grouped", "Conv", (1, channels, side, side), k, weights=w,
+                           kernel_shape=[3, 3], pads=[1] * 4, group=channels // width)  # fmt: skip
+            label = f"Conv {channels}ch {side}x{side} 3x3 groups of {width}"
+            found.append(Probe("grouped conv", label, model, k, flops))
     if "depthwise strided" in chosen:
         # Stride 2 halves each side: a quarter of the work, but the input is read whole. The
         # output cannot feed the next node, so the nodes fan out from x and one Sum joins them.
@@ -752,6 +774,19 @@ def probes(kinds: Iterable[str] = KERNEL_KINDS) -> list[Probe]:
             k = _length(nbytes, rate=1e10)
             model = _chain("softmax", "Softmax", (rows, 128), k, axis=-1)
             found.append(Probe("normalization", f"Softmax {rows}x128", model, k, nbytes))
+    if "skip normalization" in chosen:
+        # onnxruntime's fused residual add and layer norm (what an optimised transformer runs):
+        # its own CPU kernel, several times slower than a layer norm on the same rows.
+        for rows in (1, 16, 128, 512):
+            nbytes = 4 * (3 * rows * 768 + 2 * 768)  # x and the skip in, y out; scale, shift
+            k = _length(nbytes, rate=3e9)
+            params = [numpy_helper.from_array(np.full(768, v, dtype=np.float32), name)
+                      for name, v in (("g", 1.0), ("b", 0.0))]  # fmt: skip
+            model = _chain("skipnorm", "SkipLayerNormalization", (1, rows, 768), k,
+                           more=["x", "g", "b"], constants=params,
+                           domain="com.microsoft")  # fmt: skip
+            label = f"SkipLayerNormalization {rows}x768"
+            found.append(Probe("skip normalization", label, model, k, nbytes))
     if "movement" in chosen:
         for tokens, heads in ((4, 2), (16, 4), (64, 8), (128, 12), (512, 12)):
             shape = (1, tokens, heads, 64)
@@ -1086,7 +1121,8 @@ def fingerprint(threads: int | None = None) -> str:
         f"onnxruntime {ort.__version__}",
         f"numpy {np.__version__}",
         f"rates format {FORMAT}",
-        *(f"{p.kind} {p.label} {p.nodes}" for p in probes()),  # new probes: measure again
+        # new probes, or a probe run at another level: measure again
+        *(f"{p.kind} {p.label} {p.nodes} {p.kind in UNCHANGED}" for p in probes()),
     ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 

@@ -248,9 +248,9 @@ SUPPORTED = frozenset(
 #: What kind of kernel an engine runs for a node: each kind has its own speed on a CPU
 #: (:mod:`perfmodel.capstone.kernels` measures each). The compute kinds are timed by their
 #: FLOPs, the others by their bytes.
-KERNEL_KINDS = ("gemm", "gemv", "conv", "conv 1x1", "depthwise", "depthwise strided",
-                "recurrent", "elementwise",
-                "broadcast", "transcendental", "normalization", "reduction", "movement",
+KERNEL_KINDS = ("gemm", "gemv", "conv", "conv 1x1", "grouped conv", "depthwise",
+                "depthwise strided", "recurrent", "elementwise", "broadcast", "transcendental",
+                "normalization", "skip normalization", "reduction", "movement",
                 "view")  # fmt: skip
 _VIEWS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"} | _FREE
 _MATMULS = {"MatMul", "Gemm", "Einsum", "Attention", *_INTEGER_MATMULS}
@@ -876,8 +876,10 @@ def kernel_kind(node: Any, tensors: dict[str, Tensor]) -> str:
     -------
     str
         ``"gemm"`` or ``"gemv"`` (a matmul with at most :data:`GEMV_ROWS` rows), ``"conv"``,
-        ``"conv 1x1"``, ``"depthwise"`` or ``"depthwise strided"`` (a quarter of the work at
-        stride 2, but not a quarter of the time), ``"recurrent"``, ``"elementwise"``,
+        ``"conv 1x1"``, ``"grouped conv"`` (a few channels per group, as ResNeXt and RegNet
+        use: small matmuls, slower per FLOP), ``"depthwise"`` or ``"depthwise strided"`` (a
+        quarter of the work at stride 2, but not a quarter of the time), ``"recurrent"``,
+        ``"elementwise"``,
         ``"broadcast"`` (batch norm, or an elementwise op with a smaller operand stretched
         over the other), ``"transcendental"``, ``"normalization"``, ``"reduction"``,
         ``"movement"`` or ``"view"`` (a reshape that copies nothing).
@@ -910,6 +912,8 @@ def kernel_kind(node: Any, tensors: dict[str, Tensor]) -> str:
         if group > 1 and len(x.shape) > 1 and group == x.shape[1]:
             strided = any(int(v) > 1 for v in attributes(node).get("strides", [1]))
             return "depthwise strided" if strided else "depthwise"
+        if group > 1:
+            return "grouped conv"
         strides = attributes(node).get("strides", [1])
         if weight is not None and math.prod(weight.shape[2:]) == 1 and set(strides) == {1}:
             return "conv 1x1"

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -104,10 +104,14 @@ class Node:
         :data:`~perfmodel.capstone.onnx_costs.KERNEL_KINDS` (``"depthwise"``, ``"gemv"``...).
     images : int
         For a convolution, the images of its batch (its input's first dimension), count; 1
-        for any other node. A CPU engine's depthwise kernel takes them one at a time.
+        for any other node. onnxruntime's convolution kernel takes them one at a time
+        (outside the blocked layout, see ``blocked``).
     origin : tuple of str
         In an optimised graph, the exported nodes this one stands for (a fused node's
         several); empty for a graph imported as exported.
+    blocked : bool
+        It runs in onnxruntime's blocked channel layout (``com.microsoft.nchwc``), whose
+        convolutions take a batch whole rather than one image at a time.
     """
 
     name: str
@@ -125,6 +129,7 @@ class Node:
     kind: str = "elementwise"
     images: int = 1
     origin: tuple[str, ...] = ()
+    blocked: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,6 +297,15 @@ def _images(node: Any, tensors: dict[str, Tensor]) -> int:
     return max(1, int(shape[0])) if shape else 1
 
 
+def _downstream(model: Any, start: Callable[[Any], bool]) -> set[str]:
+    """The tensors the nodes ``start`` picks write, and every tensor computed from one."""
+    found: set[str] = set()
+    for node in model.graph.node:  # ONNX stores nodes in execution order
+        if start(node) or any(name in found for name in node.input):
+            found.update(name for name in node.output if name)
+    return found
+
+
 def import_onnx(
     model: ModelLike,
     *,
@@ -358,6 +372,18 @@ def import_onnx(
         tensors, unknown = ran, dict[str, str]()  # one run sized every tensor
     else:
         tensors, unknown = tensors_of(proto)
+        # Contrib operators (an export onnxruntime's optimiser already fused) are outside
+        # ONNX's shape inference: one run sizes what they write and what follows from it,
+        # unless it also follows from a size that depends on values, which stays refused.
+        after_contrib = _downstream(proto, lambda node: node.domain in fusion.FUSED_OPS)
+        open_elsewhere = set(unknown) - after_contrib
+        sized = after_contrib - _downstream(
+            proto, lambda node: any(name in open_elsewhere for name in node.output)
+        )
+        if sized:
+            ran = fusion.run_shapes(proto)
+            tensors = {**{name: ran[name] for name in sized if name in ran}, **tensors}
+            unknown = {name: said for name, said in unknown.items() if name not in sized}
     weights = {tensor.name for tensor in proto.graph.initializer}
     for node in proto.graph.node:  # constants computed once count as weights too
         if node.op_type == "Constant":
@@ -409,6 +435,7 @@ def import_onnx(
                 weights=sum(tensors[t].elements for t in onnx_node.input if t in weights),
                 supported=supported,
                 origin=origin.get(name, ()),
+                blocked=onnx_node.domain == "com.microsoft.nchwc",
             )
         )
     if skipped:

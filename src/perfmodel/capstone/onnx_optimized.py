@@ -299,7 +299,8 @@ def fused_kind(node: Any, tensors: dict[str, Tensor]) -> str:
     str
         As :func:`perfmodel.capstone.onnx_costs.kernel_kind` names it: a blocked or fused
         convolution as the convolution, a fused matmul as the matmul, the GELUs
-        ``"transcendental"``, the layer norms ``"normalization"``, the reorders ``"movement"``.
+        ``"transcendental"``, the skip layer norms ``"skip normalization"`` (their own kernel,
+        slower than a layer norm's), the reorders ``"movement"``.
     """
     op, ins = node.op_type, [t for t in node.input if t]
     if op in ("Conv", "FusedConv"):
@@ -315,6 +316,8 @@ def fused_kind(node: Any, tensors: dict[str, Tensor]) -> str:
                                      tuple(attributes(node))), tensors)  # fmt: skip
     if op in ("Gelu", "FastGelu", "BiasGelu", "QuickGelu"):
         return "transcendental"
+    if op.startswith("Skip"):  # onnxruntime's CPU kernel: several times a layer norm's time
+        return "skip normalization"
     if op.endswith("LayerNormalization"):
         return "normalization"
     if op in ("Attention", "MultiHeadAttention"):

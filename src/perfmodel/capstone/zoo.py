@@ -123,8 +123,9 @@ class ZooRow:
         The repeat whose median was furthest from the prediction, as measured over
         predicted, dimensionless.
     drift : float
-        The machine's speed just before it ran, against when the rates were measured
-        (:func:`~perfmodel.capstone.kernels.drift`: 1.3 is 30% slower), dimensionless.
+        The machine's speed just before each repeat, against when the rates were measured
+        (:func:`~perfmodel.capstone.kernels.drift`: 1.3 is 30% slower), their median,
+        dimensionless.
     """
 
     model: str
@@ -182,10 +183,10 @@ def run_zoo(
     runs : int
         Timed runs per repeat, after two untimed ones, count.
     repeats : int
-        Sessions per model and batch, each timed ``runs`` times, count; the row keeps the
-        median of their medians and the worst one.
+        Sessions per model and batch, each timed ``runs`` times, count, in rounds that take
+        every model once; the row keeps the median of their medians and the worst one.
     progress : bool
-        Show a progress bar over the models.
+        Show a progress bar over the sessions.
     optimization : {"none", "basic", "all"}
         onnxruntime's graph optimisation level, the same for the prediction (the graph it
         runs, :func:`~perfmodel.capstone.import_onnx`) and the timed sessions.
@@ -215,25 +216,30 @@ def run_zoo(
     runs, repeats = count("runs", runs), count("repeats", repeats)
     level = choice("optimization", optimization, ("none", "basic", "all"))
     work = [(name, batch) for name in chosen for batch in batches]
-    loop: Iterable[tuple[str, int]] = work
+    models = [zoo_model(name, batch) for name, batch in work]
+    imported = [import_onnx(model, optimization=level) for model in models]
+    # Round-robin: each round times every model once, so a slow spell of the machine (a
+    # shared VM's run to run drift lasts seconds) lands on one repeat of several models, and
+    # each row's median of repeats sets it aside, rather than on every repeat of one model.
+    taken: list[list[Any]] = [[] for _ in work]
+    speeds: list[list[float]] = [[] for _ in work]
+    loop: Iterable[tuple[int, int]] = [(r, i) for r in range(repeats) for i in range(len(work))]
     if flag("progress", progress):
         from tqdm.auto import tqdm
 
-        loop = tqdm(work, desc="zoo", unit="model")
+        loop = tqdm(loop, desc="zoo", unit="session")
+    for _, i in loop:
+        speeds[i].append(drift(rates))
+        with OthersWatch() as watch:
+            times = wall_times(models[i], runs=runs, warmup=2, optimization=level)
+        taken[i].append((times, watch.others if watch.others is not None else times.others))
     rows = []
-    for name, batch in loop:
-        model = zoo_model(name, batch)
-        imported = import_onnx(model, optimization=level)
-        predicted = rates.predict(imported)
-        speed = drift(rates)
-        with OthersWatch() as watch:  # one reading around all the repeats
-            taken = [wall_times(model, runs=runs, warmup=2, optimization=level)
-                     for _ in range(repeats)]  # fmt: skip
-        medians = [t.median_s for t in taken]
-        samples = sorted(s for t in taken for s in t.samples_s)
+    for i, (name, batch) in enumerate(work):
+        predicted = rates.predict(imported[i])
+        medians = [t.median_s for t, _ in taken[i]]
+        samples = sorted(s for t, _ in taken[i] for s in t.samples_s)
         q = statistics.quantiles(samples, n=4) if len(samples) > 1 else [samples[0]] * 3
-        loads = [watch.others] if watch.others is not None else [
-            t.others for t in taken if t.others is not None]  # fmt: skip
+        loads = [load for _, load in taken[i] if load is not None]
         rows.append(
             ZooRow(
                 model=name,
@@ -242,9 +248,9 @@ def run_zoo(
                 measured_s=statistics.median(medians),
                 spread=(q[2] - q[0]) / statistics.median(samples),
                 others=statistics.fmean(loads) if loads else 0.0,
-                by_kind=rates.by_kind(imported),
+                by_kind=rates.by_kind(imported[i]),
                 worst=max((m / predicted for m in medians), key=lambda r: abs(r - 1)),
-                drift=speed,
+                drift=statistics.median(speeds[i]),
             )
         )
     return rows
