@@ -100,6 +100,7 @@ def test_contrib_attention_and_gelus_are_their_closed_forms():
     assert priced.cost.flops == 5 * b * s * d  # divide, erf, add, two multiplies
     assert priced.cost.bytes_read == priced.cost.bytes_written == 4 * b * s * d
     assert fused_kind(gelu, tensors) == "transcendental"
+    assert fused_kind(_node("QuickGelu", ["x"], ["y"]), tensors) == "sigmoid"  # x·sigmoid(αx)
     skip = _node("SkipLayerNormalization", ["x", "x", "bias", "bias"], ["y"])
     tensors["bias"] = Tensor((d,), F32)
     priced = price_fused(skip, tensors, set())

@@ -387,3 +387,25 @@ def test_an_einsums_rows_are_read_from_its_equation_not_its_layout():
     assert kernel_kind(node, {"a": Tensor((64, 32), 1), "b": Tensor((64, 8), 1)}) == "gemm"
     ellipsis = helper.make_node("Einsum", ["a", "b"], ["y"], equation="...ij,jk->...ik")
     assert kernel_kind(ellipsis, {"a": Tensor((3, 32, 8), 1), "b": Tensor((8, 4), 1)}) == "gemm"
+
+
+@pytest.mark.parametrize(
+    ("op", "attrs", "kind"),
+    [
+        ("Sigmoid", {}, "sigmoid"),  # onnxruntime's logistic, about twice Erf's speed
+        ("Erf", {}, "transcendental"),
+        ("Conv", {"group": 1}, "conv"),
+        ("Conv", {"group": 4}, "grouped conv"),  # 8 channels in each of 4 groups
+        ("Conv", {"group": 32}, "depthwise"),
+    ],
+)
+def test_each_operator_runs_the_kernel_of_its_kind(op, attrs, kind):
+    from perfmodel.capstone.onnx_costs import kernel_kind
+
+    inputs = ["x", "w"] if op == "Conv" else ["x"]
+    node = helper.make_node(op, inputs, ["y"], pads=[1] * 4, **attrs) if op == "Conv" else (
+        helper.make_node(op, inputs, ["y"]))  # fmt: skip
+    group = attrs.get("group", 1)
+    tensors = {"x": Tensor((2, 32, 8, 8), 1), "w": Tensor((32, 32 // group, 3, 3), 1),
+               "y": Tensor((2, 32, 8, 8), 1)}  # fmt: skip
+    assert kernel_kind(node, tensors) == kind

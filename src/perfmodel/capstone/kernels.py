@@ -731,7 +731,7 @@ def probes(kinds: Iterable[str] = KERNEL_KINDS) -> list[Probe]:
             model = _recurrent_chain(batch, hidden, k, w, r, steps)
             label = f"LSTM batch {batch} hidden {hidden}"
             found.append(Probe("recurrent", label, model, k, per_step, steps))
-    for kind, op in (("elementwise", "Add"), ("transcendental", "Erf")):
+    for kind, op in (("elementwise", "Add"), ("transcendental", "Erf"), ("sigmoid", "Sigmoid")):
         if kind not in chosen:
             continue
         for n in (1_000, 10_000, 100_000, 1_000_000, 4_000_000):

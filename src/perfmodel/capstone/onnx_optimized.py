@@ -299,8 +299,9 @@ def fused_kind(node: Any, tensors: dict[str, Tensor]) -> str:
     str
         As :func:`perfmodel.capstone.onnx_costs.kernel_kind` names it: a blocked or fused
         convolution as the convolution, a fused matmul as the matmul, the GELUs
-        ``"transcendental"``, the skip layer norms ``"skip normalization"`` (their own kernel,
-        slower than a layer norm's), the reorders ``"movement"``.
+        ``"transcendental"`` (``QuickGelu``, a sigmoid's, ``"sigmoid"``), the skip layer norms
+        ``"skip normalization"`` (their own kernel, slower than a layer norm's), the reorders
+        ``"movement"``.
     """
     op, ins = node.op_type, [t for t in node.input if t]
     if op in ("Conv", "FusedConv"):
@@ -314,7 +315,9 @@ def fused_kind(node: Any, tensors: dict[str, Tensor]) -> str:
     if op in ("FusedGemm", "FusedMatMul"):
         return kernel_kind(_standard(node, "MatMul" if op == "FusedMatMul" else "Gemm", ins[:2],
                                      tuple(attributes(node))), tensors)  # fmt: skip
-    if op in ("Gelu", "FastGelu", "BiasGelu", "QuickGelu"):
+    if op == "QuickGelu":  # x·sigmoid(αx): the logistic kernel
+        return "sigmoid"
+    if op in ("Gelu", "FastGelu", "BiasGelu"):
         return "transcendental"
     if op.startswith("Skip"):  # onnxruntime's CPU kernel: several times a layer norm's time
         return "skip normalization"
