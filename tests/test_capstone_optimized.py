@@ -189,6 +189,20 @@ def test_an_export_already_fused_imports_as_exported_sized_by_one_run():
         import_onnx(_already_fused(data_dependent=True))  # a value-dependent size: refused
 
 
+@pytest.mark.parametrize(("batch", "seq", "heads", "head"), [(2, 16, 4, 8), (1, 7, 12, 64)])
+def test_fused_attention_has_one_price_the_one_lectures_07_and_09_use(batch, seq, heads, head):
+    """onnxruntime's MultiHeadAttention keeps its scores inside the kernel: priced as
+    ops.attention(..., fused=True), FlashAttention's count, FLOPs and bytes alike."""
+    from perfmodel import ops
+
+    tensors = {name: Tensor((batch, seq, heads * head), F32) for name in "qkvy"}
+    mha = _node("MultiHeadAttention", ["q", "k", "v"], ["y"], num_heads=heads)
+    priced = price_fused(mha, tensors, set()).cost
+    closed = ops.attention(batch, heads, seq, head, fused=True, dtype="fp32")
+    assert (priced.flops, priced.bytes_read, priced.bytes_written) == (
+        closed.flops, closed.bytes_read, closed.bytes_written)  # fmt: skip
+
+
 def test_what_a_hostile_caller_tried_is_priced_or_refused_clearly():
     from onnx import helper
 

@@ -138,11 +138,14 @@ def test_a_depthwise_node_and_a_one_row_matmul_priced_three_ways():
         # "the depthwise line sits far below the gemm line and the gemv line below it"
         assert row["times"] > (3 if row["kind"] == "depthwise" else 1.5)
         assert row["bound"].startswith("memory")  # "its memory term ... prices both nodes"
-        # "far closer to their probes than the compute roof alone"
-        assert abs(math.log(row["roofline"] / row["own"])) < abs(math.log(row["times"])) / 2
+        # the depthwise node "far closer to its probes than the compute roof alone", the
+        # one-row matmul "closer"
+        closer = 2 if row["kind"] == "depthwise" else 1
+        assert abs(math.log(row["roofline"] / row["own"])) < abs(math.log(row["times"])) / closer
     text = prose("Each dot is one probe")
     assert "that gap is with the compute roof alone" in text
-    assert "far closer to their probes than the compute roof alone" in text
+    assert "the depthwise node far closer to its probes than the compute roof alone" in text
+    assert "and the one-row matmul closer" in text
     assert "a single roofline" not in " ".join(source(c) for c in CELLS).lower()
     assert "at the rate it really runs" not in prose("## Summary")
 
@@ -358,24 +361,26 @@ def test_the_largest_kind_of_each_model_is_the_one_the_text_names():
     line = next(line for line in out.splitlines() if line.startswith("largest kind: "))
     largest = dict(part.split(" ", 1) for part in line.removeprefix("largest kind: ").split(", "))
     assert list(largest) == list(capstone.ZOO)
-    named = {"ResNet-50": "conv", "MobileNetV2": "depthwise", "ViT": "gemm", "BERT": "gemm",
-             "GPT-2": "gemm", "LSTM": "recurrent"}  # fmt: skip
+    named = {"ResNet-50": "conv", "ViT": "gemm", "BERT": "gemm", "GPT-2": "gemm",
+             "LSTM": "recurrent"}  # fmt: skip
     assert {model: largest[model] for model in named} == named
-    assert largest["EfficientNet-B0"] in ("depthwise", "conv 1x1")  # "neck and neck"
-    text = prose("With the profiler off, onnxruntime's own cost per node")
-    assert ("the dense convolutions in ResNet-50, the depthwise ones in MobileNetV2 (and in "
-            "EfficientNet-B0, neck and neck with its 1x1 convolutions), the matmuls in ViT, BERT "
-            "and GPT-2") in text  # fmt: skip
+    for model in ("MobileNetV2", "EfficientNet-B0"):  # "neck and neck"
+        assert largest[model] in ("depthwise", "conv 1x1"), model
+    text = " ".join(prose("With the profiler off, onnxruntime's own cost per node").split())
+    assert ("the dense convolutions in ResNet-50, the depthwise and 1x1 convolutions, neck and "
+            "neck, in MobileNetV2 and EfficientNet-B0 (each is priced one image at a time, as "
+            "onnxruntime runs them), the matmuls in ViT, BERT and GPT-2") in text  # fmt: skip
     assert "the one-row matmuls in the MLP at batch 1, the recurrent layers in the LSTM" in text
     assert largest["MLP"] == "gemv"
     # ConvNeXt's pointwise layers are matmuls: the text names them, its largest kind either way
     assert "(and in ConvNeXt, whose pointwise layers are matmuls)" in text
     assert largest["ConvNeXt"] in ("gemm", "depthwise")
-    assert "but it still prices them faster than their own probes ran" in text
+    assert "which would have priced them at the matmul rate, though not on them" in text
     lines = printed("rates = capstone.measure_kernels(progress=False)")
     depthwise = lines.split("MLP's")[0]
     probes = number(r"its depthwise probes' curve\s+([\d.]+)", depthwise)
-    assert number(r"lecture 06's roofline\s+([\d.]+)", depthwise) > probes
+    roofline = number(r"lecture 06's roofline\s+([\d.]+)", depthwise)
+    assert abs(math.log(roofline / probes)) > 0.05  # "not on them"
 
 
 def test_the_overhead_matters_most_in_the_model_of_a_few_small_nodes():
