@@ -1,6 +1,6 @@
 """Predicted against measured on onnxruntime: the whole zoo, at batch 1 and batch 8.
 
-This machine's kernel rates (:func:`perfmodel.capstone.kernels.measure_kernels`: each kind
+This machine's kernel rates (:func:`perfmodel.capstone.calibrate.measure_kernels`: each kind
 of kernel probed on onnxruntime, none of them a zoo model) predict a run of each model of
 :data:`perfmodel.capstone.zoo.ZOO`; each model then runs ``--repeats`` times in a fresh
 session, ``--runs`` timed runs each, at ``--optimization``: ``none`` (graph optimisations
@@ -25,7 +25,7 @@ import argparse
 import statistics
 
 from perfmodel.capstone.builders import HELD_OUT
-from perfmodel.capstone.kernels import measure_kernels
+from perfmodel.capstone.calibrate import measure_kernels
 from perfmodel.capstone.zoo import run_zoo
 
 

@@ -15,11 +15,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from perfmodel import capstone
-from perfmodel.capstone import kernels
+from perfmodel.capstone import calibrate, probes
 from perfmodel.capstone.kernels import COMPUTE_KINDS, Curve, KernelRates
 from perfmodel.capstone.onnx_costs import KERNEL_KINDS
 
-PROBES = kernels.probes()
+PROBES = probes.probes()
 
 
 def test_every_kind_has_probes_over_a_range_of_sizes():
@@ -202,35 +202,35 @@ def test_rates_read_back_from_json():
 
 def test_the_cache_keeps_the_better_measurement(tmp_path, monkeypatch):
     monkeypatch.setenv("PERFMODEL_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(kernels, "fingerprint", lambda threads=None: "this-machine")
+    monkeypatch.setattr(calibrate, "fingerprint", lambda threads=None: "this-machine")
     fresh = []
-    monkeypatch.setattr(kernels, "measure_kernels", lambda **kw: fresh.pop(0))
+    monkeypatch.setattr(calibrate, "measure_kernels", lambda **kw: fresh.pop(0))
     every = {kind: Curve(kind, "B", ((1.0, 1.0), (2.0, 2.0))) for kind in KERNEL_KINDS}
     quiet, busy, quieter = (rates(curves=every, others=x) for x in (0.1, 0.7, 0.02))
     fresh.append(quiet)
-    assert kernels.cached_kernels(progress=False) == quiet
-    assert kernels.cached_kernels(progress=False) == quiet  # kept: nothing measured
+    assert calibrate.cached_kernels(progress=False) == quiet
+    assert calibrate.cached_kernels(progress=False) == quiet  # kept: nothing measured
     fresh.append(busy)
     with pytest.warns(UserWarning, match="no better than the kept one"):
-        assert kernels.cached_kernels(refresh=True, progress=False) == quiet
+        assert calibrate.cached_kernels(refresh=True, progress=False) == quiet
     fresh.append(quieter)
-    assert kernels.cached_kernels(refresh=True, progress=False) == quieter
-    assert kernels.cached_kernels(progress=False) == quieter
+    assert calibrate.cached_kernels(refresh=True, progress=False) == quieter
+    assert calibrate.cached_kernels(progress=False) == quieter
     assert list((tmp_path / "kernels").iterdir()) == [tmp_path / "kernels" / "this-machine.json"]
 
 
 def test_a_kept_file_this_version_cannot_read_is_measured_again(tmp_path, monkeypatch):
     monkeypatch.setenv("PERFMODEL_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(kernels, "fingerprint", lambda threads=None: "this-machine")
+    monkeypatch.setattr(calibrate, "fingerprint", lambda threads=None: "this-machine")
     every = {kind: Curve(kind, "B", ((1.0, 1.0), (2.0, 2.0))) for kind in KERNEL_KINDS}
     fresh = rates(curves=every)
-    monkeypatch.setattr(kernels, "measure_kernels", lambda **kw: fresh)
+    monkeypatch.setattr(calibrate, "measure_kernels", lambda **kw: fresh)
     kept = tmp_path / "kernels" / "this-machine.json"
     kept.parent.mkdir()
     for junk in ("{not json", '{"curves": {}}', rates().to_json()):  # the last lacks kinds
         kept.write_text(junk)
         with pytest.warns(UserWarning, match="measuring again"):
-            assert kernels.cached_kernels(progress=False) == fresh
+            assert calibrate.cached_kernels(progress=False) == fresh
 
 
 def test_a_curve_and_rates_refuse_what_no_measurement_gives():
@@ -249,14 +249,14 @@ def test_a_curve_and_rates_refuse_what_no_measurement_gives():
 
 
 def test_the_fingerprint_is_stable_and_names_the_threads():
-    assert kernels.fingerprint(1) == kernels.fingerprint(1) != kernels.fingerprint(2)
+    assert calibrate.fingerprint(1) == calibrate.fingerprint(1) != calibrate.fingerprint(2)
 
 
 def test_the_fingerprint_changes_when_a_kind_is_probed_at_another_level(monkeypatch):
     """Rates kept from probes run otherwise are measured again, not read back."""
-    before = kernels.fingerprint(1)
-    monkeypatch.setattr(kernels, "UNCHANGED", ("view",))
-    assert kernels.fingerprint(1) != before
+    before = calibrate.fingerprint(1)
+    monkeypatch.setattr(calibrate, "UNCHANGED", ("view",))
+    assert calibrate.fingerprint(1) != before
 
 
 def test_the_zoo_times_its_models_in_rounds(monkeypatch):
@@ -270,7 +270,7 @@ def test_the_zoo_times_its_models_in_rounds(monkeypatch):
         return types.SimpleNamespace(median_s=1e-3, samples_s=(1e-3, 1e-3), others=0.0)
 
     monkeypatch.setattr(engine, "wall_times", timed)
-    monkeypatch.setattr(kernels, "drift", lambda rates: 1.0)
+    monkeypatch.setattr(calibrate, "drift", lambda rates: 1.0)
     every = {kind: Curve(kind, "B", ((1.0, 1.0), (2.0, 2.0))) for kind in KERNEL_KINDS}
     rows = capstone.run_zoo(rates(curves=every), batches=(1, 8), names=["MLP"], repeats=3,
                             progress=False)  # fmt: skip
@@ -282,21 +282,21 @@ def test_the_zoo_times_its_models_in_rounds(monkeypatch):
 
 
 def test_a_real_measurement_orders_its_probes_by_work():
-    r = kernels.measure_kernels(kinds=("elementwise", "view"), rounds=1, runs=2, progress=False)
+    r = calibrate.measure_kernels(kinds=("elementwise", "view"), rounds=1, runs=2, progress=False)
     stream = r.curves["elementwise"]
     assert stream.unit == "B" and len(stream.points) == 5
     assert stream.time(48e6) > stream.time(12e3)  # 4,000 times the bytes
     assert r.start_s > 0 and r.reference_s > 0 and 0 <= r.others <= 1
-    assert kernels.drift(r, runs=3) > 0
+    assert calibrate.drift(r, runs=3) > 0
 
 
 @pytest.mark.parametrize(
     ("call", "error", "message"),
     [
-        (lambda: kernels.probes(["nope"]), ValueError, "`kinds` must be among"),
-        (lambda: kernels.measure_kernels(rounds=0, progress=False), ValueError, "`rounds`"),
-        (lambda: kernels.drift("fast"), TypeError, "`rates` must be KernelRates"),
-        (lambda: kernels.drift(rates(reference_s=0.0)), ValueError, "no reference time"),
+        (lambda: probes.probes(["nope"]), ValueError, "`kinds` must be among"),
+        (lambda: calibrate.measure_kernels(rounds=0, progress=False), ValueError, "`rounds`"),
+        (lambda: calibrate.drift("fast"), TypeError, "`rates` must be KernelRates"),
+        (lambda: calibrate.drift(rates(reference_s=0.0)), ValueError, "no reference time"),
         (lambda: capstone.run_zoo("fast"), TypeError, "`rates` must be KernelRates"),
         (lambda: capstone.zoo_model("AlexNet"), ValueError, "`name`"),
         (lambda: capstone.zoo_model("MLP", batch=0), ValueError, "`batch`"),
@@ -325,7 +325,7 @@ def test_every_zoo_model_imports_without_a_warning_and_every_operator_is_priced(
 
 
 def test_the_zoo_runs_a_model_and_reports_its_row():
-    r = kernels.measure_kernels(kinds=("gemv", "elementwise", "view"), rounds=1, runs=2,
+    r = calibrate.measure_kernels(kinds=("gemv", "elementwise", "view"), rounds=1, runs=2,
                                 progress=False)  # fmt: skip
     (row,) = capstone.run_zoo(r, batches=(1,), names=["MLP"], runs=2, progress=False)
     assert row.model == "MLP" and row.batch == 1
@@ -357,20 +357,20 @@ def test_weights_outgrowing_the_cache_stream_from_memory_on_every_run():
 def test_a_probe_chains_weights_within_half_the_cache_or_stand_alone(monkeypatch, cache):
     # A chain whose weights spill times main memory: the one-row matmul probes to 1536 wide
     # (19 MB on a 16 MiB cache) priced the MLP at batch 1 at 1.6x its time.
-    monkeypatch.setattr(kernels, "_last_level_cache", lambda: float(cache))
-    capped = kernels.probes(("gemm", "gemv", "recurrent", "conv", "conv 1x1"))
+    monkeypatch.setattr(probes, "last_level_cache", lambda: float(cache))
+    capped = probes.probes(("gemm", "gemv", "recurrent", "conv", "conv 1x1"))
     for probe in capped:
         held = sum(len(t.raw_data) for t in probe.model.graph.initializer if t.name[0] in "wr")
         assert held <= cache / 2 or probe.nodes == 1, (probe.label, probe.nodes, held)
-    monkeypatch.setattr(kernels, "_last_level_cache", lambda: 0.0)  # unknown: no cap
-    free = {p.label: p.nodes for p in kernels.probes(("gemv",))}
+    monkeypatch.setattr(probes, "last_level_cache", lambda: 0.0)  # unknown: no cap
+    free = {p.label: p.nodes for p in probes.probes(("gemv",))}
     assert free["MatMul 1x768x768"] > {p.label: p.nodes for p in capped}["MatMul 1x768x768"]
 
 
 def test_the_one_row_probes_reach_every_zoo_models_one_row_matmul():
     """Beyond the largest probe a curve extrapolates in proportion: a classifier head at batch
     1 (ResNet-50's 2048 x 1000, 4.1 MFLOP) must sit within the probes' span."""
-    largest = max(p.work for p in kernels.probes(("gemv",)))
+    largest = max(p.work for p in probes.probes(("gemv",)))
     for name in capstone.ZOO:
         model = capstone.import_onnx(capstone.zoo_model(name, batch=1, weights=False))
         for node in model.nodes:

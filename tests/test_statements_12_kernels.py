@@ -27,7 +27,7 @@ from matplotlib.colors import to_hex  # noqa: E402
 
 from conftest import ROOT, cpu_hog, read_json  # noqa: E402
 from perfmodel import capstone  # noqa: E402
-from perfmodel.capstone import kernels  # noqa: E402
+from perfmodel.capstone import calibrate, probes  # noqa: E402
 from perfmodel.capstone.kernels import COMPUTE_KINDS, Curve, KernelRates  # noqa: E402
 from perfmodel.capstone.onnx_costs import GEMV_ROWS, KERNEL_KINDS  # noqa: E402
 from perfmodel.capstone.zoo import ZooRow  # noqa: E402
@@ -195,12 +195,12 @@ def test_the_probes_span_the_sizes_the_text_gives_and_time_what_it_says():
     assert "matmuls from 16x16 to 768x768" in text
     assert "one-row matmuls up to 1440 wide" in text
     assert "convolutions from 8 to 960 channels" in text
-    labels = [p.label for p in kernels.probes()]
+    labels = [p.label for p in probes.probes()]
     squares = [int(m[1]) for label in labels if (m := re.match(r"MatMul (\d+)x\1x\1", label))]
     assert (min(squares), max(squares)) == (16, 768)
     rows = [(int(m[1]), int(m[2])) for label in labels
             if (m := re.match(r"MatMul (1)x(\d+)x\2$", label))]  # fmt: skip
-    gemv = [p.label for p in kernels.probes(("gemv",))]
+    gemv = [p.label for p in probes.probes(("gemv",))]
     assert len(rows) == len(gemv) and max(n for _, n in rows) == 1440  # every gemv probe: 1 row
     # none a zoo model's layer: the MLP's square weight, the LSTM's batch and hidden size
     widths = capstone.ZOO["MLP"][1]["widths"]
@@ -217,8 +217,8 @@ def test_the_probes_span_the_sizes_the_text_gives_and_time_what_it_says():
     assert (min(floats), max(floats)) == (1_000, 4_000_000)  # "a thousand to a few million"
     assert "tensors from a thousand to a few million elements" in text
     assert "a chain of 64 one-element Adds" in prose("So measure one curve per kind")
-    assert kernels.TINY_NODES == 64
-    matmuls = [n for n in kernels.reference_model().graph.node if n.op_type == "MatMul"]
+    assert calibrate.TINY_NODES == 64
+    matmuls = [n for n in probes.reference_model().graph.node if n.op_type == "MatMul"]
     assert len(matmuls) == 4  # "four 128x128 matmuls"
     assert "four 128x128 matmuls" in prose("Now the test: nine model families")
     assert "none was chosen by looking at the models" not in " ".join(map(source, CELLS))
@@ -378,9 +378,9 @@ def test_the_largest_kind_of_each_model_is_the_one_the_text_names():
     assert "which would have priced them at the matmul rate, though not on them" in text
     lines = printed("rates = capstone.measure_kernels(progress=False)")
     depthwise = lines.split("MLP's")[0]
-    probes = number(r"its depthwise probes' curve\s+([\d.]+)", depthwise)
+    probed = number(r"its depthwise probes' curve\s+([\d.]+)", depthwise)
     roofline = number(r"lecture 06's roofline\s+([\d.]+)", depthwise)
-    assert abs(math.log(roofline / probes)) > 0.05  # "not on them"
+    assert abs(math.log(roofline / probed)) > 0.05  # "not on them"
 
 
 def test_the_overhead_matters_most_in_the_model_of_a_few_small_nodes():

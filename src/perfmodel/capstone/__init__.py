@@ -35,6 +35,7 @@ from perfmodel._extras import require
 require("capstone", "onnx", feature="perfmodel.capstone")
 
 from perfmodel.capstone import builders
+from perfmodel.capstone.calibrate import cached_kernels, drift, measure_kernels
 from perfmodel.capstone.coverage import EXPORTED, Coverage, coverage
 from perfmodel.capstone.devices import (
     ClassChange,
@@ -51,7 +52,7 @@ from perfmodel.capstone.engine import (
     profile,
     random_inputs,
 )
-from perfmodel.capstone.kernels import KernelRates, cached_kernels, drift, measure_kernels
+from perfmodel.capstone.kernels import KernelRates
 from perfmodel.capstone.onnx_import import (
     OP_CLASSES,
     SUPPORTED,

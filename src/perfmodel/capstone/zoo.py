@@ -124,7 +124,7 @@ class ZooRow:
         predicted, dimensionless.
     drift : float
         The machine's speed just before each repeat, against when the rates were measured
-        (:func:`~perfmodel.capstone.kernels.drift`: 1.3 is 30% slower), their median,
+        (:func:`~perfmodel.capstone.calibrate.drift`: 1.3 is 30% slower), their median,
         dimensionless.
     """
 
@@ -196,8 +196,8 @@ def run_zoo(
     list of ZooRow
         One row per model and batch, in :data:`ZOO` order.
     """
+    from perfmodel.capstone.calibrate import drift
     from perfmodel.capstone.engine import wall_times
-    from perfmodel.capstone.kernels import drift
     from perfmodel.measure.timing import OthersWatch
 
     if not isinstance(rates, KernelRates):
