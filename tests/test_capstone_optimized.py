@@ -11,7 +11,7 @@ onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
 from perfmodel.capstone import builders, coverage, import_onnx  # noqa: E402
-from perfmodel.capstone.onnx_costs import Tensor  # noqa: E402
+from perfmodel.capstone.onnx_ops import Tensor  # noqa: E402
 from perfmodel.capstone.onnx_optimized import (  # noqa: E402
     FUSED_OPS,
     fused_kind,

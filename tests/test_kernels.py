@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from perfmodel import capstone
 from perfmodel.capstone import calibrate, probes
 from perfmodel.capstone.kernels import COMPUTE_KINDS, Curve, KernelRates
-from perfmodel.capstone.onnx_costs import KERNEL_KINDS
+from perfmodel.capstone.onnx_ops import KERNEL_KINDS
 
 PROBES = probes.probes()
 

@@ -12,7 +12,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from perfmodel import capstone, ops
-from perfmodel.capstone.onnx_costs import NoRule, Tensor, price
+from perfmodel.capstone.onnx_costs import price
+from perfmodel.capstone.onnx_ops import NoRule, Tensor
 
 
 def model_of(nodes, inputs, output, output_shape, initializers=(), elem=TensorProto.FLOAT):
@@ -380,7 +381,7 @@ def test_attention_prices_the_value_heads_at_their_own_width():
 def test_an_einsums_rows_are_read_from_its_equation_not_its_layout():
     """'ki,kj->ij' with a (64, 2) first operand has 2 output rows: a matrix-vector kernel.
     The layout rule read 64 rows from the first operand's leading axis."""
-    from perfmodel.capstone.onnx_costs import kernel_kind
+    from perfmodel.capstone.onnx_ops import kernel_kind
 
     node = helper.make_node("Einsum", ["a", "b"], ["y"], equation="ki,kj->ij")
     assert kernel_kind(node, {"a": Tensor((64, 2), 1), "b": Tensor((64, 8), 1)}) == "gemv"
@@ -400,7 +401,7 @@ def test_an_einsums_rows_are_read_from_its_equation_not_its_layout():
     ],
 )
 def test_each_operator_runs_the_kernel_of_its_kind(op, attrs, kind):
-    from perfmodel.capstone.onnx_costs import kernel_kind
+    from perfmodel.capstone.onnx_ops import kernel_kind
 
     inputs = ["x", "w"] if op == "Conv" else ["x"]
     node = helper.make_node(op, inputs, ["y"], pads=[1] * 4, **attrs) if op == "Conv" else (

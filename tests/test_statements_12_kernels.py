@@ -29,7 +29,7 @@ from conftest import ROOT, cpu_hog, read_json  # noqa: E402
 from perfmodel import capstone  # noqa: E402
 from perfmodel.capstone import calibrate, probes  # noqa: E402
 from perfmodel.capstone.kernels import COMPUTE_KINDS, Curve, KernelRates  # noqa: E402
-from perfmodel.capstone.onnx_costs import GEMV_ROWS, KERNEL_KINDS  # noqa: E402
+from perfmodel.capstone.onnx_ops import GEMV_ROWS, KERNEL_KINDS  # noqa: E402
 from perfmodel.capstone.zoo import ZooRow  # noqa: E402
 from perfmodel.measure.timing import BUSY_OTHERS  # noqa: E402
 

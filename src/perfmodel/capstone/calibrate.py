@@ -33,7 +33,7 @@ from typing import Any
 from perfmodel._validate import choice, count, flag
 from perfmodel.capstone.engine import OPTIMIZATIONS
 from perfmodel.capstone.kernels import COMPUTE_KINDS, Curve, KernelRates
-from perfmodel.capstone.onnx_costs import KERNEL_KINDS
+from perfmodel.capstone.onnx_ops import KERNEL_KINDS
 from perfmodel.capstone.probes import (
     UNCHANGED,
     last_level_cache,

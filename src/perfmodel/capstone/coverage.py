@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from perfmodel.capstone.onnx_costs import BYTES_ONLY, SUPPORTED
+from perfmodel.capstone.onnx_ops import BYTES_ONLY, SUPPORTED
 from perfmodel.capstone.onnx_optimized import FUSED_OPS
 
 __all__ = ["EXPORTED", "Coverage", "coverage"]

@@ -5,7 +5,7 @@ Lecture 06's roofline prices every node on one matmul curve and one bandwidth pe
 level. An engine does not run one kind of kernel: a depthwise convolution reads a window per
 output and does a few multiply-adds on it, far below the dense matmul rate of the same FLOPs;
 a thin matmul (one row) streams its weights; a transpose reads with a stride. So each kind in
-:data:`~perfmodel.capstone.onnx_costs.KERNEL_KINDS` gets its own :class:`Curve`, measured with
+:data:`~perfmodel.capstone.onnx_ops.KERNEL_KINDS` gets its own :class:`Curve`, measured with
 one-operator probes (:mod:`perfmodel.capstone.probes`, timed by
 :func:`~perfmodel.capstone.calibrate.measure_kernels`).
 

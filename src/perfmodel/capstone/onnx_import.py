@@ -30,15 +30,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from perfmodel import ops
 from perfmodel._validate import choice, count
-from perfmodel.capstone.onnx_costs import (
-    OP_CLASSES,
-    SUPPORTED,
-    NoRule,
-    Tensor,
-    im2col_bytes,
-    kernel_kind,
-    price,
-)
+from perfmodel.capstone.onnx_costs import im2col_bytes, price
+from perfmodel.capstone.onnx_ops import OP_CLASSES, SUPPORTED, NoRule, Tensor, kernel_kind
 from perfmodel.capstone.onnx_shapes import tensors_of
 
 if TYPE_CHECKING:
@@ -101,7 +94,7 @@ class Node:
         (each a small matmul that must wait for the one before), 1 for any other node.
     kind : str
         The kind of kernel a CPU engine runs for it, one of
-        :data:`~perfmodel.capstone.onnx_costs.KERNEL_KINDS` (``"depthwise"``, ``"gemv"``...).
+        :data:`~perfmodel.capstone.onnx_ops.KERNEL_KINDS` (``"depthwise"``, ``"gemv"``...).
     images : int
         For a convolution, the images of its batch (its input's first dimension), count; 1
         for any other node. onnxruntime's convolution kernel takes them one at a time

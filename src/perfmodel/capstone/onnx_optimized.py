@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 from perfmodel import ops
 from perfmodel._validate import choice
-from perfmodel.capstone.onnx_costs import NoRule, Priced, Tensor, attributes, kernel_kind, price
+from perfmodel.capstone.onnx_costs import Priced, price
+from perfmodel.capstone.onnx_ops import NoRule, Tensor, attributes, kernel_kind
 
 if TYPE_CHECKING:
     import onnx
@@ -297,7 +298,7 @@ def fused_kind(node: Any, tensors: dict[str, Tensor]) -> str:
     Returns
     -------
     str
-        As :func:`perfmodel.capstone.onnx_costs.kernel_kind` names it: a blocked or fused
+        As :func:`perfmodel.capstone.onnx_ops.kernel_kind` names it: a blocked or fused
         convolution as the convolution, a fused matmul as the matmul, the GELUs
         ``"transcendental"`` (``QuickGelu``, a sigmoid's, ``"sigmoid"``), the skip layer norms
         ``"skip normalization"`` (their own kernel, slower than a layer norm's), the reorders

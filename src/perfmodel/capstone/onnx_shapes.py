@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from perfmodel.capstone.onnx_costs import Tensor
+from perfmodel.capstone.onnx_ops import Tensor
 
 if TYPE_CHECKING:
     import onnx

@@ -2,7 +2,7 @@
 
 A probe is a chain of identical nodes (so the engine's own cost between nodes is in every
 probe, as it is in a model) at one size of one kind of
-:data:`~perfmodel.capstone.onnx_costs.KERNEL_KINDS`, in shapes common in vision, language and
+:data:`~perfmodel.capstone.onnx_ops.KERNEL_KINDS`, in shapes common in vision, language and
 recurrent models but none a zoo model's layer. Each kind gets a few sizes spanning two decades
 of work at least. A chain's weights together stay within half the last-level cache, as a
 small model's do run after run. Three more models time the engine itself: a reference chain of
@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from perfmodel.capstone.onnx_costs import KERNEL_KINDS
+from perfmodel.capstone.onnx_ops import KERNEL_KINDS
 
 __all__ = ["UNCHANGED", "Probe", "last_level_cache", "probes", "reference_model", "start_model",
            "tiny_adds"]  # fmt: skip
@@ -35,7 +35,7 @@ class Probe:
     Parameters
     ----------
     kind : str
-        One of :data:`~perfmodel.capstone.onnx_costs.KERNEL_KINDS`.
+        One of :data:`~perfmodel.capstone.onnx_ops.KERNEL_KINDS`.
     label : str
         What it runs, ``"MatMul 256x256"``.
     model : onnx.ModelProto
@@ -154,7 +154,7 @@ def probes(kinds: Iterable[str] = KERNEL_KINDS) -> list[Probe]:
     Parameters
     ----------
     kinds : iterable of str
-        Kinds from :data:`~perfmodel.capstone.onnx_costs.KERNEL_KINDS`.
+        Kinds from :data:`~perfmodel.capstone.onnx_ops.KERNEL_KINDS`.
 
     Returns
     -------
