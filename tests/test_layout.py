@@ -18,8 +18,9 @@ PACKAGE = ROOT / "src" / "perfmodel"
 #: The models: pure computation, no plotting and no widgets.
 MODELS = [
     *(PACKAGE / f"{name}.py" for name in ("units", "hardware", "ops", "metrics", "roofline",
-                                          "minibatch", "_validate", "scaling", "taskgraph",
+                                          "minibatch", "_validate", "taskgraph",
                                           "transformer")),
+    *sorted((PACKAGE / "scaling").glob("*.py")),
     *sorted((PACKAGE / "measure").glob("*.py")),
     *sorted((PACKAGE / "pipeline").glob("*.py")),
     *sorted((PACKAGE / "comms").glob("*.py")),

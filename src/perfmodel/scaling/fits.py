@@ -1,42 +1,6 @@
-"""Scale with more processors: Amdahl's and Gustafson's laws, and the serial fraction measured.
-
-Two questions, two laws (Sreepathi Pai, *Making systems fast and scalable*):
-
-* **Strong scaling**, the same problem on more processors. If a fraction ``α`` of the work
-  can run in parallel, ``p`` processors give :func:`amdahl_speedup`
-  ``1 / ((1 - α) + α / p)``, never more than ``1 / (1 - α)``: a 20% serial portion caps
-  the speedup at 5, however many processors.
-* **Weak scaling**, a problem that grows with the machine. If a run on ``N`` processors
-  spends a fraction ``s`` of its time in serial work, one processor would need
-  ``s + N·(1 - s)`` times as long: :func:`gustafson_speedup`, which grows without bound.
-
-The two laws count the serial part against different runs. Amdahl's serial fraction
-``1 - α`` is a share of the *one-processor* run; Gustafson's ``s`` is a share of the
-*N-processor* run. For one and the same problem they differ (the one processor does all
-the parallel work itself): :func:`amdahl_serial_fraction` and :func:`gustafson_serial_share`
-convert one into the other.
-
-A measurement says which applies. :func:`karp_flatt` turns one measured speedup into the
-serial fraction it implies (Karp and Flatt, 1990); :func:`fit_amdahl` fits ``α`` to times
-measured at several processor counts, and :func:`fit_gustafson` fits ``s`` to scaled
-speedups. Both fit the *median* at each processor count, the number a speedup is quoted
-from, so a fitted fraction and the median speedup agree through the law; the confidence
-interval is Student's t on a standard error found by resampling the repeats (a seeded
-bootstrap), or from the scatter about the curve when each count was measured once.
-:attr:`Fit.doubt` says when the data cannot support the fitted fraction.
-
-Examples
---------
->>> amdahl_speedup(0.8, 4)
-2.5
->>> round(amdahl_limit(0.8), 9)   # a 20% serial portion caps the speedup at 5
-5.0
->>> gustafson_speedup(0.25, 4)   # s + N·(1 - s)
-3.25
->>> round(karp_flatt(amdahl_speedup(0.8, 4), 4), 12)
-0.2
->>> round(amdahl_serial_fraction(0.2, 4), 4)   # 20% of a 4-processor run, 5.9% of one
-0.0588
+"""Fitting the laws to measurements: the serial fraction behind times or scaled speedups
+measured at several processor counts, with a confidence interval and a doubt when the data
+cannot support it.
 """
 
 from __future__ import annotations
@@ -45,276 +9,19 @@ import math
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any
 
 from perfmodel._show import percent, shown, words
-from perfmodel._validate import each, fraction, number, positive, sequence
+from perfmodel._validate import fraction, positive, sequence
+from perfmodel.scaling.laws import processor_count
 
-if TYPE_CHECKING:
-    from numpy.typing import NDArray
-
-__all__ = [
-    "Fit",
-    "amdahl_limit",
-    "amdahl_serial_fraction",
-    "amdahl_speedup",
-    "efficiency",
-    "fit_amdahl",
-    "fit_gustafson",
-    "gustafson_serial_share",
-    "gustafson_speedup",
-    "karp_flatt",
-]
+__all__ = ["BOOTSTRAP_RESAMPLES", "ROUNDING", "Fit", "fit_amdahl", "fit_gustafson"]
 
 #: Resamples behind a fit's interval when the processor counts were repeated (seeded, so a
 #: fit of the same times always gives the same interval).
 BOOTSTRAP_RESAMPLES = 2000
 #: How far outside [0, 1] a fitted fraction may fall by rounding alone and still count as inside.
 ROUNDING = 1e-12
-
-
-def _processors(name: str, p: object) -> float:
-    return number(name, p, minimum=1, what="a number of processors >= 1")
-
-
-@overload
-def amdahl_speedup(parallel_fraction: float, p: float) -> float: ...
-@overload
-def amdahl_speedup(parallel_fraction: float, p: Sequence[float] | NDArray[Any]) -> NDArray[Any]: ...
-def amdahl_speedup(parallel_fraction: float, p: Any) -> Any:
-    """Strong-scaling speedup on ``p`` processors when ``parallel_fraction`` of the work is
-    parallel: ``1 / ((1 - α) + α / p)``.
-
-    Parameters
-    ----------
-    parallel_fraction : float
-        The share ``α`` of the one-processor run's work that can run in parallel, in [0, 1],
-        fraction.
-    p : float or array_like
-        Processors, count (at least 1; need not be whole); a sequence or 1-D array gives
-        one speedup per count.
-
-    Returns
-    -------
-    float or numpy.ndarray
-        The speedup over one processor, dimensionless (an array when ``p`` is one).
-
-    Raises
-    ------
-    ValueError
-        If the fraction is outside [0, 1] or ``p`` is below 1.
-
-    Examples
-    --------
-    >>> amdahl_speedup(1.0, 8), amdahl_speedup(0.0, 8)
-    (8.0, 1.0)
-    >>> amdahl_speedup(0.8, [1, 4, 16])
-    array([1. , 2.5, 4. ])
-    """
-    alpha = fraction("parallel_fraction", parallel_fraction, allow_zero=True)
-    return each("p", p, _processors, lambda n: 1 / ((1 - alpha) + alpha / n))
-
-
-def amdahl_limit(parallel_fraction: float) -> float:
-    """The most any number of processors can give: ``1 / (1 - α)`` (infinite when α = 1).
-
-    Parameters
-    ----------
-    parallel_fraction : float
-        The share ``α`` of the work that can run in parallel, in [0, 1], fraction.
-
-    Returns
-    -------
-    float
-        The speedup as ``p`` grows without bound, dimensionless; ``math.inf`` when α = 1.
-
-    Raises
-    ------
-    ValueError
-        If the fraction is outside [0, 1].
-    """
-    alpha = fraction("parallel_fraction", parallel_fraction, allow_zero=True)
-    return math.inf if alpha == 1 else 1 / (1 - alpha)
-
-
-@overload
-def gustafson_speedup(serial_fraction: float, p: float) -> float: ...
-@overload
-def gustafson_speedup(
-    serial_fraction: float, p: Sequence[float] | NDArray[Any]
-) -> NDArray[Any]: ...
-def gustafson_speedup(serial_fraction: float, p: Any) -> Any:
-    """Weak-scaling (scaled) speedup on ``p`` processors: ``s + p·(1 - s)``, where ``s`` is
-    the share of the parallel run's time spent in serial work.
-
-    Parameters
-    ----------
-    serial_fraction : float
-        Gustafson's ``s``: the share of the ``p``-processor run's time spent in serial work,
-        in [0, 1], fraction.
-    p : float or array_like
-        Processors, count (at least 1; need not be whole); a sequence or 1-D array gives
-        one speedup per count.
-
-    Returns
-    -------
-    float or numpy.ndarray
-        The scaled speedup, dimensionless (an array when ``p`` is one).
-
-    Raises
-    ------
-    ValueError
-        If the fraction is outside [0, 1] or ``p`` is below 1.
-
-    Examples
-    --------
-    >>> gustafson_speedup(0.0, 1024), gustafson_speedup(1.0, 1024)
-    (1024.0, 1.0)
-    """
-    s = fraction("serial_fraction", serial_fraction, allow_zero=True)
-    return each("p", p, _processors, lambda n: s + n * (1 - s))
-
-
-def amdahl_serial_fraction(serial_share: float, p: float) -> float:
-    """Amdahl's serial fraction ``1 - α`` (a share of the one-processor run) of the problem
-    whose ``p``-processor run spends the share ``serial_share`` (Gustafson's ``s``) in serial work.
-
-    One processor does the serial part once and all ``p`` processors' parallel work itself, so
-    the serial part is a smaller share of its run: ``s / (s + p·(1 - s))``, which is ``s``
-    over the scaled speedup.
-
-    Parameters
-    ----------
-    serial_share : float
-        Gustafson's ``s``: the share of the ``p``-processor run's time spent in serial work,
-        in [0, 1], fraction.
-    p : float
-        Processors of that run, count (at least 1).
-
-    Returns
-    -------
-    float
-        Amdahl's serial fraction ``1 - α``, a share of the one-processor run, fraction.
-
-    Raises
-    ------
-    ValueError
-        If the share is outside [0, 1] or ``p`` is below 1.
-
-    Notes
-    -----
-    Take the ``p``-processor run as one unit of time: ``s`` serial, ``1 - s`` parallel. One
-    processor needs ``s + p·(1 - s)`` for the same work, of which ``s`` is serial. Amdahl's law
-    with this fraction gives, on ``p`` processors, exactly Gustafson's scaled speedup.
-
-    Examples
-    --------
-    >>> round(amdahl_serial_fraction(0.5, 3), 6)   # 1 serial + 3·1 parallel on one processor
-    0.25
-    >>> amdahl_serial_fraction(0.3, 1)
-    0.3
-    """
-    s = fraction("serial_share", serial_share, allow_zero=True)
-    p = _processors("p", p)
-    return s / (s + p * (1 - s)) if s > 0 else 0.0
-
-
-def gustafson_serial_share(serial_fraction: float, p: float) -> float:
-    """Gustafson's ``s`` (a share of the ``p``-processor run) of the problem whose
-    one-processor run spends ``serial_fraction`` (Amdahl's ``1 - α``) in serial work:
-    ``p·f / (p·f + 1 - f)``. The inverse of :func:`amdahl_serial_fraction`.
-
-    Parameters
-    ----------
-    serial_fraction : float
-        Amdahl's ``1 - α``: the share of the one-processor run's time spent in serial work,
-        in [0, 1], fraction.
-    p : float
-        Processors of the run the share is taken of, count (at least 1).
-
-    Returns
-    -------
-    float
-        Gustafson's ``s``, a share of the ``p``-processor run, fraction.
-
-    Raises
-    ------
-    ValueError
-        If the fraction is outside [0, 1] or ``p`` is below 1.
-
-    Examples
-    --------
-    >>> round(gustafson_serial_share(0.25, 3), 6)
-    0.5
-    """
-    f = fraction("serial_fraction", serial_fraction, allow_zero=True)
-    p = _processors("p", p)
-    return p * f / (p * f + 1 - f) if f > 0 else 0.0
-
-
-def efficiency(speedup: float, p: float) -> float:
-    """Speedup per processor: 1 is perfect scaling.
-
-    Parameters
-    ----------
-    speedup : float
-        The measured or modelled speedup, dimensionless (positive).
-    p : float
-        Processors, count (at least 1).
-
-    Returns
-    -------
-    float
-        ``speedup / p``, fraction (above 1 when the speedup is superlinear).
-
-    Raises
-    ------
-    ValueError
-        If the speedup is not positive or ``p`` is below 1.
-
-    Examples
-    --------
-    >>> efficiency(6.0, 8)
-    0.75
-    """
-    return positive("speedup", speedup) / _processors("p", p)
-
-
-def karp_flatt(speedup: float, p: float) -> float:
-    """The experimentally determined serial fraction: ``(1/S - 1/p) / (1 - 1/p)``.
-
-    For a program that follows Amdahl's law exactly it is ``1 - α`` at every ``p``; a value
-    that *grows* with ``p`` says the overhead grows with the processors (communication,
-    contention), not just a fixed serial part.
-
-    Parameters
-    ----------
-    speedup : float
-        The measured speedup on ``p`` processors, dimensionless, in (0, p].
-    p : float
-        Processors, count (above 1).
-
-    Returns
-    -------
-    float
-        The serial fraction the speedup implies, fraction: 0 at a speedup of ``p``, above 1
-        when ``p`` processors were slower than one.
-
-    Raises
-    ------
-    ValueError
-        If ``p`` is not above 1 (one processor says nothing about scaling), or the speedup is
-        not in (0, p] (more than ``p`` is superlinear: caches, not this model).
-
-    Examples
-    --------
-    >>> round(karp_flatt(5.0, 8), 4)
-    0.0857
-    """
-    p = number("p", p, minimum=1, strict_minimum=True, what="a number of processors > 1")
-    speedup = number("speedup", speedup, minimum=0, maximum=p, strict_minimum=True,
-                     what=f"a speedup in (0, p] = (0, {p:g}]")  # fmt: skip
-    return (1 / speedup - 1 / p) / (1 - 1 / p)
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -419,7 +126,7 @@ def _points(
             f"`processors` and `{name}` must have the same length "
             f"(got {len(processors)} and {len(values)})."
         )
-    ps = [_processors(f"processors[{i}]", p) for i, p in enumerate(processors)]
+    ps = [processor_count(f"processors[{i}]", p) for i, p in enumerate(processors)]
     vs = [positive(f"{name}[{i}]", v) for i, v in enumerate(values)]
     return ps, vs
 
@@ -520,6 +227,7 @@ def fit_amdahl(
     >>> round(fit.value, 6), round(fit.scale, 6)
     (0.9, 10.0)
     >>> fit = fit_amdahl([1, 1, 1, 2, 2, 2], [1.0, 1.02, 0.98, 0.6, 0.61, 0.9])  # one slow sample
+    >>> from perfmodel.scaling import amdahl_speedup
     >>> round(amdahl_speedup(fit.value, 2), 4), round(1.0 / 0.61, 4)   # the median speedup
     (1.6393, 1.6393)
     """
