@@ -24,7 +24,8 @@ from perfmodel._extras import MODULE_EXTRAS
 MODELS = [
     "perfmodel", "perfmodel._validate", "perfmodel._extras", "perfmodel._lazy", "perfmodel._show",
     "perfmodel.units",
-    "perfmodel.hardware", "perfmodel.ops", "perfmodel.metrics", "perfmodel.roofline",
+    "perfmodel.hardware", "perfmodel.hardware.dtypes", "perfmodel.hardware.specs",
+    "perfmodel.hardware.catalogues", "perfmodel.ops", "perfmodel.metrics", "perfmodel.roofline",
     "perfmodel.minibatch", "perfmodel.scaling", "perfmodel.scaling.laws", "perfmodel.scaling.fits",
     "perfmodel.transformer", "perfmodel.taskgraph",
     "perfmodel.exercises", "perfmodel.checker", "perfmodel.measure", "perfmodel.measure.timing",
