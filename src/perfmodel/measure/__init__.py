@@ -9,7 +9,10 @@
 * :mod:`~perfmodel.measure.calibration`: the roofline calibrated on it (overheads, rates by
   size) and predictions set beside measurements;
 * :mod:`~perfmodel.measure.parallel`: threads on this machine (splitting an operation,
-  running branches at once, strong and weak scaling runs);
+  running branches at once, strong and weak scaling runs), the face of its four parts:
+  :mod:`~perfmodel.measure.threads` (the work on threads), :mod:`~perfmodel.measure.speedups`
+  (what the runs record, and whether to trust it), :mod:`~perfmodel.measure.scaling_runs`
+  (the runs and their workloads) and :mod:`~perfmodel.measure.payoff` (where it pays);
 * :mod:`~perfmodel.measure.gpu`: a GPU measured with the same harness, where one is present;
 * :mod:`~perfmodel.measure.environment`: what the machine and its libraries are.
 
@@ -21,5 +24,17 @@ from __future__ import annotations
 
 from perfmodel._lazy import lazy_face
 
-__all__ = ["calibration", "empirical", "environment", "gpu", "microbench", "parallel", "timing"]
+__all__ = [
+    "calibration",
+    "empirical",
+    "environment",
+    "gpu",
+    "microbench",
+    "parallel",
+    "payoff",
+    "scaling_runs",
+    "speedups",
+    "threads",
+    "timing",
+]
 __getattr__, __dir__ = lazy_face(__name__, {name: name for name in __all__})

@@ -38,7 +38,7 @@ from typing import Any
 
 from perfmodel import ops
 from perfmodel._validate import choice, count
-from perfmodel.measure.parallel import sliced
+from perfmodel.measure.threads import sliced
 from perfmodel.measure.timing import Measurement, measure
 
 __all__ = [
