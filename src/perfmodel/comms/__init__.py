@@ -42,25 +42,27 @@ from perfmodel.comms.across import (
     rail_ring_allreduce_time,
 )
 from perfmodel.comms.collectives import (
-    ALGORITHMS,
-    CEILINGS,
-    COLLECTIVES,
-    LinkModel,
     Terms,
-    algorithm_bandwidth,
     allgather_time,
     allreduce_time,
     alltoall_time,
-    as_link,
     broadcast_time,
-    bus_bandwidth,
-    bus_factor,
     collective_time,
     point_to_point_time,
     reduce_scatter_time,
     terms,
 )
 from perfmodel.comms.fit import AlphaBetaFit, fit_alpha_beta
+from perfmodel.comms.links import (
+    ALGORITHMS,
+    CEILINGS,
+    COLLECTIVES,
+    LinkModel,
+    algorithm_bandwidth,
+    as_link,
+    bus_bandwidth,
+    bus_factor,
+)
 from perfmodel.comms.nccl import Fabric, NcclChoice, nccl_choice
 from perfmodel.comms.nccl_tests import NCCL_TESTS, Sweep, read_nccl_tests
 from perfmodel.comms.sweeps import (

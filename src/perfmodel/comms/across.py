@@ -11,12 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from perfmodel._validate import count, flag, non_negative, positive
-from perfmodel.comms.collectives import (
-    NCCL_CHUNK_BYTES,
-    as_link,
-    collective_time,
-    terms,
-)
+from perfmodel.comms.collectives import collective_time, terms
+from perfmodel.comms.links import NCCL_CHUNK_BYTES, as_link
 
 if TYPE_CHECKING:
     from perfmodel.hardware import LinkLike

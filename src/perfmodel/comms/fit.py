@@ -10,7 +10,8 @@ orders of magnitude, so the fit minimises *relative* error (a microsecond miss o
 8-byte message counts as much as a millisecond miss on 64 MiB), with both numbers kept
 non-negative (scipy's ``nnls``).
 
->>> from perfmodel.comms.collectives import LinkModel, allreduce_time
+>>> from perfmodel.comms.collectives import allreduce_time
+>>> from perfmodel.comms.links import LinkModel
 >>> truth = LinkModel(bandwidth=5e9, latency=2e-6)
 >>> sizes = [2.0**k for k in range(3, 27, 2)]
 >>> fit = fit_alpha_beta(sizes, [allreduce_time(n, 2, truth) for n in sizes], ranks=2)
@@ -27,7 +28,8 @@ from typing import TYPE_CHECKING
 
 from perfmodel._show import seconds, shown
 from perfmodel._validate import choice, count, non_negative, positive, sequence, text
-from perfmodel.comms.collectives import ALGORITHMS, COLLECTIVES, LinkModel, terms
+from perfmodel.comms.collectives import terms
+from perfmodel.comms.links import ALGORITHMS, COLLECTIVES, LinkModel
 from perfmodel.units import format_quantity
 
 if TYPE_CHECKING:

@@ -37,8 +37,8 @@ from dataclasses import dataclass
 
 from perfmodel._show import shown
 from perfmodel._validate import choice, count, flag, non_negative
-from perfmodel.comms.collectives import COLLECTIVES, bus_factor
 from perfmodel.comms.fit import AlphaBetaFit, fit_alpha_beta
+from perfmodel.comms.links import COLLECTIVES, bus_factor
 from perfmodel.units import format_quantity
 
 __all__ = ["NCCL_TESTS", "Sweep", "read_nccl_tests"]

@@ -19,12 +19,8 @@ from dataclasses import dataclass
 
 from perfmodel._validate import choice, count, positive
 from perfmodel.comms.across import hierarchical_allreduce_time, rail_ring_allreduce_time
-from perfmodel.comms.collectives import (
-    CEILINGS,
-    algorithm_bandwidth,
-    bus_bandwidth,
-    collective_time,
-)
+from perfmodel.comms.collectives import collective_time
+from perfmodel.comms.links import CEILINGS, algorithm_bandwidth, bus_bandwidth
 
 __all__ = ["ACROSS", "PUBLISHED_BUSBW", "PublishedBusbw", "across_nodes_busbw", "predicted_busbw"]
 

@@ -38,7 +38,7 @@ from importlib import resources
 from typing import Any
 
 from perfmodel._validate import choice, count, flag, non_negative, positive
-from perfmodel.comms.collectives import as_link, bus_factor
+from perfmodel.comms.links import as_link, bus_factor
 from perfmodel.comms.nccl import ARCHS, NCCL_ALGORITHMS, Fabric, nccl_choice
 from perfmodel.comms.nccl_tests import Sweep, read_nccl_tests
 

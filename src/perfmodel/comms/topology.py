@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from perfmodel._validate import choice, count, flag, non_negative
-from perfmodel.comms.collectives import LinkModel, as_link
+from perfmodel.comms.links import LinkModel, as_link
 
 if TYPE_CHECKING:
     from perfmodel.hardware import LinkLike
