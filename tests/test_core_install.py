@@ -29,6 +29,7 @@ MODELS = [
     "perfmodel.minibatch", "perfmodel.scaling", "perfmodel.scaling.laws", "perfmodel.scaling.fits",
     "perfmodel.transformer", "perfmodel.taskgraph",
     "perfmodel.exercises", "perfmodel.checker", "perfmodel.measure", "perfmodel.measure.timing",
+    "perfmodel.measure.load",
     "perfmodel.measure.microbench", "perfmodel.measure.calibration", "perfmodel.measure.empirical",
     "perfmodel.measure.parallel", "perfmodel.measure.threads", "perfmodel.measure.speedups",
     "perfmodel.measure.scaling_runs", "perfmodel.measure.payoff",

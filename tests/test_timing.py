@@ -165,9 +165,9 @@ def test_a_busy_machine_is_one_where_other_programs_held_the_cores():
 def test_other_programs_are_counted_on_this_process_cores_only():
     import os
 
-    from perfmodel.measure.timing import _cpu_ticks
+    from perfmodel.measure.load import cpu_ticks
 
-    ticks = _cpu_ticks()
+    ticks = cpu_ticks()
     if ticks is None:
         pytest.skip("no /proc/stat here")
     with open("/proc/stat", encoding="ascii") as stat:
@@ -178,18 +178,19 @@ def test_other_programs_are_counted_on_this_process_cores_only():
 
 
 def test_other_programs_share_forgives_a_tick_or_two():
-    from perfmodel.measure.timing import _others
+    from perfmodel.measure.load import others_share
 
     # (machine busy ticks, machine total ticks, own ticks) before and after
-    assert _others((100, 1000, 50), (112, 1020, 60)) == 0.0  # 2 ticks of others: the slack
-    assert _others((100, 1000, 50), (120, 1020, 60)) == 8 / 20  # 10 ticks of others, less 2
-    assert _others((100, 1000, 50), (120, 1000, 60)) is None  # no time passed
-    assert _others(None, (1, 2, 3)) is None
+    assert others_share((100, 1000, 50), (112, 1020, 60)) == 0.0  # 2 ticks of others: the slack
+    assert others_share((100, 1000, 50), (120, 1020, 60)) == 8 / 20  # 10 ticks of others, less 2
+    assert others_share((100, 1000, 50), (120, 1000, 60)) is None  # no time passed
+    assert others_share(None, (1, 2, 3)) is None
 
 
 def test_a_watch_around_a_block_reads_what_other_programs_used():
     from conftest import cpu_hog
-    from perfmodel.measure.timing import BUSY_OTHERS, OthersWatch
+    from perfmodel.measure.load import OthersWatch
+    from perfmodel.measure.timing import BUSY_OTHERS
 
     with cpu_hog(), OthersWatch() as busy:
         time.sleep(0.3)  # idle here: every tick the CPUs spend is the hog's

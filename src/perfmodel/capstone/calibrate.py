@@ -133,7 +133,8 @@ def measure_kernels(
 
     from perfmodel.capstone.engine import random_inputs, session
     from perfmodel.measure.empirical import usable_cores
-    from perfmodel.measure.timing import OthersWatch, measure
+    from perfmodel.measure.load import OthersWatch
+    from perfmodel.measure.timing import measure
 
     rounds, runs = count("rounds", rounds), count("runs", runs)
     level = choice("optimization", optimization, OPTIMIZATIONS)

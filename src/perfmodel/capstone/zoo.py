@@ -198,7 +198,7 @@ def run_zoo(
     """
     from perfmodel.capstone.calibrate import drift
     from perfmodel.capstone.engine import wall_times
-    from perfmodel.measure.timing import OthersWatch
+    from perfmodel.measure.load import OthersWatch
 
     if not isinstance(rates, KernelRates):
         raise TypeError(f"`rates` must be KernelRates (got {type(rates).__name__}).")

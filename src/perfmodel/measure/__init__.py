@@ -2,6 +2,8 @@
 
 * :mod:`~perfmodel.measure.timing`: the harness (warm-up, repeats, median and spread, whether
   the machine was busy) and the clock every measurement reads;
+* :mod:`~perfmodel.measure.load`: what else the machine does meanwhile (other programs' share
+  of the CPUs, this process's wait for a core);
 * :mod:`~perfmodel.measure.microbench`: micro-benchmarks with exact costs (STREAM, matmuls,
   working sets, tiny ops);
 * :mod:`~perfmodel.measure.empirical`: the machine as a catalogue ``Device``, its measured
@@ -29,6 +31,7 @@ __all__ = [
     "empirical",
     "environment",
     "gpu",
+    "load",
     "microbench",
     "parallel",
     "payoff",

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import statistics
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -43,12 +42,13 @@ from types import MappingProxyType
 from typing import Any
 
 from perfmodel._validate import count, fraction, non_negative, positive
+from perfmodel.measure.load import contention as contention_share
+from perfmodel.measure.load import cpu_ticks, others_share, scheduler_ns
 
 __all__ = [
     "BUSY_SHARE",
     "NOISY_SPREAD",
     "Measurement",
-    "OthersWatch",
     "Sweep",
     "clock",
     "combine",
@@ -301,117 +301,6 @@ def thread_limit(threads: int | None) -> Iterator[None]:
         yield
 
 
-def _scheduler_ns() -> tuple[int, int] | None:
-    """Nanoseconds this process's threads have run, and waited ready for a core, so far
-    (Linux's ``/proc/self/task/*/schedstat``); None where the system does not say."""
-    running = waiting = 0
-    try:
-        tasks = os.listdir("/proc/self/task")
-    except OSError:
-        return None
-    for task in tasks:
-        try:
-            with open(f"/proc/self/task/{task}/schedstat", encoding="ascii") as stats:
-                ran, waited, *_ = stats.read().split()
-        except (OSError, ValueError):
-            continue  # the thread ended, or the kernel keeps no statistics
-        running, waiting = running + int(ran), waiting + int(waited)
-    return (running, waiting) if running else None
-
-
-def _cpu_ticks() -> tuple[int, int, int] | None:
-    """Clock ticks so far: the busy and total CPU time of the cores this process may run on
-    (their ``cpuN`` lines in ``/proc/stat``; steal counts as busy) and this process's own
-    (``/proc/self/stat``); None where the system does not say."""
-    try:
-        mine_cpus = {f"cpu{n}" for n in os.sched_getaffinity(0)}
-        busy = total = 0
-        with open("/proc/stat", encoding="ascii") as stat:
-            for line in stat:
-                name, *values = line.split()
-                if name not in mine_cpus:
-                    continue
-                user, nice, system, idle, iowait, irq, softirq, steal = map(int, values[:8])
-                used = user + nice + system + irq + softirq + steal
-                busy, total = busy + used, total + used + idle + iowait
-        with open("/proc/self/stat", encoding="ascii") as own:
-            mine = own.read().rsplit(")", 1)[1].split()
-    except (OSError, ValueError, IndexError, AttributeError):
-        return None
-    # utime + stime. A child's time is left out: the kernel adds its whole life's time to its
-    # parent's only when it is reaped, which would wipe out a window's reading at once; so a
-    # child working during a window counts as another program.
-    return (busy, total, int(mine[11]) + int(mine[12])) if total else None
-
-
-#: Ticks of other programs' time forgiven in every window: the kernel counts CPU time in
-#: whole ticks (10 ms), so a short window can show one or two that were not there.
-_TICK_SLACK = 2
-
-
-def _others(
-    before: tuple[int, int, int] | None, after: tuple[int, int, int] | None
-) -> float | None:
-    """The share of the machine's CPU time other programs used between two :func:`_cpu_ticks`
-    readings, less :data:`_TICK_SLACK` ticks."""
-    if before is None or after is None or after[1] <= before[1]:
-        return None
-    others = (after[0] - before[0]) - (after[2] - before[2]) - _TICK_SLACK
-    return min(max(others, 0) / (after[1] - before[1]), 1.0)
-
-
-class OthersWatch:
-    """The share of the CPUs other programs used while a ``with`` block ran.
-
-    One reading around a whole calibration says more than the mean of many short ones: the
-    kernel counts CPU time in 10 ms ticks, so a window of a few milliseconds sees a
-    competitor only now and then.
-
-    Examples
-    --------
-    >>> with OthersWatch() as watch:
-    ...     _ = sum(range(100_000))
-    >>> watch.others is None or 0.0 <= watch.others <= 1.0
-    True
-    """
-
-    def __init__(self) -> None:
-        self.others: float | None = None
-        self._before: tuple[int, int, int] | None = None
-
-    def __enter__(self) -> OthersWatch:
-        """Take the first reading.
-
-        Returns
-        -------
-        OthersWatch
-            This watch, whose :attr:`others` is set when the block ends.
-        """
-        self._before = _cpu_ticks()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        """Take the second reading: :attr:`others` is the share in between, fraction (None
-        where the system does not say).
-
-        Parameters
-        ----------
-        *exc : object
-            The block's exception, if any (it propagates).
-        """
-        self.others = _others(self._before, _cpu_ticks())
-
-
-def _contention(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
-    """The share of the ready time between two :func:`_scheduler_ns` readings spent waiting."""
-    if before is None or after is None:
-        return None
-    ran, waited = after[0] - before[0], after[1] - before[1]
-    if ran <= 0 or waited < 0:
-        return None
-    return waited / (ran + waited)
-
-
 def _autorange(run: Callable[[int], int], min_sample_s: float, max_inner: int) -> tuple[int, float]:
     """The smallest inner loop count in 1, 2, 5, 10, 20, 50, ... whose sample lasts at least
     ``min_sample_s`` (or ``max_inner``), and that sample's seconds per call."""
@@ -539,15 +428,15 @@ def measure(
             fn()
         if sync is not None:
             sync()
-        before, ticks = _scheduler_ns(), _cpu_ticks()
+        before, ticks = scheduler_ns(), cpu_ticks()
         inner, first = _autorange(run, min_sample_s, max_inner)
         samples = [first]
         while len(samples) < max_repeats and (
             len(samples) < repeats or sum(samples) * inner < min_time_s
         ):
             samples.append(run(inner) / 1e9 / inner)
-        contention = _contention(before, _scheduler_ns())
-        others = _others(ticks, _cpu_ticks())
+        contention = contention_share(before, scheduler_ns())
+        others = others_share(ticks, cpu_ticks())
     return Measurement(
         samples_s=tuple(samples),
         inner_loops=inner,
