@@ -17,10 +17,11 @@ from conftest import ROOT
 PACKAGE = ROOT / "src" / "perfmodel"
 #: The models: pure computation, no plotting and no widgets.
 MODELS = [
-    *(PACKAGE / f"{name}.py" for name in ("units", "ops", "metrics", "roofline",
+    *(PACKAGE / f"{name}.py" for name in ("units", "metrics", "roofline",
                                           "minibatch", "_validate", "taskgraph",
                                           "transformer")),
     *sorted((PACKAGE / "hardware").glob("*.py")),
+    *sorted((PACKAGE / "ops").glob("*.py")),
     *sorted((PACKAGE / "scaling").glob("*.py")),
     *sorted((PACKAGE / "measure").glob("*.py")),
     *sorted((PACKAGE / "pipeline").glob("*.py")),
