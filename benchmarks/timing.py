@@ -7,7 +7,7 @@
   ``time.perf_counter`` loop around ``numpy.matmul`` (goal: at least 0.90);
 * measured peaks against this CPU's nominal peak (``perfmodel.measure.empirical.cpu_nominal``);
 * the calibrated model's median absolute error on the held-out ops of
-  ``perfmodel.measure.calibration`` (goal: at most 0.25), next to the plain roofline's;
+  ``perfmodel.measure.held_out`` (goal: at most 0.25), next to the plain roofline's;
 * the run-to-run spread of each figure over ``--runs`` runs (max / min).
 
 Run from the repository root::
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perfmodel.measure import calibration, microbench
+from perfmodel.measure import calibration, held_out, microbench
 from perfmodel.measure.empirical import cpu_nominal, profile_machine, usable_cores
 from perfmodel.units import format_quantity
 
@@ -102,9 +102,7 @@ def main() -> None:
             figures.setdefault("raw numpy matmul fp64", []).append(raw)
             figures.setdefault("ratio harness / raw matmul", []).append(harness / raw)
             profile = profile_machine(quick=True, progress=False)
-            comparison = calibration.predict_vs_measure(
-                calibration.calibrate(profile), progress=False
-            )
+            comparison = held_out.predict_vs_measure(calibration.calibrate(profile), progress=False)
             figures.setdefault("calibrated model median |error|", []).append(
                 comparison.median_abs_error
             )

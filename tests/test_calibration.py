@@ -17,6 +17,8 @@ from perfmodel import ops
 from perfmodel.hardware import Device
 from perfmodel.measure import calibration as cal
 from perfmodel.measure import empirical
+from perfmodel.measure.comparison import Comparison
+from perfmodel.measure.held_out import held_out_ops, predict_vs_measure
 from perfmodel.measure.microbench import KernelResult
 from perfmodel.measure.timing import Measurement
 
@@ -96,7 +98,7 @@ def test_the_overhead_fit_needs_two_sizes():
 
 
 def test_every_held_out_op_prices_at_least_its_one_pass_work():
-    cases = cal.held_out_ops(quick=True)
+    cases = held_out_ops(quick=True)
     names = " ".join(case.name for case in cases)
     for op in ("matvec", "matmul", "softmax", "layer norm", "conv", "unfused", "fused", "add"):
         assert op in names
@@ -112,22 +114,22 @@ def test_every_held_out_op_prices_at_least_its_one_pass_work():
 def test_the_numpy_ops_compute_what_they_claim():
     import numpy as np
 
-    cases = {case.name.split()[0]: case for case in cal.held_out_ops(quick=True)}
+    cases = {case.name.split()[0]: case for case in held_out_ops(quick=True)}
     assert cases["softmax"].run() is None  # it writes into its own buffer
     conv = cases["conv"].run()
     assert conv.shape == (1, 46, 46, 32) and np.isfinite(conv).all()
 
 
 @functools.cache
-def comparison() -> cal.Comparison:
+def comparison() -> Comparison:
     profile = empirical.profile_machine(quick=True, progress=False)
-    return cal.predict_vs_measure(cal.calibrate(profile), progress=False, repeats=2, min_time_s=0.0)
+    return predict_vs_measure(cal.calibrate(profile), progress=False, repeats=2, min_time_s=0.0)
 
 
 @pytest.mark.slow  # seconds of solver or measurement: make test, not test-fast
 def test_the_sweep_measures_every_op_and_predicts_each():
     result = comparison()
-    assert len(result.rows) == len(cal.held_out_ops(quick=True))
+    assert len(result.rows) == len(held_out_ops(quick=True))
     for row in result.rows:
         assert row.measured_s > 0 and row.predicted_s >= row.roofline_s > 0
         assert row.ratio == pytest.approx(row.measured_s / row.predicted_s)
@@ -144,8 +146,8 @@ def test_the_sweep_measures_every_op_and_predicts_each():
         (lambda: cal.Call(ops.reduction(4), "gpu"), ValueError, "`unit` must be one of"),
         (lambda: CALIBRATION.level(-1), ValueError, "`footprint` must be"),
         (lambda: cal.calibrate(TOY), TypeError, "`profile` must be a MachineProfile"),
-        (lambda: cal.predict_vs_measure(TOY), TypeError, "`calibration` must be a Calibration"),
-        (lambda: cal.predict_vs_measure(CALIBRATION, []), ValueError, "at least one Case"),
+        (lambda: predict_vs_measure(TOY), TypeError, "`calibration` must be a Calibration"),
+        (lambda: predict_vs_measure(CALIBRATION, []), ValueError, "at least one Case"),
         (
             lambda: cal.Calibration(TOY, -1.0, 0.0, 1e9, 1e8, ()),
             ValueError,

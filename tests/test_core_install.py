@@ -32,6 +32,7 @@ MODELS = [
     "perfmodel.exercises", "perfmodel.checker", "perfmodel.measure", "perfmodel.measure.timing",
     "perfmodel.measure.load",
     "perfmodel.measure.microbench", "perfmodel.measure.calibration", "perfmodel.measure.empirical",
+    "perfmodel.measure.comparison", "perfmodel.measure.held_out",
     "perfmodel.measure.parallel", "perfmodel.measure.threads", "perfmodel.measure.speedups",
     "perfmodel.measure.scaling_runs", "perfmodel.measure.payoff",
     "perfmodel.measure.environment", "perfmodel.measure.gpu",

@@ -140,11 +140,11 @@ def test_the_prediction_plot_has_a_row_and_two_markers_per_op():
     matplotlib.use("agg")
     import matplotlib.pyplot as plt
 
-    from perfmodel.measure import calibration
+    from perfmodel.measure import calibration, held_out
     from perfmodel.plotting.empirical import prediction_plot
 
-    cases = calibration.held_out_ops()[-3:]
-    comparison = calibration.predict_vs_measure(
+    cases = held_out.held_out_ops()[-3:]
+    comparison = held_out.predict_vs_measure(
         calibration.calibrate(profile()), cases, progress=False, repeats=2, min_time_s=0
     )
     ax = prediction_plot(comparison)

@@ -18,6 +18,7 @@ from conftest import ROOT, cpu_hog
 from perfmodel import ops
 from perfmodel.hardware import Device
 from perfmodel.measure import calibration, empirical, microbench, timing
+from perfmodel.measure.comparison import Comparison, Row
 from perfmodel.measure.timing import Measurement
 
 L06 = ROOT / "notebooks" / "06_measure_your_own_machine.ipynb"
@@ -334,15 +335,15 @@ def test_lecture06_names_the_calibrated_models_misses_from_its_table():
 def test_misses_and_row_pick_the_rows_the_lecture_names():
     cost = ops.elementwise(8, inputs=2, dtype="fp64")
     rows = tuple(
-        calibration.Row(name, cost, 1.0, 1.0, "overhead",
-                        Measurement(samples_s=(seconds,), inner_loops=1))
+        Row(name, cost, 1.0, 1.0, "overhead",
+            Measurement(samples_s=(seconds,), inner_loops=1))
         for name, seconds in (("matvec 8x8", 1.3), ("matmul 16", 0.9), ("matmul 128", 1.25))
     )  # fmt: skip
     model = calibration.Calibration(
         quick_profile([]).device, overhead_s=0.0, blas_overhead_s=0.0, vector_flops=1e9,
         exp_rate=1e9, caches=(),
     )  # fmt: skip
-    comparison = calibration.Comparison(rows, model)
+    comparison = Comparison(rows, model)
     assert [row.name for row in comparison.misses(0.25)] == ["matvec 8x8"]
     assert [row.name for row in comparison.misses(0.0)] == ["matvec 8x8", "matmul 16", "matmul 128"]
     assert comparison.row("matmul 16").name == "matmul 16"

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from conftest import ROOT, cpu_hog
 from perfmodel import ops
 from perfmodel.hardware import Device
-from perfmodel.measure import calibration, microbench, parallel
+from perfmodel.measure import calibration, held_out, microbench, parallel
 from perfmodel.measure.timing import Measurement
 
 L06 = ROOT / "notebooks" / "06_measure_your_own_machine.ipynb"
@@ -440,10 +440,8 @@ def test_beside_a_cpu_hog_lecture06_never_beats_its_roof_unflagged():
         )
         a = np.ones((192, 192))
         cost = ops.matmul(192, 192, 192, dtype="fp64")
-        case = calibration.Case(
-            "matmul 192", lambda: a @ a, cost, (calibration.Call(cost, "matrix"),)
-        )
-        (row,) = calibration.predict_vs_measure(model, [case], progress=False, **LONG).rows
+        case = held_out.Case("matmul 192", lambda: a @ a, cost, (calibration.Call(cost, "matrix"),))
+        (row,) = held_out.predict_vs_measure(model, [case], progress=False, **LONG).rows
     if ceiling.measurement.contention is None:
         pytest.skip("this system keeps no scheduler statistics")
     assert not row.beats_roofline or row.doubt or ceiling.measurement.doubt

@@ -18,7 +18,7 @@ from conftest import ROOT
 
 CALLER = """
 from perfmodel import capstone, comms, distributed, hardware, minibatch, roofline, serving
-from perfmodel.measure import calibration
+from perfmodel.measure import comparison
 from perfmodel.comms import LinkModel
 from perfmodel.pipeline import zoo
 from perfmodel.serving import llm
@@ -64,7 +64,7 @@ capstone.design(model, 3, target_samples_per_s=1e4)  # wrong
 capstone.predict_on(model, "H100 SXM").device.startswith("H")  # wrong
 
 
-def read(ops: calibration.Comparison[calibration.Row],
+def read(ops: comparison.Comparison[comparison.Row],
          nodes: capstone.Comparison[capstone.NodeComparison]) -> None:
     ops.misses(0.25), ops.row("matvec"), ops.beat_roofline, ops.median_abs_error
     nodes.largest_misses(4), nodes.class_ratios(), nodes.by_class(), nodes.median_node_error

@@ -14,7 +14,7 @@ The public face of the package, in the order the lecture uses it:
   families, predicted then timed: :data:`ZOO`, :func:`zoo_model`, :func:`run_zoo`;
 * predict, then run on a real engine: :func:`calibrate_engine`, :func:`compare` (every
   node predicted and measured on onnxruntime, :func:`profile`, in the same
-  :class:`~perfmodel.measure.calibration.Comparison` as lecture 06's ops);
+  :class:`~perfmodel.measure.comparison.Comparison` as lecture 06's ops);
 * will it run faster: :func:`predict_on` a catalogue device, :func:`upgrade` (the
   speed-up by op class);
 * then many devices: :func:`data_parallel`, :func:`pipeline_parallel`, :func:`design`
@@ -81,7 +81,7 @@ from perfmodel.capstone.scale import (
     pipeline_parallel,
 )
 from perfmodel.capstone.zoo import ZOO, Fusion, ZooRow, fusions, run_zoo, zoo_model
-from perfmodel.measure.calibration import Comparison
+from perfmodel.measure.comparison import Comparison
 
 __all__ = [
     "ZOO",

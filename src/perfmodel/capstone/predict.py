@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 from perfmodel._validate import flag
 from perfmodel.capstone.engine import EngineProfile, engine_overhead, profile
 from perfmodel.capstone.onnx_import import ImportedModel, Node, import_onnx
-from perfmodel.measure.calibration import Calibration, Comparison, calibrate
+from perfmodel.measure.calibration import Calibration, calibrate
+from perfmodel.measure.comparison import Comparison
 from perfmodel.measure.empirical import MachineProfile, profile_machine, usable_cores
 
 if TYPE_CHECKING:
@@ -301,7 +302,7 @@ def compare(
 
     Returns
     -------
-    perfmodel.measure.calibration.Comparison
+    perfmodel.measure.comparison.Comparison
         One :class:`NodeComparison` per node that ran, the model timed end to end, and
         fused when ``fused``.
     """

@@ -9,7 +9,8 @@
 * :mod:`~perfmodel.measure.empirical`: the machine as a catalogue ``Device``, its measured
   roofline, and real numpy ops predicted then measured;
 * :mod:`~perfmodel.measure.calibration`: the roofline calibrated on it (overheads, rates by
-  size) and predictions set beside measurements;
+  size), :mod:`~perfmodel.measure.comparison`: predictions set beside measurements, and
+  :mod:`~perfmodel.measure.held_out`: real numpy ops it never saw, predicted then measured;
 * :mod:`~perfmodel.measure.parallel`: threads on this machine (splitting an operation,
   running branches at once, strong and weak scaling runs), the face of its four parts:
   :mod:`~perfmodel.measure.threads` (the work on threads), :mod:`~perfmodel.measure.speedups`
@@ -28,9 +29,11 @@ from perfmodel._lazy import lazy_face
 
 __all__ = [
     "calibration",
+    "comparison",
     "empirical",
     "environment",
     "gpu",
+    "held_out",
     "load",
     "microbench",
     "parallel",

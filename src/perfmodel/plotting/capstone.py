@@ -35,7 +35,7 @@ def node_plot(comparison: Any, *, name: str | None = None, ax: Any = None) -> An
 
     Parameters
     ----------
-    comparison : perfmodel.measure.calibration.Comparison
+    comparison : perfmodel.measure.comparison.Comparison
         The comparison :func:`perfmodel.capstone.compare` returns: its rows (one
         :class:`perfmodel.capstone.NodeComparison` per node) give each point's predicted and
         measured seconds and its op class; its end-to-end and median node errors go in the

@@ -255,12 +255,12 @@ def prediction_plot(comparison: Any, *, ax: Any = None) -> Any:
     """Measured over predicted for every op, for the plain roofline and the calibrated model.
 
     A ratio of 1 is a perfect prediction; the band is ±25%. ``comparison`` is a
-    :class:`perfmodel.measure.calibration.Comparison`.
+    :class:`perfmodel.measure.comparison.Comparison`.
 
     Parameters
     ----------
-    comparison : perfmodel.measure.calibration.Comparison
-        Ops timed one by one (rows of :class:`perfmodel.measure.calibration.Row`), each with
+    comparison : perfmodel.measure.comparison.Comparison
+        Ops timed one by one (rows of :class:`perfmodel.measure.comparison.Row`), each with
         its calibrated and its plain-roofline ratio.
     ax : matplotlib.axes.Axes or None
         Axes to draw on: one row per op, first at the top, its two ratios (measured over
