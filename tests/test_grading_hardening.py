@@ -248,7 +248,7 @@ def test_the_lock_down_is_checked_not_assumed(tmp_path):
     os.chmod(root / "source", 0o755)
     assert "source is not root's alone" in gradescope.lock_problem(root)
     gradescope.lock_down(root)
-    os.chmod(lib / "perfmodel" / "exercises.py", 0o666)
+    os.chmod(lib / "perfmodel" / "exercises" / "checks.py", 0o666)
     env = {**os.environ, "PYTHONPATH": str(lib), "PYTHONDONTWRITEBYTECODE": "1"}
     check = "import sys; from pathlib import Path; from perfmodel.grading import gradescope; "
     check += f"print(gradescope.lock_problem(Path({str(root)!r})))"
@@ -258,8 +258,8 @@ def test_the_lock_down_is_checked_not_assumed(tmp_path):
                               capture_output=True, text=True, check=True)  # fmt: skip
         return done.stdout
 
-    assert "exercises.py is not root's, or others may write it" in problem()
-    os.chmod(lib / "perfmodel" / "exercises.py", 0o644)
+    assert "exercises/checks.py is not root's, or others may write it" in problem()
+    os.chmod(lib / "perfmodel" / "exercises" / "checks.py", 0o644)
     said = problem()
     assert said.strip() == "", said
 

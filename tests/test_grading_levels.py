@@ -44,8 +44,9 @@ for path in glob.glob(root + "/source/tests/*.py") + glob.glob(root + "/source/o
     except OSError:
         pass
 targets = [(root + "/run_autograder", "a"), (root + "/results/results.json", "w"),
-           (root + "/lib/perfmodel/exercises.py", "a"), (root + "/lib/sitecustomize.py", "w"),
-           (root + "/source/files/perfmodel/exercises.py", "a")]
+           (root + "/lib/perfmodel/exercises/checks.py", "a"),
+           (root + "/lib/sitecustomize.py", "w"),
+           (root + "/source/files/perfmodel/exercises/checks.py", "a")]
 for path, mode in targets:
     try:
         with open(path, mode) as handle:
@@ -163,7 +164,7 @@ def test_gradescope_layout_holds_with_and_without_bubblewrap(tmp_path, with_bwra
     if not with_bwrap:
         assert "isolation level 'unprivileged'" in results["output"]
     assert (root / "run_autograder").read_bytes() == runner
-    assert b"rigged" not in (root / "lib" / "perfmodel" / "exercises.py").read_bytes()
+    assert b"rigged" not in (root / "lib" / "perfmodel" / "exercises" / "checks.py").read_bytes()
     assert not (root / "lib" / "sitecustomize.py").exists()
     assert stat.S_IMODE((root / "source").stat().st_mode) == 0o700, level
 

@@ -51,7 +51,7 @@ def test_release_writes_reproducible_zips_with_the_package(tmp_path):
     release(exercises, tmp_path / "dist")
     assert archive.read_bytes() == data, "a release must be byte-for-byte reproducible"
     names = zipfile.ZipFile(io.BytesIO(data)).namelist()
-    assert "files/perfmodel/exercises.py" in names and "tests/q1.py" in names
+    assert "files/perfmodel/exercises/checks.py" in names and "tests/q1.py" in names
     assert set(load_tests(archive)) == {"q1", "q2", "q3", "q4"}
 
 
