@@ -114,8 +114,8 @@ def main() -> None:
             if part and len(part) < len(ratios):
                 print(f"{label}: {summary(part, unsure)}")
         print(f"{level}, all: {summary(ratios, unsure)}")
-        for cycle, rows in enumerate(cycles, 1):
-            one = {(r.model, r.batch): r.ratio for r in rows}
+        for cycle, alone in enumerate(cycles, 1):
+            one = {(r.model, r.batch): r.ratio for r in alone}
             print(f"  cycle {cycle} alone: {summary(one, {k for k in one if k in unsure})}")
 
 
