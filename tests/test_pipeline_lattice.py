@@ -11,16 +11,9 @@ from hypothesis import strategies as st
 
 from perfmodel import pipeline as pl
 from perfmodel.pipeline import networks, zoo
+from perfmodel.pipeline.blocks import BLOCK_LIMIT, lattice_blocks, lattice_size, series_points
 from perfmodel.pipeline.graph import stage_cost
-from perfmodel.pipeline.lattice import (
-    BLOCK_LIMIT,
-    _Fronts,
-    _through_fronts,
-    lattice_blocks,
-    lattice_size,
-    series_points,
-    split_lattice,
-)
+from perfmodel.pipeline.lattice import _Fronts, _through_fronts, split_lattice
 from perfmodel.pipeline.split import split_downsets, split_order
 
 

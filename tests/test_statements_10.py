@@ -231,7 +231,7 @@ def test_the_inception_section_quotes_its_printed_counts_and_proofs():
 
 def test_the_inception_series_points_are_the_ones_the_prose_lists():
     from perfmodel.pipeline import networks
-    from perfmodel.pipeline.lattice import series_points
+    from perfmodel.pipeline.blocks import series_points
 
     g = networks.inception_v3()
     labels = [g.labels[v] for v in series_points(g)]

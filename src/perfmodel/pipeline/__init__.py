@@ -39,6 +39,7 @@ from perfmodel.pipeline.baselines import (
     equal_layers,
     greedy_cuts,
 )
+from perfmodel.pipeline.blocks import lattice_size, series_points
 from perfmodel.pipeline.bounds import MipBound, mip_lower_bound
 from perfmodel.pipeline.cuts import cut_lower_bound
 from perfmodel.pipeline.graph import (
@@ -49,7 +50,7 @@ from perfmodel.pipeline.graph import (
     is_feasible,
     stage_cost,
 )
-from perfmodel.pipeline.lattice import lattice_size, series_points, split_lattice
+from perfmodel.pipeline.lattice import split_lattice
 from perfmodel.pipeline.mip import solve_mip
 from perfmodel.pipeline.partition import EXACT_NODE_LIMIT, brute_force, partition
 from perfmodel.pipeline.schedule import Schedule, bubble_fraction, simulate, simulate_batch

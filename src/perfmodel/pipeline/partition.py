@@ -57,6 +57,7 @@ import math
 from dataclasses import replace
 
 from perfmodel._validate import count
+from perfmodel.pipeline.blocks import BLOCK_LIMIT, LATTICE_LIMIT, lattice_blocks
 from perfmodel.pipeline.bounds import mip_lower_bound
 from perfmodel.pipeline.budget import Deadline
 from perfmodel.pipeline.cuts import cut_lower_bound
@@ -70,13 +71,7 @@ from perfmodel.pipeline.graph import (
     stage_order,
     stages_from_labels,
 )
-from perfmodel.pipeline.lattice import (
-    BLOCK_LIMIT,
-    LATTICE_LIMIT,
-    LATTICE_PAIR_LIMIT,
-    lattice_blocks,
-    split_lattice,
-)
+from perfmodel.pipeline.lattice import LATTICE_PAIR_LIMIT, split_lattice
 from perfmodel.pipeline.search import search_orders
 from perfmodel.pipeline.split import split_chain, split_order
 from perfmodel.pipeline.threshold import threshold_search
