@@ -64,28 +64,28 @@ def search_key(key: str, words: tuple[str, ...] = ()) -> object:
     This is the attack a determined learner runs on a shipped key with the package's own code:
     about 10^5 buckets per tolerance between 1e-18 and 1e22, a second each at most.
     """
-    from perfmodel import exercises
+    from perfmodel.exercises.keys import bucket_width, key_digest
 
     parts = key.split(":")
     kind, digest = parts[1], parts[-1]
     salt = parts[-2]
     if kind == "choice":
         for word in words:
-            if exercises._digest(salt, f"w{word}") == digest:
+            if key_digest(salt, f"w{word}") == digest:
                 return word
         return None
     if kind == "count":
         for whole in range(0, 2_000_000):
-            if exercises._digest(salt, f"n{whole}") == digest:
+            if key_digest(salt, f"n{whole}") == digest:
                 return whole
         return None
-    width = exercises._width(float(parts[2]))
-    if exercises._digest(salt, "0") == digest:
+    width = bucket_width(float(parts[2]))
+    if key_digest(salt, "0") == digest:
         return 0.0
     low, high = math.floor(math.log(1e-18) / width), math.ceil(math.log(1e22) / width)
     for bucket in range(low, high):
         for sign in ("+", "-"):
-            if exercises._digest(salt, f"{sign}{bucket}") == digest:
+            if key_digest(salt, f"{sign}{bucket}") == digest:
                 value = math.exp(width * (bucket + 0.5))
                 return value if sign == "+" else -value
     return None

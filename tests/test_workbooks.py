@@ -259,7 +259,7 @@ SLIP_VALUES = {
 
 @pytest.mark.parametrize("workbook", WORKBOOKS, ids=lambda workbook: workbook.name)
 def test_every_declared_slip_is_named_for_the_value_it_gives(workbook):
-    from perfmodel.exercises import _window
+    from perfmodel.exercises.keys import tolerance_window
 
     """A factor slip is named on the master's answer times its factor, never on its mirror
     (as far off the other way) when it goes one way; a keyed slip on the value worked out
@@ -284,7 +284,7 @@ def test_every_declared_slip_is_named_for_the_value_it_gives(workbook):
                 # rounding, not the mistake, decides which hint a learner gets.
                 apart = [v for v in (value, *others) if v != wrong]
                 if ":number:" in key:
-                    clear = 2 * _window(rel_tol)
+                    clear = 2 * tolerance_window(rel_tol)
                     assert all(abs(math.log(abs(wrong / v))) > clear for v in apart if v), (
                         name,
                         slip.name,

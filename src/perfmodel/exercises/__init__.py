@@ -60,10 +60,7 @@ from perfmodel.exercises.checks import (
     check_recorded,
     feedback,
 )
-from perfmodel.exercises.keys import bucket_width as _width  # noqa: F401
 from perfmodel.exercises.keys import choice_key, count_key, number_key
-from perfmodel.exercises.keys import key_digest as _digest  # noqa: F401
-from perfmodel.exercises.keys import tolerance_window as _window  # noqa: F401
 from perfmodel.exercises.slips import (
     BINARY_PREFIX_SLIPS,
     BITS_FOR_BYTES,
@@ -81,9 +78,6 @@ from perfmodel.exercises.slips import (
     default_slips,
 )
 
-# Not listed: _digest, _width and _window, the keys' buckets under their names from before
-# the split, for the tests that search a key by brute force (tests/attacks.py) or weigh a
-# slip's window (tests/test_workbooks.py).
 __all__ = [
     "BINARY_PREFIX_SLIPS",
     "BITS_FOR_BYTES",
