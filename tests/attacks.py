@@ -38,6 +38,20 @@ def scoring_level() -> str:
     return "none" if isolation.probe() else "bubblewrap"
 
 
+def column(level: str) -> str:
+    """The ``isolation`` column of a row run at ``level`` on this machine: ``"+cgroup"`` after
+    a sandboxed level where the grader may make a control group (root, a cgroup file system)."""
+    from perfmodel.grading.cgroup import Group
+
+    if level == "none":
+        return level
+    group = Group.create(64 * 1024**2, 1)
+    if group is None:
+        return level
+    group.remove()
+    return level + "+cgroup"
+
+
 def level_args() -> list[str]:
     """:func:`scoring_level` as flags of ``perfmodel grade`` and of the Gradescope runner."""
     return ["--no-isolation"] if scoring_level() == "none" else []

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from attacks import (
     build_attacks,
+    column,
     grade_command,
     recovered_answers,
     search_key,
@@ -72,7 +73,9 @@ def test_every_attack_scores_zero_and_honest_work_full_marks(attack_batch):
         assert float(row["possible"]) == 5
         ran = row["isolation"]
         assert ran == (
-            "not run" if name in {"link.ipynb", "classmate_link.ipynb", ".ipynb"} else "bubblewrap"
+            "not run"
+            if name in {"link.ipynb", "classmate_link.ipynb", ".ipynb"}
+            else column("bubblewrap")
         ), (name, ran)
 
 

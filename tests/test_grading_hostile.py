@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from attacks import answered, grade_command, write_submission
+from attacks import answered, column, grade_command, write_submission
 
 from conftest import answer_cells, read_json, solved_copy, with_code
 from perfmodel.grading import isolation
@@ -354,7 +354,7 @@ def test_fixture_folder_scores_exactly_as_expected(tmp_path):
         assert (row["status"], float(row["total"])) == (status, total), (name, row["reason"])
         assert float(row["possible"]) == 5
         refused_unread = name == "huge_file.ipynb"  # over the size limit: never run
-        assert row["isolation"] == ("not run" if refused_unread else "bubblewrap"), name
+        assert row["isolation"] == ("not run" if refused_unread else column("bubblewrap")), name
         assert phrase in row["reason"], (name, row["reason"])
         if not phrase and status == "graded":
             assert row["reason"] == "", (name, row["reason"])

@@ -25,7 +25,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from attacks import answered, recovered_answers, when
+from attacks import answered, column, recovered_answers, when
 
 from conftest import assigned, read_json, solved_copy, with_code
 from perfmodel.grading import isolation, leftovers, levels
@@ -289,10 +289,10 @@ def test_the_unprivileged_level_keeps_classmates_apart_and_cleans_up(tmp_path, r
     rows = {row["submission"]: row for row in csv.DictReader(io.StringIO(
         (out / "grades.csv").read_text("utf-8")))}  # fmt: skip
     assert {name: (row["total"], row["isolation"]) for name, row in rows.items()} == {
-        "a_reader.ipynb": ("0", "unprivileged"),
-        "b_honest.ipynb": ("5", "unprivileged"),
-        "c_daemon.ipynb": ("5", "unprivileged"),
-        "d_cmdline.ipynb": ("0", "unprivileged"),
+        "a_reader.ipynb": ("0", column("unprivileged")),
+        "b_honest.ipynb": ("5", column("unprivileged")),
+        "c_daemon.ipynb": ("5", column("unprivileged")),
+        "d_cmdline.ipynb": ("0", column("unprivileged")),
     }
     assert _running(b"sleep\0" + b"299.25") == [], "a sandbox's daemon outlived its row"
     assert not list(Path("/tmp").glob("left-behind-*")), "a sandbox's file outlived its row"

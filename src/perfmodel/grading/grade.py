@@ -106,8 +106,10 @@ class SubmissionGrade:
     seconds : float
         Wall-clock time of the sandboxed run, s; 0 when it did not run.
     isolation : str
-        The isolation level it ran at (:data:`perfmodel.grading.isolation.LEVELS`), or
-        ``"not run"`` when it was refused before running.
+        The isolation level it ran at (:data:`perfmodel.grading.isolation.LEVELS`), followed
+        by ``"+cgroup"`` when the kernel counted its memory and tasks in a control group of
+        its own (:mod:`perfmodel.grading.cgroup`; the watchdog alone counted them otherwise),
+        or ``"not run"`` when it was refused before running.
     """
 
     submission: str
@@ -284,7 +286,7 @@ def grade_submission(
         reason=safe_text("; ".join(notes)),
         questions=score_answers(tests, answers or {}),
         seconds=execution.seconds,
-        isolation=execution.isolation,
+        isolation=execution.isolation + ("+cgroup" if execution.counted == "cgroup" else ""),
     )
 
 

@@ -174,8 +174,10 @@ def grade_autograder_folder(root: Path, *, isolation_level: str | None = None) -
                 isolation_level=level,
             )
             questions, output = grade.questions, grade.reason
-            if grade.isolation != "bubblewrap":
-                output = f"graded at isolation level {grade.isolation!r}. " + output
+            ran, _, counted = grade.isolation.partition("+")
+            if ran != "bubblewrap":
+                by = " (memory and tasks counted by the kernel in a cgroup)" if counted else ""
+                output = f"graded at isolation level {ran!r}{by}. " + output
         except Exception as error:  # noqa: BLE001 - a results file is written whatever happens
             questions = score_answers(tests, {})
             output = f"the grader failed on this submission: {type(error).__name__}"

@@ -41,7 +41,7 @@ from typing import Any
 
 import psutil
 
-from perfmodel.grading import isolation, leftovers, levels, usage
+from perfmodel.grading import cgroup, isolation, leftovers, levels, usage
 from perfmodel.measure.timing import clock
 
 __all__ = [
@@ -154,6 +154,10 @@ class Execution:
         Wall-clock time of the whole run, sandbox set-up and clean-up included, s.
     isolation : str
         The level it ran at (:data:`perfmodel.grading.isolation.LEVELS`).
+    counted : str
+        Who counted its memory and tasks: ``"cgroup"`` (the kernel, in a control group of
+        its own: :mod:`perfmodel.grading.cgroup`) or ``"watchdog"`` (the grader's polling
+        alone, where it may make no group).
     """
 
     answers: dict[str, Any] | None
@@ -162,6 +166,7 @@ class Execution:
     problem: str = ""
     seconds: float = 0.0
     isolation: str = "none"
+    counted: str = "watchdog"
 
 
 # --- the process tree ---------------------------------------------------------------------
@@ -262,7 +267,11 @@ def _kernel_env(scratch: Path) -> dict[str, str]:
     }
 
 
-def _preexec(limits: Limits, sandbox: isolation.Sandbox) -> None:  # pragma: no cover - child
+def _preexec(
+    limits: Limits, sandbox: isolation.Sandbox, group: cgroup.Group | None
+) -> None:  # pragma: no cover - child
+    if group is not None:
+        group.join()
     os.setsid()
     resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
@@ -452,6 +461,7 @@ def execute_notebook(
     private = Path(tempfile.mkdtemp(prefix="perfmodel-grade-"))
     process: subprocess.Popen[bytes] | None = None
     sandbox: isolation.Sandbox | None = None
+    group: cgroup.Group | None = None
     problem = ""
     try:
         os.chmod(private, 0o711)  # traversable, not listable: the inbox and scratch below
@@ -479,6 +489,8 @@ def execute_notebook(
         }
         (inbox / "request.json").write_text(json.dumps(request), encoding="utf-8")
         sandbox.prepare()
+        if level != "none":  # asked for no isolation: run exactly as the grader's own user
+            group = cgroup.Group.create(limits.memory_bytes, limits.max_processes)
         argv = [
             sys.executable,
             "-m",
@@ -495,7 +507,7 @@ def execute_notebook(
                 cwd="/",
                 env={**env, "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"} if level != "none" else env,
                 pass_fds=() if filter_fd is None else (filter_fd,),
-                preexec_fn=lambda: _preexec(limits, sandbox),
+                preexec_fn=lambda: _preexec(limits, sandbox, group),
             )
         finally:
             if filter_fd is not None:
@@ -505,13 +517,22 @@ def execute_notebook(
         problem = _watch(process, limits, scratch, level)
         _kill_tree(process)
         reader.join(timeout=10)
+        if group is not None and group.out_of_memory():
+            problem = problem or (
+                f"stopped by the kernel for using more than {limits.memory_bytes / 1024**3:g} "
+                f"GiB of memory (counted in its control group: files it kept in memory and "
+                f"kernel memory included)"
+            )
     finally:
         if process is not None and process.returncode is None:
             _kill_tree(process)
+        if group is not None:
+            group.remove()
         if sandbox is not None:
             sandbox.clean_up()
         leftovers.remove_tree(private)
     seconds = clock() - started
+    counted = "watchdog" if group is None else "cgroup"
     report = (
         "the grading worker's report was over its size cap"
         if reader.overflow
@@ -520,7 +541,9 @@ def execute_notebook(
     if problem or not isinstance(report, dict):
         why = problem or (report if isinstance(report, str) else "")
         why = why or _how_it_died(process.returncode, limits)
-        return Execution(answers=None, problem=why, seconds=seconds, isolation=level)
+        return Execution(
+            answers=None, problem=why, seconds=seconds, isolation=level, counted=counted
+        )
     return Execution(
         answers=report["answers"],
         cell_errors=tuple(CellError(*item) for item in report["cell_errors"]),
@@ -528,6 +551,7 @@ def execute_notebook(
         problem=report["problem"],
         seconds=seconds,
         isolation=level,
+        counted=counted,
     )
 
 
