@@ -102,9 +102,12 @@ def test_notebooks_import_public_names_only(path):
                 private = [a.name for a in node.names if a.name.startswith("_")]
                 assert not private, f"{path.name} imports private {private} from {node.module}"
                 assert not any(part.startswith("_") for part in node.module.split(".")), node.module
-                if node.module.startswith("perfmodel.pipeline."):
-                    # The pipeline's public face is its package; submodules are its parts.
-                    assert node.module == "perfmodel.pipeline.zoo", node.module
+                # Every wing's door is its package: ``perfmodel`` or ``perfmodel.<wing>``.
+                assert node.module.count(".") <= 1, f"{path.name} imports past a door: {node.module}"
+            if isinstance(node, ast.Import):
+                deep = [a.name for a in node.names if a.name.startswith("perfmodel.")
+                        and a.name.count(".") > 1]  # fmt: skip
+                assert not deep, f"{path.name} imports past a door: {deep}"
 
 
 #: The rooms of the package, lowest first: a room imports only rooms of a lower layer, so the

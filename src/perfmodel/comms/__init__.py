@@ -65,6 +65,12 @@ from perfmodel.comms.links import (
 )
 from perfmodel.comms.nccl import Fabric, NcclChoice, nccl_choice
 from perfmodel.comms.nccl_tests import NCCL_TESTS, Sweep, read_nccl_tests
+from perfmodel.comms.published import (
+    PUBLISHED_BUSBW,
+    PublishedBusbw,
+    across_nodes_busbw,
+    predicted_busbw,
+)
 from perfmodel.comms.sweeps import (
     PATH_RATES,
     PATHS,
@@ -78,6 +84,10 @@ from perfmodel.comms.sweeps import (
 from perfmodel.comms.topology import Axis, over_axes
 
 __all__ = [
+    "PUBLISHED_BUSBW",
+    "PublishedBusbw",
+    "across_nodes_busbw",
+    "predicted_busbw",
     "ALGORITHMS",
     "CEILINGS",
     "COLLECTIVES",

@@ -43,4 +43,10 @@ __all__ = [
     "threads",
     "timing",
 ]
-__getattr__, __dir__ = lazy_face(__name__, {name: name for name in __all__})
+#: The two functions lectures call by name, besides the modules.
+_FUNCTIONS = {
+    "environment_report": "environment:environment_report",
+    "fit_overhead": "calibration:fit_overhead",
+}
+__all__ += sorted(_FUNCTIONS)
+__getattr__, __dir__ = lazy_face(__name__, {**{name: name for name in __all__}, **_FUNCTIONS})

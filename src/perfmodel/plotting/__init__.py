@@ -2,8 +2,8 @@
 
 This package's top level holds what every plot shares: the house :func:`style`, the
 colour cycle, and :func:`new_axes` / :func:`si_formatter`. Each submodule draws one
-concept: :mod:`~perfmodel.plotting.roofline`, :mod:`~perfmodel.plotting.devices`,
-:mod:`~perfmodel.plotting.minibatch` and :mod:`~perfmodel.plotting.pipeline`.
+concept (:mod:`~perfmodel.plotting.roofline`, :mod:`~perfmodel.plotting.pipeline`, ...), and
+every drawing is imported from here: ``from perfmodel.plotting import roofline_plot``.
 
 Every drawing function draws on a matplotlib ``Axes`` (made for you when not given) and
 returns it, so a notebook can add to it or save it. Only this package and
@@ -22,6 +22,41 @@ require("lab", "matplotlib", feature="perfmodel.plotting")
 
 import matplotlib.pyplot as plt  # noqa: E402
 
+from perfmodel._lazy import lazy_face  # noqa: E402
+
+#: Each drawing, by the module that holds it: the door a notebook imports from
+#: (``from perfmodel.plotting import roofline_plot``). The modules import the shared style
+#: above from here, so each loads on first use, not with this package.
+_DRAWINGS = {
+    "roofline_plot": "roofline:roofline_plot",
+    "bar_compare": "devices:bar_compare",
+    "batch_size_plot": "minibatch:batch_size_plot",
+    "empirical_roofline_plot": "empirical:empirical_roofline_plot",
+    "overhead_plot": "empirical:overhead_plot",
+    "prediction_plot": "empirical:prediction_plot",
+    "working_set_plot": "empirical:working_set_plot",
+    "gantt_plot": "taskgraph:gantt_plot",
+    "graph_plot": "taskgraph:graph_plot",
+    "branch_scaling_plot": "parallel:branch_scaling_plot",
+    "operation_scaling_plot": "parallel:operation_scaling_plot",
+    "scaling_plot": "scaling:scaling_plot",
+    "alpha_beta_plot": "distributed:alpha_beta_plot",
+    "memory_plot": "distributed:memory_plot",
+    "step_parts_plot": "distributed:step_parts_plot",
+    "step_plot": "distributed:step_plot",
+    "sweep_plot": "distributed:sweep_plot",
+    "gantt": "pipeline:gantt",
+    "gantts": "pipeline:gantts",
+    "split_bars": "pipeline:split_bars",
+    "stage_bars": "pipeline:stage_bars",
+    "stage_breakdown": "pipeline:stage_breakdown",
+    "latency_plot": "serving:latency_plot",
+    "load_curve_plot": "serving:load_curve_plot",
+    "node_plot": "capstone:node_plot",
+    "published_plot": "capstone:published_plot",
+    "upgrade_plot": "capstone:upgrade_plot",
+}
+
 __all__ = [
     "COLOURS",
     "STYLE",
@@ -34,6 +69,7 @@ __all__ = [
     "settings_applied",
     "si_minor_formatter",
     "style",
+    *_DRAWINGS,
 ]
 
 #: Large type and thick lines: slides are read from 15 metres away.
@@ -264,3 +300,10 @@ def si_minor_formatter(unit: str, mantissas: tuple[int, ...] = (2, 5)) -> Any:
         return format_quantity(value, unit, digits=3) if keep else ""
 
     return FuncFormatter(label)
+
+
+__getattr__, _drawings_dir = lazy_face(__name__, _DRAWINGS)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_drawings_dir()})

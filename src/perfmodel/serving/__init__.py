@@ -31,6 +31,15 @@ from __future__ import annotations
 
 from perfmodel.serving import llm, sizing
 from perfmodel.serving.inference import ContinuousRun, InferenceRun, continuous_run, inference_run
+from perfmodel.serving.server import (
+    MLP,
+    LoadTest,
+    Server,
+    load_test,
+    predict,
+    tail_report,
+    time_batches,
+)
 from perfmodel.serving.simulator import (
     ARRIVALS,
     DISTRIBUTIONS,
@@ -46,6 +55,13 @@ from perfmodel.serving.theory import erlang_c, md1_wait, mg1_wait, mmc_wait, uti
 
 __all__ = [
     "ARRIVALS",
+    "MLP",
+    "LoadTest",
+    "Server",
+    "load_test",
+    "predict",
+    "tail_report",
+    "time_batches",
     "DISTRIBUTIONS",
     "ContinuousRun",
     "InferenceRun",

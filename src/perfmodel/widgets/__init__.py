@@ -27,11 +27,52 @@ module                                  lecture  explorer
 
 Every explorer has a static twin (a plain function of the same arguments) that the
 notebooks call once with the default values, so the page still reads well where widgets
-cannot render: a PDF, GitHub's viewer, a projector with a dead kernel.
+cannot render: a PDF, GitHub's viewer, a projector with a dead kernel. Every explorer and twin
+is imported from this package: ``from perfmodel.widgets import roofline_explorer``.
 """
 
 from __future__ import annotations
 
 from perfmodel._extras import require
+from perfmodel._lazy import lazy_face
 
 require("lab", "ipywidgets", "matplotlib", feature="perfmodel.widgets")
+
+#: Each public name, by the module that holds it: the door a notebook imports from
+#: (``from perfmodel.widgets import roofline_explorer``); each module loads on first use.
+_HOMES = {
+    "transfer_time_explorer": "transfer:transfer_time_explorer",
+    "transfer_time_text": "transfer:transfer_time_text",
+    "run_time_explorer": "run_time:run_time_explorer",
+    "run_time_text": "run_time:run_time_text",
+    "METRICS": "devices:METRICS",
+    "device_bars": "devices:device_bars",
+    "device_explorer": "devices:device_explorer",
+    "OP_KINDS": "op_cost:OP_KINDS",
+    "named_op": "op_cost:named_op",
+    "op_explorer": "op_cost:op_explorer",
+    "op_summary": "op_cost:op_summary",
+    "roofline_explorer": "roofline:roofline_explorer",
+    "roofline_view": "roofline:roofline_view",
+    "batch_size_explorer": "minibatch:batch_size_explorer",
+    "batch_size_view": "minibatch:batch_size_view",
+    "cache_sweep_explorer": "measure:cache_sweep_explorer",
+    "cache_sweep_view": "measure:cache_sweep_view",
+    "schedule_explorer": "taskgraph:schedule_explorer",
+    "schedule_view": "taskgraph:schedule_view",
+    "scaling_explorer": "scaling:scaling_explorer",
+    "scaling_view": "scaling:scaling_view",
+    "data_parallel_explorer": "distributed:data_parallel_explorer",
+    "data_parallel_view": "distributed:data_parallel_view",
+    "ZOO_MODELS": "partition:ZOO_MODELS",
+    "partition_explorer": "partition:partition_explorer",
+    "partition_view": "partition:partition_view",
+    "serving_explorer": "serving:serving_explorer",
+    "serving_view": "serving:serving_view",
+    "DEVICE_COUNTS": "capstone:DEVICE_COUNTS",
+    "MODELS": "capstone:MODELS",
+    "capstone_explorer": "capstone:capstone_explorer",
+    "capstone_view": "capstone:capstone_view",
+}
+__all__ = sorted(_HOMES)
+__getattr__, __dir__ = lazy_face(__name__, _HOMES)
