@@ -262,7 +262,8 @@ def test_the_zoo_table_has_every_family_at_both_batches_and_both_ratios_are_meas
     assert "warmup=2" in inspect.getsource(capstone.run_zoo)  # "after 2 untimed ones"
     # the roofline column is lecture 06's roofline, priced on the same zoo model
     cell = source(code("capstone.run_zoo(rates"))
-    assert "engine.predict(" in cell and "capstone.zoo_model(row.model, row.batch" in cell
+    assert "capstone.zoo_model(row.model, row.batch" in cell and "zoo_report(" in cell
+    assert "engine.predict(models[row.model, row.batch])" in inspect.getsource(capstone.zoo_report)
 
 
 def summary_lines(out: str) -> dict[str, str]:

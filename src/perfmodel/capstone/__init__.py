@@ -11,7 +11,8 @@ The public face of the package, in the order the lecture uses it:
   :mod:`~perfmodel.capstone.builders` writes real models (an MLP, a ResNet, GPT-2) in ONNX;
 * the engine's own speed, kind by kind: :func:`measure_kernels` (or :func:`cached_kernels`,
   measured once per machine), :class:`KernelRates`, :func:`drift`; the zoo of nine
-  families, predicted then timed: :data:`ZOO`, :func:`zoo_model`, :func:`run_zoo`;
+  families, predicted then timed: :data:`ZOO`, :func:`zoo_model`, :func:`run_zoo`,
+  :func:`zoo_report` (the table lecture 12 prints);
 * predict, then run on a real engine: :func:`calibrate_engine`, :func:`compare` (every
   node predicted and measured on onnxruntime, :func:`profile`, in the same
   :class:`~perfmodel.measure.comparison.Comparison` as lecture 06's ops);
@@ -80,7 +81,7 @@ from perfmodel.capstone.scale import (
     memory_bytes,
     pipeline_parallel,
 )
-from perfmodel.capstone.zoo import ZOO, Fusion, ZooRow, fusions, run_zoo, zoo_model
+from perfmodel.capstone.zoo import ZOO, Fusion, ZooRow, fusions, run_zoo, zoo_model, zoo_report
 from perfmodel.measure.comparison import Comparison
 
 __all__ = [
@@ -94,6 +95,7 @@ __all__ = [
     "measure_kernels",
     "run_zoo",
     "zoo_model",
+    "zoo_report",
     "EXPORTED",
     "Coverage",
     "coverage",

@@ -28,9 +28,10 @@ from typing import Any
 from perfmodel._validate import choice, count, flag
 from perfmodel.capstone import builders
 from perfmodel.capstone.kernels import KernelRates
-from perfmodel.capstone.onnx_import import import_onnx
+from perfmodel.capstone.onnx_import import ImportedModel, import_onnx
+from perfmodel.capstone.predict import EngineModel
 
-__all__ = ["ZOO", "Fusion", "ZooRow", "fusions", "run_zoo", "zoo_model"]
+__all__ = ["ZOO", "Fusion", "ZooRow", "fusions", "run_zoo", "zoo_model", "zoo_report"]
 
 #: Each family: its builder and the arguments that size it for this CPU (batch aside).
 ZOO: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {
@@ -254,6 +255,104 @@ def run_zoo(
             )
         )
     return rows
+
+
+def zoo_report(
+    rows: Sequence[ZooRow],
+    rates: KernelRates,
+    engine: EngineModel,
+    models: dict[tuple[str, int], ImportedModel],
+) -> str:
+    """Lecture 12's table of the zoo: each row predicted on the curves and on lecture 06's
+    roofline, measured, and each prediction's ratio; then what the steady rows say.
+
+    Parameters
+    ----------
+    rows : sequence of ZooRow
+        From :func:`run_zoo`.
+    rates : KernelRates
+        The curves the rows were predicted with: when untrusted, no summary line is drawn.
+    engine : perfmodel.capstone.predict.EngineModel
+        Lecture 06's roofline, from :func:`~perfmodel.capstone.predict.calibrate_engine`.
+    models : dict of (str, int) to ImportedModel
+        Each row's model and batch, imported (as exported): what the roofline prices.
+
+    Returns
+    -------
+    str
+        The table, a line a row (``unsure`` after a row that is), then the summary lines:
+        the curves' median miss over the steady rows and how many ran slower than said, the
+        three furthest off, those under 0.80, the roofline's median miss and how often the
+        curves come closer, and how much of the roofline's predictions its overhead is.
+    """
+    roofline = {
+        (row.model, row.batch): engine.predict(models[row.model, row.batch]) for row in rows
+    }
+    lines = [
+        f"{'':22s} {'predicted by':^21s} {'':10s} {'measured over':^17s}".rstrip(),
+        f"{'model':16s} {'batch':>5s} {'curves':>10s} {'roofline':>10s} {'measured':>10s}"
+        f" {'curves':>8s} {'roofline':>8s}",
+    ]
+    for row in rows:
+        line = roofline[row.model, row.batch]
+        lines.append(
+            f"{row.model:16s} {row.batch:5d} {row.predicted_s * 1e3:7.2f} ms {line * 1e3:7.2f} ms "
+            f"{row.measured_s * 1e3:7.2f} ms {row.ratio:8.2f} {row.measured_s / line:8.2f}"
+            + ("  unsure" if row.unsure else "")
+        )
+    sure = [row for row in rows if not row.unsure]
+    if not rates.trusted:
+        lines.append(
+            "the calibration was untrusted (its warning is above): no conclusion from this table"
+        )
+    elif sure:
+        curves = [row.ratio for row in sure]
+        ruled = [row.measured_s / roofline[row.model, row.batch] for row in sure]
+        lines.append(
+            f"this run, {len(sure)} steady rows: the curves miss by a median of "
+            f"{statistics.median(abs(r - 1) for r in curves):.0%}, and the measured time is "
+            f"above 1.00 times their prediction in {sum(round(r, 2) > 1 for r in curves)} of them"
+        )
+        worst = sorted(sure, key=lambda row: -abs(row.ratio - 1))[:3]
+        lines.append(
+            "furthest off the curves: "
+            + ", ".join(f"{row.model} at batch {row.batch} ({row.ratio:.2f})" for row in worst)
+        )
+        fast = [row for row in sure if round(row.ratio, 2) < 0.8]  # as printed
+        lines.append(
+            "ran in under 0.80 of the curves' time: "
+            + (", ".join(f"{row.model} at batch {row.batch} ({row.ratio:.2f}), "
+                         f"{_largest_share(row)}" for row in fast) or "none")
+        )  # fmt: skip
+        if engine.unsure:
+            lines.append(
+                "lecture 06's calibration was disturbed: its column is no yardstick on this run"
+            )
+        else:
+            closer = sum(abs(c - 1) < abs(r - 1) for c, r in zip(curves, ruled, strict=True))
+            lines.append(
+                f"lecture 06's roofline misses by a median of "
+                f"{statistics.median(abs(r - 1) for r in ruled):.0%}, above 1.00 in "
+                f"{sum(round(r, 2) > 1 for r in ruled)}; the curves come closer in {closer} of "
+                f"{len(sure)} rows"
+            )
+            padding = [engine.overhead_s * len(models[k].nodes) / roofline[k] for k in roofline]
+            lines.append(
+                f"the roofline's {engine.overhead_s * 1e6:.1f} us a node (profiler on) is "
+                f"{min(padding):.0%} to {max(padding):.0%} of its predictions"
+            )
+    if len(sure) < len(rows):
+        lines.append(
+            f"unsure: {len(rows) - len(sure)} of {len(rows)} rows (the machine was busy, or ran "
+            "at another speed than during the calibration); no conclusion from them"
+        )
+    return "\n".join(lines)
+
+
+def _largest_share(row: ZooRow) -> str:
+    """The kind with the largest share of a row's prediction, and that share."""
+    kind = max((k for k in row.by_kind if k != "overhead"), key=row.by_kind.__getitem__)
+    return f"{row.by_kind[kind] / row.predicted_s:.0%} of it {kind}"
 
 
 @dataclass(frozen=True, slots=True)
