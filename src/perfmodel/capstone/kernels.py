@@ -39,7 +39,7 @@ __all__ = ["BY_IMAGE", "COMPUTE_KINDS", "NOISY_SPREAD", "UNBLOCKED_BY_IMAGE", "C
 
 #: The kinds timed by their FLOPs; every other kind is timed by its bytes.
 COMPUTE_KINDS = ("gemm", "gemv", "conv", "conv 1x1", "grouped conv", "depthwise",
-                 "depthwise strided", "recurrent")  # fmt: skip
+                 "depthwise strided", "recurrent", "gru")  # fmt: skip
 
 
 #: A probe whose runs spread more than this around their median (interquartile range over
@@ -244,7 +244,8 @@ class KernelRates:
         The compute probes keep their tensors in cache; a model's layers at a large batch do
         not. So a matmul or convolution also gets the time the elementwise probes took to
         stream as many bytes (a roofline's memory roof, measured on the engine), and the
-        larger of the two counts.
+        larger of the two counts. A recurrent layer streams its recurrent weights once a step
+        (``reread_bytes``): at batch 1 that, not its FLOPs, sets each step's time.
 
         A model whose weights outgrow the last-level cache reads them from main memory on
         every run (``cold_weights``): its weight bytes then stream at the largest
@@ -278,7 +279,7 @@ class KernelRates:
         stream = self.curves.get("elementwise")
         if node.kind not in COMPUTE_KINDS or stream is None:
             return compute
-        moved = node.cost.bytes + node.im2col_bytes
+        moved = node.cost.bytes + node.im2col_bytes + node.reread_bytes
         if not cold_weights or not node.weights:
             return max(compute, turns * stream.time(moved / turns))
         weight_bytes = min(moved, node.weights * _element_bytes(node))

@@ -49,7 +49,7 @@ from perfmodel.capstone.onnx_ops import (
     attributes,
 )
 
-__all__ = ["Priced", "im2col_bytes", "price"]
+__all__ = ["Priced", "im2col_bytes", "price", "reread_bytes"]
 
 
 class Priced(NamedTuple):
@@ -145,6 +145,30 @@ def _conv(node: Any, x: Tensor, w: Tensor, out: Tensor, attrs: dict[str, Any]) -
         dtype=x.dtype,
     )
     return replace(cost, bytes_read=x.nbytes + w.nbytes)
+
+
+def reread_bytes(node: Any, tensors: dict[str, Tensor]) -> int:
+    """Bytes of a recurrent layer's recurrent weights (R) read again at every step after the
+    first: each step's H·Rᵀ waits on the step before, so R streams through the core once a
+    step, where the one-pass cost counts it once.
+
+    Parameters
+    ----------
+    node : onnx.NodeProto
+        The node; any operator but LSTM, GRU and RNN has none.
+    tensors : dict of str to Tensor
+        The shapes of its tensors, by name.
+
+    Returns
+    -------
+    int
+        The bytes, B; 0 for any other operator, and for a layer of one step.
+    """
+    if node.op_type not in RECURRENT or len(node.input) < 3 or node.input[2] not in tensors:
+        return 0
+    x, r = tensors[node.input[0]], tensors[node.input[2]]
+    steps = x.shape[1] if int(attributes(node).get("layout", 0)) else x.shape[0]
+    return max(0, steps - 1) * r.nbytes
 
 
 def im2col_bytes(node: Any, tensors: dict[str, Tensor]) -> int:

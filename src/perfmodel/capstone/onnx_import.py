@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from perfmodel import ops
 from perfmodel._validate import choice, count
-from perfmodel.capstone.onnx_costs import im2col_bytes, price
+from perfmodel.capstone.onnx_costs import im2col_bytes, price, reread_bytes
 from perfmodel.capstone.onnx_ops import OP_CLASSES, SUPPORTED, NoRule, Tensor, kernel_kind
 from perfmodel.capstone.onnx_shapes import tensors_of
 
@@ -89,6 +89,10 @@ class Node:
         before its GEMM (im2col), written once and read once, B; 0 for any other node.
         Not part of ``cost``, which is the one-pass cost;
         :mod:`perfmodel.capstone.predict` adds it.
+    reread_bytes : int
+        For a recurrent layer: its recurrent weights read again at every step after the
+        first, each step waiting on the one before, B; 0 for any other node. Not part of
+        ``cost``, which reads them once; :mod:`perfmodel.capstone.kernels` adds it.
     steps : int
         How many steps it runs one after another, count: a recurrent layer's time steps
         (each a small matmul that must wait for the one before), 1 for any other node.
@@ -118,6 +122,7 @@ class Node:
     weights: int
     supported: bool = True
     im2col_bytes: int = 0
+    reread_bytes: int = 0
     steps: int = 1
     kind: str = "elementwise"
     images: int = 1
@@ -414,6 +419,7 @@ def import_onnx(
                 im2col_bytes=im2col_bytes(onnx_node, tensors)
                 if supported and onnx_node.domain != "com.microsoft.nchwc"
                 else 0,  # the blocked layout's convolutions copy out no windows
+                reread_bytes=reread_bytes(onnx_node, tensors) if supported else 0,
                 steps=steps,
                 kind=(fusion.fused_kind if fused else kernel_kind)(onnx_node, tensors),
                 images=_images(onnx_node, tensors),

@@ -261,7 +261,8 @@ SUPPORTED = frozenset(
 #: (:mod:`perfmodel.capstone.kernels` measures each). The compute kinds are timed by their
 #: FLOPs, the others by their bytes.
 KERNEL_KINDS = ("gemm", "gemv", "conv", "conv 1x1", "grouped conv", "depthwise",
-                "depthwise strided", "recurrent", "elementwise", "broadcast", "transcendental",
+                "depthwise strided", "recurrent", "gru", "elementwise", "broadcast",
+                "transcendental",
                 "sigmoid", "normalization", "skip normalization", "reduction", "movement",
                 "view")  # fmt: skip
 
@@ -383,7 +384,9 @@ def kernel_kind(node: Any, tensors: dict[str, Tensor]) -> str:
         ``"gemm"`` or ``"gemv"`` (a matmul with at most :data:`GEMV_ROWS` rows), ``"conv"``,
         ``"conv 1x1"``, ``"grouped conv"`` (a few channels per group, as ResNeXt and RegNet
         use: small matmuls, slower per FLOP), ``"depthwise"`` or ``"depthwise strided"`` (a
-        quarter of the work at stride 2, but not a quarter of the time), ``"recurrent"``,
+        quarter of the work at stride 2, but not a quarter of the time), ``"recurrent"`` (LSTM
+        and RNN), ``"gru"`` (onnxruntime's GRU: two matmuls a step, the second after the reset
+        gate, so it runs about as long as an LSTM of its size for three quarters of the FLOPs),
         ``"elementwise"``,
         ``"broadcast"`` (batch norm, or an elementwise op with a smaller operand stretched
         over the other), ``"transcendental"``, ``"sigmoid"``, ``"normalization"``, ``"reduction"``,
@@ -423,6 +426,8 @@ def kernel_kind(node: Any, tensors: dict[str, Tensor]) -> str:
         if weight is not None and math.prod(weight.shape[2:]) == 1 and set(strides) == {1}:
             return "conv 1x1"
         return "conv"
+    if op == "GRU":  # two matmuls a step, the second waiting on the reset gate: its own speed
+        return "gru"
     if op in RECURRENT:
         return "recurrent"
     if op in VIEWS:

@@ -265,18 +265,20 @@ def probes(kinds: Iterable[str] = KERNEL_KINDS) -> list[Probe]:
             )  # fmt: skip
             label = f"Conv {channels}ch {side}x{side} {window}x{window} depthwise stride 2"
             found.append(Probe("depthwise strided", label, model, k, flops))
-    if "recurrent" in chosen:
+    for kind, op, (gates, cell) in (("recurrent", "LSTM", (4, 9)), ("gru", "GRU", (3, 8))):
+        if kind not in chosen:
+            continue
         steps = 10
-        # The largest keeps two nodes' W and R (3.3 MB each) within the cache.
+        # The largest keeps two nodes' W and R (3.3 MB each for an LSTM) within the cache.
         for batch, hidden in ((1, 64), (1, 256), (4, 96), (8, 128), (16, 320)):
-            per_step = batch * (2 * 4 * hidden * 2 * hidden + 9 * hidden)  # no bias input
-            gates = (1, 4 * hidden, hidden)  # W and R alike
-            k = _length(per_step * steps, rate=5e9, weight_bytes=2 * _float_bytes(gates))
-            w = [_weight(f"w{i}", gates, i) for i in range(k)]
-            r = [_weight(f"r{i}", gates, 100 + i) for i in range(k)]
-            model = _recurrent_chain(batch, hidden, k, w, r, steps)
-            label = f"LSTM batch {batch} hidden {hidden}"
-            found.append(Probe("recurrent", label, model, k, per_step, steps))
+            per_step = batch * (2 * gates * hidden * 2 * hidden + cell * hidden)  # no bias
+            gate_rows = (1, gates * hidden, hidden)  # W and R alike
+            k = _length(per_step * steps, rate=5e9, weight_bytes=2 * _float_bytes(gate_rows))
+            w = [_weight(f"w{i}", gate_rows, i) for i in range(k)]
+            r = [_weight(f"r{i}", gate_rows, 100 + i) for i in range(k)]
+            model = _recurrent_chain(op, batch, hidden, k, w, r, steps)
+            label = f"{op} batch {batch} hidden {hidden}"
+            found.append(Probe(kind, label, model, k, per_step, steps))
     for kind, op in (("elementwise", "Add"), ("transcendental", "Erf"), ("sigmoid", "Sigmoid")):
         if kind not in chosen:
             continue
@@ -361,9 +363,10 @@ def probes(kinds: Iterable[str] = KERNEL_KINDS) -> list[Probe]:
 
 
 def _recurrent_chain(
-    batch: int, hidden: int, nodes: int, w: list[Any], r: list[Any], steps: int
+    op: str, batch: int, hidden: int, nodes: int, w: list[Any], r: list[Any], steps: int
 ) -> Any:
-    """LSTM layers in a chain (time-major input), each squeezing its direction axis."""
+    """``op`` (LSTM or GRU) layers in a chain (time-major input), each squeezing its
+    direction axis."""
     from onnx import TensorProto, helper
 
     chain = []
@@ -372,14 +375,14 @@ def _recurrent_chain(
     for i in range(nodes):
         chain.append(
             helper.make_node(
-                "LSTM", [source, f"w{i}", f"r{i}"], [f"y{i}"], name=f"n{i}", hidden_size=hidden
+                op, [source, f"w{i}", f"r{i}"], [f"y{i}"], name=f"n{i}", hidden_size=hidden
             )
         )
         chain.append(helper.make_node("Squeeze", [f"y{i}", "axes"], [f"t{i}"], name=f"s{i}"))
         source = f"t{i}"
     graph = helper.make_graph(
         chain,
-        "lstm",
+        op.lower(),
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [steps, batch, hidden])],
         [helper.make_tensor_value_info(source, TensorProto.FLOAT, [steps, batch, hidden])],
         [*w, *r, axes],
