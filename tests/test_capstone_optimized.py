@@ -158,6 +158,17 @@ def test_the_held_out_families_build_run_and_import_at_every_level():
     assert [node.kind for node in gru.nodes].count("gru") == 2  # priced on GRU probes
 
 
+def test_squeezenet_has_the_published_parameters_and_multiply_adds():
+    """torchvision's squeezenet1_1: 1,235,496 parameters and 0.349 G multiply-adds at 224."""
+    from perfmodel.capstone.builders import squeezenet
+
+    model = import_onnx(squeezenet(1, 224, weights=False))
+    assert model.parameters == 1_235_496
+    macs = sum(node.cost.flops for node in model.nodes if node.op_type == "Conv") / 2
+    assert macs == pytest.approx(0.349e9, rel=0.01)
+    assert "BatchNormalization" not in {node.op_type for node in model.nodes}
+
+
 def _already_fused(*, data_dependent: bool) -> onnx.ModelProto:
     """An export onnxruntime's transformer optimiser already fused: a skip layer norm (and,
     when asked, a NonZero whose length depends on the values)."""

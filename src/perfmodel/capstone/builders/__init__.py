@@ -31,7 +31,14 @@ from perfmodel.capstone.builders.bert import bert
 from perfmodel.capstone.builders.convnext import convnext_t
 from perfmodel.capstone.builders.efficientnet import efficientnet_b0
 from perfmodel.capstone.builders.gpt2 import gpt2
-from perfmodel.capstone.builders.heldout import HELD_OUT, densenet, gru, regnet_y, shufflenet_v2
+from perfmodel.capstone.builders.heldout import (
+    HELD_OUT,
+    densenet,
+    gru,
+    regnet_y,
+    shufflenet_v2,
+    squeezenet,
+)
 from perfmodel.capstone.builders.lstm import lstm_lm
 from perfmodel.capstone.builders.mlp import mlp
 from perfmodel.capstone.builders.mobilenet import mobilenet_v2
@@ -55,6 +62,7 @@ __all__ = [
     "regnet_y",
     "resnet",
     "shufflenet_v2",
+    "squeezenet",
     "vit",
 ]
 
