@@ -15,10 +15,16 @@ the run times and how many cases overran their limit by more than 10% plus one s
 then each zoo model's bound at k = 16, the slowest case, and the two speed goals: a
 10,000-layer chain at k=64 and a 1,000-node random DAG at k=16, split and bounded.
 
+``--finer`` runs every graph twice: as drawn, and redrawn finer
+(:func:`perfmodel.pipeline.reduce.redraw_finer`: each node a chain of two or three,
+identities and concatenations added; the same network), and prints the two drawings'
+geometric means side by side: a certificate should not depend on how the graph is drawn.
+
 Run from the repository root::
 
     .venv/bin/python benchmarks/partition.py            # about 15 min on 2 cores
     .venv/bin/python benchmarks/partition.py --quick    # 10 DAGs
+    .venv/bin/python benchmarks/partition.py --finer --stages 16 --jobs 1
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from tqdm import tqdm
 from perfmodel import pipeline
 from perfmodel.pipeline import networks, zoo
 from perfmodel.pipeline.baselines import balance_by_params, balance_by_time, equal_layers
+from perfmodel.pipeline.reduce import redraw_finer
 
 STAGES = (2, 4, 8, 16, 32, 64)
 
@@ -154,6 +161,33 @@ def summarise(rows: list[dict[str, object]]) -> str:
     return "\n".join(lines)
 
 
+FINER = " (finer)"
+
+
+def compare_drawings(rows: list[dict[str, object]]) -> str:
+    """Per k: the geometric mean of lower bound / best as drawn and redrawn finer."""
+    lines = [f"{'k':>3} {'cases':>5} {'as drawn':>9} {'finer':>9} {'difference':>10} {'over':>4}"]
+    for k in STAGES:
+        pairs = {}
+        for r in rows:
+            if r["k"] == k:
+                name = str(r["graph"])
+                pairs.setdefault(name.removesuffix(FINER), {})[name.endswith(FINER)] = r
+        both = [p for p in pairs.values() if len(p) == 2]
+        if not both:
+            continue
+        means = [
+            geomean([float(p[fine]["lower_bound"]) / float(p[fine]["best"]) for p in both])  # type: ignore[arg-type]
+            for fine in (False, True)
+        ]
+        over = sum(overran(r) for p in both for r in p.values())
+        lines.append(
+            f"{k:>3} {len(both):>5} {means[0]:>9.4f} {means[1]:>9.4f} "
+            f"{means[1] - means[0]:>+10.4f} {over:>4}"
+        )
+    return "\n".join(lines)
+
+
 def speed_goals(time_limit_s: float) -> str:
     rng = np.random.default_rng(7)
     chain = pipeline.Graph.chain(
@@ -182,16 +216,28 @@ def main() -> None:
     )
     parser.add_argument("--jobs", type=int, default=2, help="worker processes")
     parser.add_argument("--quick", action="store_true", help="10 random DAGs instead of 50")
+    parser.add_argument(
+        "--finer", action="store_true", help="also every graph redrawn finer, compared"
+    )
+    parser.add_argument(
+        "--stages", type=int, nargs="+", default=list(STAGES), help="the k to try (default all)"
+    )
+    parser.add_argument("--no-speed", action="store_true", help="skip the two speed goals")
     parser.add_argument("--csv", type=Path, default=Path("test-output/partition-benchmark.csv"))
     args = parser.parse_args()
     if args.quick:
         args.dags = 10
     graphs = testbed(args.dags)
+    if args.finer:
+        graphs |= {
+            name + FINER: redraw_finer(graph, seed=index)
+            for index, (name, graph) in enumerate(list(graphs.items()))
+        }
     cases = [
         (name, graph, k, args.time_limit)
         for name, graph in graphs.items()
         for k in STAGES
-        if k <= graph.n
+        if k <= graph.n and k in args.stages
     ]
     # One BLAS thread per worker: several workers each spinning several threads on two
     # cores slow every small matrix product down many times over.
@@ -204,13 +250,22 @@ def main() -> None:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    zoo = [r for r in rows if not str(r["graph"]).startswith("dag")]
-    dags = [r for r in rows if str(r["graph"]).startswith("dag")]
-    print(f"\nAll {len(graphs)} graphs ({len(rows)} cases)\n" + summarise(rows))
-    print("\nZoo only\n" + summarise(zoo))
-    print("\nRandom DAGs only\n" + summarise(dags))
-    print("\nThe zoo at k = 16\n" + zoo_table(rows))
-    print("\nSpeed goals\n" + speed_goals(args.time_limit))
+    for drawing, kept in (("", False), (FINER, True)):
+        drawn = [r for r in rows if str(r["graph"]).endswith(FINER) == kept]
+        if not drawn:
+            continue
+        zoo = [r for r in drawn if not str(r["graph"]).startswith("dag")]
+        dags = [r for r in drawn if str(r["graph"]).startswith("dag")]
+        total = sum(name.endswith(FINER) == kept for name in graphs)
+        print(f"\nAll {total} graphs{drawing} ({len(drawn)} cases)\n" + summarise(drawn))
+        print(f"\nZoo only{drawing}\n" + summarise(zoo))
+        print(f"\nRandom DAGs only{drawing}\n" + summarise(dags))
+    if any(r["k"] == 16 for r in rows):
+        print("\nThe zoo at k = 16\n" + zoo_table(rows))
+    if args.finer:
+        print("\nLower bound / best, as drawn and redrawn finer\n" + compare_drawings(rows))
+    if not args.no_speed:
+        print("\nSpeed goals\n" + speed_goals(args.time_limit))
     print(f"\nPer-case results: {args.csv}")
 
 
