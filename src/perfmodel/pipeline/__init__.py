@@ -13,6 +13,9 @@ This package's top level is its public face, everything lecture 10 and a learner
   :func:`downsets` (the sets a stage prefix can be, counted to see whether the exact
   dynamic program fits), :func:`series_points` and :func:`lattice_size` (how the block
   program sees a graph);
+* the drawing: :func:`reduce_graph` (merge what no optimal split needs to cut; every
+  solver of :func:`partition` runs on its result) and :func:`redraw_finer` (the same
+  network drawn finer, to check that a certificate does not depend on the drawing);
 * the schedule: :func:`bubble_fraction`, :func:`simulate`, :func:`simulate_batch`;
 * the baselines: :func:`equal_layers`, :func:`balance_by_params`, :func:`balance_by_time`,
   :func:`greedy_cuts`;
@@ -21,7 +24,7 @@ This package's top level is its public face, everything lecture 10 and a learner
   :meth:`perfmodel.pipeline.model.Model.with_memory` gives their stages a device capacity.
 
 The submodules (``graph``, ``split``, ``lattice``, ``search``, ``mip``, ``bounds``,
-``cuts``, ``threshold``, ``cover``, ``baselines``, ``schedule``, ``model``, ``zoo``,
+``cuts``, ``threshold``, ``cover``, ``reduce``, ``baselines``, ``schedule``, ``model``, ``zoo``,
 ``networks``) each hold one part;
 pictures live in :mod:`perfmodel.plotting.pipeline`.
 
@@ -53,6 +56,7 @@ from perfmodel.pipeline.graph import (
 from perfmodel.pipeline.lattice import split_lattice
 from perfmodel.pipeline.mip import solve_mip
 from perfmodel.pipeline.partition import EXACT_NODE_LIMIT, brute_force, partition
+from perfmodel.pipeline.reduce import Reduction, reduce_graph, redraw_finer
 from perfmodel.pipeline.schedule import Schedule, bubble_fraction, simulate, simulate_batch
 from perfmodel.pipeline.search import search_orders
 from perfmodel.pipeline.split import downsets, split_chain, split_downsets, split_order
@@ -64,6 +68,7 @@ __all__ = [
     "Graph",
     "MipBound",
     "Partition",
+    "Reduction",
     "Schedule",
     "balance_by_params",
     "balance_by_time",
@@ -79,6 +84,8 @@ __all__ = [
     "mip_lower_bound",
     "networks",
     "partition",
+    "redraw_finer",
+    "reduce_graph",
     "search_orders",
     "series_points",
     "simulate",

@@ -9,7 +9,11 @@ throughput is set by its slowest stage, the *bottleneck*.
 
 Finding the best split is NP-hard on general graphs (Archer et al., ICML 2024), so
 :func:`partition` picks the strongest method the graph allows and always reports a lower
-bound next to the split, so every answer says how far from optimal it can be:
+bound next to the split, so every answer says how far from optimal it can be. Before any
+method runs, :func:`~perfmodel.pipeline.reduce.reduce_graph` merges the nodes some
+optimal split keeps together (an identity, a concatenation, an operator split into
+parts whose inner cut cannot pay), so the answer does not depend on how finely the
+graph is drawn; the split is mapped back and priced on the graph as given.
 
 =====================================  ============================================
 graph                                  method
@@ -72,6 +76,7 @@ from perfmodel.pipeline.graph import (
     stages_from_labels,
 )
 from perfmodel.pipeline.lattice import LATTICE_PAIR_LIMIT, split_lattice
+from perfmodel.pipeline.reduce import reduce_graph
 from perfmodel.pipeline.search import search_orders
 from perfmodel.pipeline.split import split_chain, split_order
 from perfmodel.pipeline.threshold import threshold_search
@@ -129,7 +134,9 @@ def partition(graph: Graph, k: int, *, seed: int = 0, time_limit_s: float = 60.0
     Exact for chains and for graphs with few enough downsets, which includes every graph
     of at most :data:`EXACT_NODE_LIMIT` nodes (at most 4,096 downsets); otherwise the best
     split the order search finds, with the strongest lower bound available (see
-    :mod:`perfmodel.pipeline.bounds`).
+    :mod:`perfmodel.pipeline.bounds`). Every method runs on the graph
+    :func:`~perfmodel.pipeline.reduce.reduce_graph` leaves, whose optimum is the same (so
+    its lower bound holds here); its split is mapped back and priced on ``graph``.
 
     Every step is bounded by work (evaluations, probes, simplex rounds, branch-and-bound
     nodes), so the same inputs give the same split and the same bound on any machine.
@@ -159,6 +166,24 @@ def partition(graph: Graph, k: int, *, seed: int = 0, time_limit_s: float = 60.0
     k = check_k(graph, k)
     seed = count("seed", seed, minimum=0)
     deadline = Deadline(check_time_limit(time_limit_s))
+    reduction = reduce_graph(graph)
+    if not reduction.reduced:
+        return _solve(graph, k, seed, deadline)
+    # At most as many stages as merged nodes hold any: a bound for fewer holds for k.
+    found = _solve(reduction.graph, min(k, reduction.graph.n), seed, deadline)
+    stages = reduction.expand(found.stages)
+    bottleneck = bottleneck_of(graph, stages)  # the same costs, up to the order of sums
+    return Partition(
+        stages=stages,
+        bottleneck=bottleneck,
+        lower_bound=min(found.lower_bound, bottleneck),
+        method=f"{found.method}; on the graph reduced to {reduction.graph.n} of {graph.n} nodes",
+        complete=found.complete,
+    )
+
+
+def _solve(graph: Graph, k: int, seed: int, deadline: Deadline) -> Partition:
+    """:func:`partition` once the graph is reduced: the strongest method it allows."""
     if graph.is_chain:
         return _fits(graph, k, split_chain(graph, k), deadline)
     upper = split_order(graph, graph.order, k).bottleneck
