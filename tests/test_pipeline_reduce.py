@@ -36,7 +36,7 @@ def test_an_identity_and_a_concatenation_merge_and_the_split_maps_back():
     # 0 and 1 feed a concatenation 2 (no work, sends what they sent) read by 3, whose
     # output passes through an identity 4 (no work, the same tensor) to 5.
     g = pl.Graph(
-        [3.0, 2.0, 0.0, 4.0, 0.0, 1.0],
+        [3.0, 2.0, 0.0, 4.0, 0.0, 3.0],
         [1.0, 0.5, 1.5, 2.0, 2.0, 0.1],
         [(0, 2), (1, 2), (2, 3), (3, 4), (4, 5)],
     )
@@ -61,8 +61,9 @@ def test_memory_is_never_moved_onto_a_stage():
     # Node 1 is an identity, but it holds memory: moving it could overfill a stage.
     work, comm, edges = [1.0, 0.0, 1.0], [1.0, 1.0, 1.0], [(0, 1), (1, 2)]
     g = pl.Graph(work, comm, edges, memory=[1, 1, 1], capacity=2)
-    assert not pl.reduce_graph(g).reduced
-    free = pl.Graph(work, comm, edges, memory=[1, 0, 1], capacity=2)
+    assert g.limited and not pl.reduce_graph(g).reduced
+    free = pl.Graph(work, comm, edges, memory=[1, 0, 1], capacity=1.5)
+    assert free.limited
     assert pl.reduce_graph(free).groups == ((0, 1), (2,))
 
 
@@ -74,6 +75,9 @@ def test_the_reduced_graph_has_the_same_optimum(case):
     small = reduction.graph
     best = pl.brute_force(graph, k)
     reduced = pl.brute_force(small, min(k, small.n))
+    if math.isinf(best.bottleneck):  # nothing fits the device
+        assert math.isinf(reduced.bottleneck)
+        return
     assert math.isclose(reduced.bottleneck, best.bottleneck, rel_tol=1e-9, abs_tol=1e-12)
     stages = reduction.expand(reduced.stages)
     assert pl.is_feasible(graph, stages)
