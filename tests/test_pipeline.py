@@ -99,7 +99,7 @@ def test_partition_is_exact_up_to_twelve_nodes():
     edges = [(0, i) for i in range(1, 11)] + [(i, 11) for i in range(1, 11)]
     g = pl.Graph(work, comm, edges)
     result = pl.partition(g, 3)
-    assert result.optimal and result.method == "dynamic programming on downsets"
+    assert result.optimal and result.method.startswith("dynamic programming on downsets")
     assert result.bottleneck < pl.split_order(g, g.order, 3).bottleneck
 
 
@@ -108,7 +108,7 @@ def test_the_mip_matches_the_downset_dp_on_twelve_wide_nodes():
     work = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8]
     g = pl.Graph(work, [0.5] * 12, [(0, 1)])
     exact, mip = pl.partition(g, 3), pl.solve_mip(g, 3)
-    assert exact.method == "dynamic programming on downsets" and exact.optimal
+    assert exact.method.startswith("dynamic programming on downsets") and exact.optimal
     assert mip.optimal and pl.is_feasible(g, mip.stages)
     assert mip.bottleneck == pytest.approx(exact.bottleneck, rel=10 * pl.MIP_REL_GAP)
 
