@@ -168,7 +168,7 @@ def compare_drawings(rows: list[dict[str, object]]) -> str:
     """Per k: the geometric mean of lower bound / best as drawn and redrawn finer."""
     lines = [f"{'k':>3} {'cases':>5} {'as drawn':>9} {'finer':>9} {'difference':>10} {'over':>4}"]
     for k in STAGES:
-        pairs = {}
+        pairs: dict[str, dict[bool, dict[str, Any]]] = {}
         for r in rows:
             if r["k"] == k:
                 name = str(r["graph"])
@@ -177,7 +177,7 @@ def compare_drawings(rows: list[dict[str, object]]) -> str:
         if not both:
             continue
         means = [
-            geomean([float(p[fine]["lower_bound"]) / float(p[fine]["best"]) for p in both])  # type: ignore[arg-type]
+            geomean([float(p[fine]["lower_bound"]) / float(p[fine]["best"]) for p in both])
             for fine in (False, True)
         ]
         over = sum(overran(r) for p in both for r in p.values())

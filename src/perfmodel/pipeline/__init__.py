@@ -56,7 +56,7 @@ from perfmodel.pipeline.graph import (
 from perfmodel.pipeline.lattice import split_lattice
 from perfmodel.pipeline.mip import solve_mip
 from perfmodel.pipeline.partition import EXACT_NODE_LIMIT, brute_force, partition
-from perfmodel.pipeline.reduce import Reduction, reduce_graph, redraw_finer
+from perfmodel.pipeline.reduce import Reduction, redraw_finer, reduce_graph
 from perfmodel.pipeline.schedule import Schedule, bubble_fraction, simulate, simulate_batch
 from perfmodel.pipeline.search import search_orders
 from perfmodel.pipeline.split import downsets, split_chain, split_downsets, split_order
