@@ -43,6 +43,7 @@ MODELS = [
     "perfmodel.pipeline.cover", "perfmodel.pipeline.budget", "perfmodel.pipeline.baselines",
     "perfmodel.pipeline.schedule", "perfmodel.pipeline.zoo", "perfmodel.pipeline.partition",
     "perfmodel.pipeline.lattice", "perfmodel.pipeline.blocks", "perfmodel.pipeline.model",
+    "perfmodel.pipeline.reduce",
     "perfmodel.pipeline.networks",
     "perfmodel.pipeline.cuts", "perfmodel.pipeline.threshold",
     "perfmodel.distributed", "perfmodel.distributed.memory", "perfmodel.distributed.mesh",

@@ -256,9 +256,10 @@ def redraw_finer(
     seed : int
         The random generator's seed, count (0 or more): the same seed, the same drawing.
     identity_share : float
-        The chance that a node's output passes through an identity, from 0 to 1.
+        The chance that a node's output passes through an identity, fraction (0 to 1).
     concat_share : float
-        The chance that a node of several inputs reads them through a concatenation.
+        The chance that a node of several inputs reads them through a concatenation,
+        fraction (0 to 1).
 
     Returns
     -------
