@@ -395,7 +395,8 @@ def transformer_block(
 ) -> TaskGraph:
     """One transformer block as a task graph, each operation timed by the roofline on
     ``device``: the Q, K and V projections are independent (branch-level parallelism), the
-    rest is a chain.
+    rest is a chain. Attention is one fused kernel (FlashAttention: no score matrix written
+    to memory), the one price lectures 09 and 12 give it too.
 
     Parameters
     ----------
@@ -434,7 +435,8 @@ def transformer_block(
 
     proj = seconds(ops.dense_forward(tokens, width, width, dtype=dtype))
     norm = seconds(ops.layer_norm(tokens, width, dtype=dtype))
-    attend = seconds(ops.attention(1, heads, tokens, width // heads, dtype=dtype))
+    # One fused kernel (FlashAttention), as lectures 09 and 12 price attention too.
+    attend = seconds(ops.attention(1, heads, tokens, width // heads, fused=True, dtype=dtype))
     up = seconds(ops.dense_forward(tokens, width, 4 * width, dtype=dtype))
     act = seconds(ops.elementwise(tokens * 4 * width, flops_per_element=8, dtype=dtype))
     down = seconds(ops.dense_forward(tokens, 4 * width, width, dtype=dtype))
