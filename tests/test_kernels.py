@@ -382,3 +382,30 @@ def test_the_one_row_probes_reach_every_zoo_models_one_row_matmul():
         for node in model.nodes:
             if node.kind == "gemv":
                 assert node.cost.flops <= largest, (name, node.name, node.cost.flops)
+
+
+def test_a_matmul_of_a_few_rows_streams_its_weights_once_for_all_of_them():
+    """Two to four rows share each weight the one-row probes stream: a four-row matmul is
+    read off the gemv curve at one row's FLOPs, not at four times the weights."""
+    fast_memory = Curve("elementwise", "B", ((1e3, 1e-9), (1e9, 1e-3)))
+    r = rates(curves={**rates().curves, "elementwise": fast_memory})
+    one, four = (capstone.import_onnx(capstone.builders.mlp(batch=b, widths=(256, 256))).nodes[0]
+                 for b in (1, 4))  # fmt: skip
+    assert (one.kind, four.kind, four.cost.flops) == ("gemv", "gemv", 4 * one.cost.flops)
+    assert r.node_time(four) == pytest.approx(r.node_time(one))
+    assert r.node_time(four) < r.curves["gemv"].time(four.cost.flops) / 3
+
+
+def test_rates_refuse_what_is_not_an_imported_model_and_name_a_binding_memory_floor():
+    r = rates()
+    model = capstone.builders.mlp(batch=1, widths=(16, 4))
+    for method in (r.predict, r.by_kind, r.cold_weights):
+        with pytest.raises(TypeError, match="`model` must be an ImportedModel.*got ModelProto"):
+            method(model)
+    with pytest.raises(TypeError, match="`node` must be a Node.*got NoneType"):
+        r.node_time(None)
+    (cell,) = capstone.import_onnx(lstm_model()).nodes
+    crawl = Curve("elementwise", "B", ((1.0, 1.0), (2.0, 2.0)))
+    slow_memory = rates(curves={**r.curves, "elementwise": crawl})
+    said = slow_memory.used(cell)
+    assert said.startswith("the memory floor at ") and "(not recurrent at" in said

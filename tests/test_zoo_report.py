@@ -69,3 +69,18 @@ def test_an_untrusted_calibration_or_a_disturbed_roofline_concludes_nothing_from
     assert "this run, 4 steady rows" in disturbed
     assert "its column is no yardstick on this run" in disturbed
     assert "lecture 06's roofline misses" not in disturbed
+
+
+def test_bad_rows_and_models_are_refused_by_name():
+    trusted = types.SimpleNamespace(trusted=True)
+    with pytest.raises(ValueError, match=r"missing: \[\('A', 1\)\]"):
+        zoo_report(ROWS, trusted, engine(), {k: v for k, v in MODELS.items() if k[0] != "A"})
+    with pytest.raises(TypeError, match="`models` must be a dict"):
+        zoo_report(ROWS, trusted, engine(), None)
+    with pytest.raises(TypeError, match="`rows` must be ZooRows"):
+        zoo_report([("A", 1)], trusted, engine(), MODELS)
+    with pytest.raises(ValueError, match="`predicted_s` must be a positive"):
+        ZooRow(model="A", batch=1, predicted_s=0.0, measured_s=1e-3, spread=0.0, others=0.0,
+               by_kind={}, worst=1.0)  # fmt: skip
+    assert ZooRow(model="A", batch=2.0, predicted_s=1e-3, measured_s=1e-3, spread=0.0,
+                  others=0.0, by_kind={}, worst=1.0).batch == 2  # fmt: skip

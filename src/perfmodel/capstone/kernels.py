@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass
 from perfmodel._validate import choice, count, fraction, non_negative, positive
 from perfmodel.capstone.engine import OPTIMIZATIONS
 from perfmodel.capstone.onnx_import import ImportedModel, Node
+from perfmodel.capstone.onnx_ops import GEMV_ROWS
 
 __all__ = ["BY_IMAGE", "COMPUTE_KINDS", "NOISY_SPREAD", "UNBLOCKED_BY_IMAGE", "Curve",
            "KernelRates"]  # fmt: skip
@@ -234,6 +235,8 @@ class KernelRates:
         return " ".join(said)
 
     def _work(self, node: Node) -> float:
+        if node.kind == "gemv":  # probed with one row; a few rows share each weight streamed
+            return node.cost.flops / _rows(node)
         return node.cost.flops if node.kind in COMPUTE_KINDS else node.cost.bytes
 
     def node_time(self, node: Node, *, cold_weights: bool = False) -> float:
@@ -245,7 +248,9 @@ class KernelRates:
         not. So a matmul or convolution also gets the time the elementwise probes took to
         stream as many bytes (a roofline's memory roof, measured on the engine), and the
         larger of the two counts. A recurrent layer streams its recurrent weights once a step
-        (``reread_bytes``): at batch 1 that, not its FLOPs, sets each step's time.
+        (``reread_bytes``): at batch 1 that, not its FLOPs, sets each step's time. A matmul of
+        two to four rows (``gemv``) streams its weights once for all its rows, so it is read
+        off the one-row probes at one row's FLOPs.
 
         A model whose weights outgrow the last-level cache reads them from main memory on
         every run (``cold_weights``): its weight bytes then stream at the largest
@@ -266,9 +271,15 @@ class KernelRates:
 
         Raises
         ------
+        TypeError
+            If ``node`` is not a :class:`~perfmodel.capstone.onnx_import.Node`.
         ValueError
             If the node's kind was not measured.
         """
+        if not isinstance(node, Node):
+            raise TypeError(
+                f"`node` must be a Node of an ImportedModel (got {type(node).__name__})."
+            )
         curve = self.curves.get(node.kind)
         if curve is None:
             raise ValueError(
@@ -299,12 +310,23 @@ class KernelRates:
         Returns
         -------
         str
-            ``"depthwise at 3.1 GFLOP/s"`` or ``"movement at 4.2 GB/s"``.
+            ``"depthwise at 3.1 GFLOP/s"`` or ``"movement at 4.2 GB/s"``; for a compute node
+            whose bytes take longer to stream than its FLOPs to compute, ``"the memory floor
+            at 12.3 GB/s (not recurrent at 125 GFLOP/s)"``.
         """
-        work = self._work(node) / _turns(node)
+        turns = _turns(node)
+        work = self._work(node) / turns
         rate = work / self.curves[node.kind].time(work) if work else 0.0
         unit = "GFLOP/s" if node.kind in COMPUTE_KINDS else "GB/s"
-        return f"{node.kind} at {rate / 1e9:.3g} {unit}"
+        said = f"{node.kind} at {rate / 1e9:.3g} {unit}"
+        total = self.node_time(node)
+        if (
+            node.kind in COMPUTE_KINDS
+            and total > turns * self.curves[node.kind].time(work) * 1.000001
+        ):
+            moved = node.cost.bytes + node.im2col_bytes + node.reread_bytes
+            return f"the memory floor at {moved / total / 1e9:.3g} GB/s (not {said})"
+        return said
 
     def predict(self, model: ImportedModel) -> float:
         """A whole run of ``model``: the start, then every node in turn.
@@ -326,6 +348,7 @@ class KernelRates:
         )
 
     def _same_level(self, model: ImportedModel) -> None:
+        _imported(model)
         level = getattr(model, "optimization", "none")
         if level != self.optimization:
             raise ValueError(
@@ -348,6 +371,7 @@ class KernelRates:
         bool
             Its weight bytes exceed :attr:`cache_bytes` (False when the cache is unknown).
         """
+        _imported(model)
         if not self.cache_bytes:
             return False
         held = math.fsum(node.weights * _element_bytes(node) for node in model.nodes)
@@ -446,6 +470,20 @@ def _element_bytes(node: Node) -> int:
         return dtype_bytes(node.cost.dtype or "fp32")
     except (TypeError, ValueError):  # a dtype the catalogue does not name: count 4 B
         return 4
+
+
+def _rows(node: Node) -> int:
+    """A one-to-four-row matmul's rows: two FLOPs per weight per row (1 without weights)."""
+    if not node.weights:
+        return 1
+    return max(1, min(GEMV_ROWS, round(node.cost.flops / (2 * node.weights))))
+
+
+def _imported(model: object) -> None:
+    if not isinstance(model, ImportedModel):
+        raise TypeError(
+            f"`model` must be an ImportedModel from import_onnx (got {type(model).__name__})."
+        )
 
 
 def _turns(node: Node) -> int:

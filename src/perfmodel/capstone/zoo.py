@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from perfmodel._validate import choice, count, flag
+from perfmodel._validate import choice, count, flag, positive
 from perfmodel.capstone import builders
 from perfmodel.capstone.kernels import KernelRates
 from perfmodel.capstone.onnx_import import ImportedModel, import_onnx
@@ -138,6 +138,11 @@ class ZooRow:
     by_kind: dict[str, float]
     worst: float
     drift: float = 1.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "batch", count("batch", self.batch))
+        positive("predicted_s", self.predicted_s)
+        positive("measured_s", self.measured_s)
 
     @property
     def ratio(self) -> float:
@@ -284,7 +289,22 @@ def zoo_report(
         the curves' median miss over the steady rows and how many ran slower than said, the
         three furthest off, those under 0.80, the roofline's median miss and how often the
         curves come closer, and how much of the roofline's predictions its overhead is.
+
+    Raises
+    ------
+    TypeError
+        If a row is not a :class:`ZooRow`, or ``models`` is not a dict.
+    ValueError
+        If ``models`` lacks a row's model and batch.
     """
+    rows = list(rows)
+    if not all(isinstance(row, ZooRow) for row in rows):
+        raise TypeError("`rows` must be ZooRows from run_zoo.")
+    if not isinstance(models, dict):
+        raise TypeError(f"`models` must be a dict by (model, batch) (got {type(models).__name__}).")
+    missing = [(row.model, row.batch) for row in rows if (row.model, row.batch) not in models]
+    if missing:
+        raise ValueError(f"`models` must hold every row's model and batch (missing: {missing}).")
     roofline = {
         (row.model, row.batch): engine.predict(models[row.model, row.batch]) for row in rows
     }

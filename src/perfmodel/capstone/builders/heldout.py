@@ -272,9 +272,16 @@ def squeezenet(batch: int = 1, image: int = 128, *, weights: bool = True, seed: 
     Returns
     -------
     onnx.ModelProto
-        From ``input`` (batch, 3, image, image) to ``classifier``, 1000 scores an image.
+        From ``input`` (batch, 3, image, image) to ``scores``, 1000 an image.
+
+    Raises
+    ------
+    ValueError
+        If ``image`` is under 32 pixels: the stem and three pools leave nothing to pool.
     """
     b, side = count("batch", batch), count("image", image)
+    if side < 32:
+        raise ValueError(f"`image` must be at least 32 pixels (got image={side}).")
     g = GraphBuilder("squeezenet", weights=weights, seed=seed)
 
     def conv(x: str, name: str, c_in: int, c_out: int, k: int, stride: int = 1) -> str:
