@@ -77,7 +77,7 @@ def shufflenet_v2(batch: int = 1, image: int = 128, *, weights: bool = True, see
     Returns
     -------
     onnx.ModelProto
-        The model: ``input`` (batch, 3, image, image) to ``classifier`` (batch, 1000).
+        The model: ``input`` (batch, 3, image, image) to ``classifier_bias`` (batch, 1000).
     """
     b, side = count("batch", batch), count("image", image)
     g = GraphBuilder("shufflenet_v2", weights=weights, seed=seed)
@@ -129,7 +129,7 @@ def regnet_y(batch: int = 1, image: int = 128, *, weights: bool = True, seed: in
     Returns
     -------
     onnx.ModelProto
-        From ``input`` (batch, 3, image, image) to ``classifier``, 1000 logits an image.
+        From ``input`` (batch, 3, image, image) to ``classifier_bias``, 1000 logits an image.
     """
     b, side = count("batch", batch), count("image", image)
     g = GraphBuilder("regnet_y", weights=weights, seed=seed)
@@ -175,7 +175,7 @@ def densenet(batch: int = 1, image: int = 64, *, weights: bool = True, seed: int
     Returns
     -------
     onnx.ModelProto
-        ``input`` (batch, 3, image, image) in, ``classifier`` (batch, 1000) out.
+        ``input`` (batch, 3, image, image) in, ``classifier_bias`` (batch, 1000) out.
     """
     b, side = count("batch", batch), count("image", image)
     g = GraphBuilder("densenet", weights=weights, seed=seed)
@@ -231,7 +231,7 @@ def gru(batch: int = 1, seq_len: int = 35, *, weights: bool = True, seed: int = 
     Returns
     -------
     onnx.ModelProto
-        The model: ``tokens`` (batch, seq_len) int64 to ``logits`` (batch, seq_len, 2000).
+        The model: ``tokens`` (batch, seq_len) int64 to ``decoder_bias`` (batch, seq_len, 2000).
     """
     from onnx import TensorProto, helper
 
