@@ -104,3 +104,11 @@ def test_no_group_where_none_may_be_made(monkeypatch, tmp_path):
     monkeypatch.setattr(cgroup, "_own_paths", lambda: {"memory": "/", "pids": "/"})
     assert Group.create(1024**3, 8) is None
     assert [list(folder.iterdir()) for folder in plain.values()] == [[], []]
+
+
+def test_a_unified_hierarchy_that_hands_down_no_controllers_makes_no_group(monkeypatch, tmp_path):
+    # As on a host whose controllers all sit in the v1 hierarchies: the new folder lists none.
+    monkeypatch.setattr(cgroup, "_mounts", lambda: {"unified": tmp_path})
+    monkeypatch.setattr(cgroup, "_own_paths", lambda: {"unified": "/"})
+    assert Group.create(1024**3, 8) is None
+    assert list(tmp_path.iterdir()) == []

@@ -409,3 +409,13 @@ def test_rates_refuse_what_is_not_an_imported_model_and_name_a_binding_memory_fl
     slow_memory = rates(curves={**r.curves, "elementwise": crawl})
     said = slow_memory.used(cell)
     assert said.startswith("the memory floor at ") and "(not recurrent at" in said
+
+
+def test_probe_kinds_are_a_list_of_kinds_in_any_case():
+    assert {p.kind for p in probes.probes(["GRU"])} == {"gru"}
+    with pytest.raises(TypeError, match=r"`kinds` must be a list of kernel kinds.*'gru'"):
+        probes.probes("gru")
+    with pytest.raises(ValueError, match="at least one kernel kind"):
+        probes.probes([])
+    with pytest.raises(ValueError, match=r"`kinds` must be among .*got \['lstm'\]"):
+        probes.probes(["LSTM"])

@@ -166,16 +166,22 @@ def probes(kinds: Iterable[str] = KERNEL_KINDS) -> list[Probe]:
 
     Raises
     ------
+    TypeError
+        If ``kinds`` is a string or not iterable.
     ValueError
-        If a kind is not one of the kernel kinds.
+        If a kind is not one of the kernel kinds (in any case), or none is named.
     """
     import numpy as np
     from onnx import numpy_helper
 
-    chosen = list(kinds)
+    if isinstance(kinds, str) or not isinstance(kinds, Iterable):
+        raise TypeError(f"`kinds` must be a list of kernel kinds, such as ['gru'] (got {kinds!r}).")
+    chosen = [k.lower() if isinstance(k, str) else k for k in kinds]
     unknown = [k for k in chosen if k not in KERNEL_KINDS]
     if unknown:
         raise ValueError(f"`kinds` must be among {KERNEL_KINDS} (got {unknown}).")
+    if not chosen:
+        raise ValueError("`kinds` must name at least one kernel kind (got none).")
     found: list[Probe] = []
     if "gemm" in chosen:
         for n in (16, 32, 64, 128, 256, 512, 768):

@@ -154,13 +154,16 @@ class Group:
             folder.mkdir(mode=0o755)
         except OSError:
             return None
-        if version == 2 and not {"memory", "pids"} <= set(
-            (folder / "cgroup.controllers").read_text().split()
-        ):
-            # The parent hands these down only from a group with no processes of its own.
-            with contextlib.suppress(OSError):
-                folder.rmdir()
-            return None
+        if version == 2:
+            try:
+                handed = set((folder / "cgroup.controllers").read_text().split())
+            except OSError:  # no cgroup file system after all
+                handed = set()
+            if not {"memory", "pids"} <= handed:
+                # The parent hands these down only from a group with no processes of its own.
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+                return None
         return cls((folder,), version)
 
     @property
