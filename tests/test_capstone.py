@@ -644,3 +644,15 @@ def test_node_costs_are_each_nodes_cost_retyped_and_kept_for_their_own_model_onl
         devices.node_costs("GPT-2", "bf16")
     with pytest.raises(ValueError, match="`times`"):
         devices.node_costs(small, "bf16", times=0)
+
+
+def test_shapes_must_map_names_to_sequences_of_sizes_and_numpy_arrays_count_as_such():
+    model = capstone.builders.mlp(batch=2, widths=(4, 3))
+    for bad, said in ((5, "`shapes` must map input names to shapes"),
+                      ("ab", "`shapes` must map input names to shapes"),
+                      ({"input": 3}, r"`shapes\['input'\]` must be a sequence of sizes.*got int"),
+                      ({"input": None}, r"`shapes\['input'\]` must be .*got NoneType"),
+                      ({"input": "34"}, r"`shapes\['input'\]` must be .*got str")):  # fmt: skip
+        with pytest.raises(TypeError, match=said):
+            capstone.import_onnx(model, shapes=bad)
+    assert capstone.import_onnx(model, shapes={"input": np.array([3, 4])}).batch == 3

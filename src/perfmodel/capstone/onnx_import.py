@@ -243,9 +243,19 @@ def _fix_inputs(model: Any, shapes: Mapping[str, Sequence[int]] | None) -> Any:
     import onnx
 
     initializers = {tensor.name for tensor in model.graph.initializer}
-    given = dict(shapes or {})
-    if not isinstance(given, dict):
-        raise TypeError("`shapes` must map input names to shapes.")
+    if shapes is not None and not isinstance(shapes, Mapping):
+        raise TypeError(
+            f"`shapes` must map input names to shapes, such as {{'input': (8, 3, 224, 224)}} "
+            f"(got {type(shapes).__name__})."
+        )
+    given = {name: sizes.tolist() if hasattr(sizes, "tolist") else sizes  # a numpy array
+             for name, sizes in dict(shapes or {}).items()}  # fmt: skip
+    for name, sizes in given.items():
+        if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Sequence):
+            raise TypeError(
+                f"`shapes[{name!r}]` must be a sequence of sizes, such as (8, 3, 224, 224) "
+                f"(got {type(sizes).__name__})."
+            )
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
     names = {value.name for value in copy.graph.input}
