@@ -125,7 +125,12 @@ def depthwise_model(batch, channels=32, side=14):
 def test_a_depthwise_convolution_is_priced_one_image_at_a_time():
     """onnxruntime's depthwise kernel takes a batch one image at a time, so a batch of 8 costs
     8 images at one image's rate; the curve's rate at 8 times the work would be faster."""
-    r = rates(curves={**rates().curves, "depthwise": curve([(1e3, 1e-6), (1e9, 1e-2)])})
+    r = rates(
+        curves={
+            **rates().curves,
+            "depthwise": Curve("depthwise", "FLOP", ((1e3, 1e-6), (1e9, 1e-2))),
+        }
+    )
     (one,) = capstone.import_onnx(depthwise_model(1)).nodes
     (eight,) = capstone.import_onnx(depthwise_model(8)).nodes
     assert (one.kind, one.images, eight.images) == ("depthwise", 1, 8)
@@ -419,3 +424,11 @@ def test_probe_kinds_are_a_list_of_kinds_in_any_case():
         probes.probes([])
     with pytest.raises(ValueError, match=r"`kinds` must be among .*got \['lstm'\]"):
         probes.probes(["LSTM"])
+
+
+def test_rates_keep_counts_as_ints_and_each_curve_under_its_own_kind():
+    assert rates(threads=2.0).threads == 2 and isinstance(rates(threads=2.0).threads, int)
+    gemm = rates().curves["gemm"]
+    for bad in (None, [gemm], {"gemv": gemm}):
+        with pytest.raises(TypeError, match="`curves` must be a dict of each kind's Curve"):
+            rates(curves=bad)

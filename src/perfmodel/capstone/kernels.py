@@ -186,7 +186,11 @@ class KernelRates:
         non_negative("reference_s", self.reference_s)
         non_negative("cache_bytes", self.cache_bytes)
         fraction("others", self.others, allow_zero=True)  # NaN is no share: refused
-        count("threads", self.threads)
+        object.__setattr__(self, "threads", count("threads", self.threads))
+        if not isinstance(self.curves, dict) or not all(
+            isinstance(curve, Curve) and curve.kind == kind for kind, curve in self.curves.items()
+        ):
+            raise TypeError("`curves` must be a dict of each kind's Curve, keyed by its kind.")
         object.__setattr__(
             self, "optimization", choice("optimization", self.optimization, OPTIMIZATIONS)
         )
