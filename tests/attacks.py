@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import json
 import math
 import os
@@ -38,6 +39,7 @@ def scoring_level() -> str:
     return "none" if isolation.probe() else "bubblewrap"
 
 
+@functools.cache
 def column(level: str) -> str:
     """The ``isolation`` column of a row run at ``level`` on this machine: ``"+cgroup"`` after
     a sandboxed level where the grader may make a control group (root, a cgroup file system)."""

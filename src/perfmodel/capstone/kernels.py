@@ -294,7 +294,7 @@ class KernelRates:
         stream = self.curves.get("elementwise")
         if node.kind not in COMPUTE_KINDS or stream is None:
             return compute
-        moved = node.cost.bytes + node.im2col_bytes + node.reread_bytes
+        moved = _moved(node)
         if not cold_weights or not node.weights:
             return max(compute, turns * stream.time(moved / turns))
         weight_bytes = min(moved, node.weights * _element_bytes(node))
@@ -328,7 +328,7 @@ class KernelRates:
             node.kind in COMPUTE_KINDS
             and total > turns * self.curves[node.kind].time(work) * 1.000001
         ):
-            moved = node.cost.bytes + node.im2col_bytes + node.reread_bytes
+            moved = _moved(node)
             return f"the memory floor at {moved / total / 1e9:.3g} GB/s (not {said})"
         return said
 
@@ -474,6 +474,11 @@ def _element_bytes(node: Node) -> int:
         return dtype_bytes(node.cost.dtype or "fp32")
     except (TypeError, ValueError):  # a dtype the catalogue does not name: count 4 B
         return 4
+
+
+def _moved(node: Node) -> float:
+    """Bytes a node streams: its one-pass bytes, an im2col copy, recurrent weights re-read."""
+    return node.cost.bytes + node.im2col_bytes + node.reread_bytes
 
 
 def _rows(node: Node) -> int:

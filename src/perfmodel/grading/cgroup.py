@@ -166,11 +166,6 @@ class Group:
                 return None
         return cls((folder,), version)
 
-    @property
-    def label(self) -> str:
-        """What the ``isolation`` column adds for it: ``"cgroup"``."""
-        return "cgroup"
-
     def join(self) -> None:  # pragma: no cover - runs in the child between fork and exec
         """Move the calling process into the group, in every hierarchy it lives in.
 
