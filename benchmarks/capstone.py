@@ -15,7 +15,12 @@ the zoo and the held-out families together, no model's worse than 25%, on a quie
 machine.
 
     .venv/bin/python benchmarks/capstone.py [--repeats 5] [--runs 10] [--cycles 3]
-        [--optimization none all] [--models zoo held-out]
+        [--optimization none all] [--models zoo held-out] [--record PATH]
+
+``--record`` writes the run as lecture 12's reference
+(:mod:`perfmodel.capstone.reference`): each row's median cycle, the fusions that save most in
+every model at batch 8, the machine and the date. The packaged one is
+``src/perfmodel/data/reference/capstone.json``.
 
 The held-out families (:data:`perfmodel.capstone.builders.HELD_OUT`: ShuffleNetV2,
 RegNetY-400MF, DenseNet blocks, a GRU) were chosen before anything was tuned on them (issue 53);
@@ -26,11 +31,15 @@ misses, so SqueezeNet 1.1 was added after them, and nothing has been changed for
 from __future__ import annotations
 
 import argparse
+import datetime
+import platform
 import statistics
+from pathlib import Path
 
-from perfmodel.capstone import ZOO, ZooRow, run_zoo
+from perfmodel.capstone import ZOO, KernelRates, ZooRow, fusions, run_zoo, zoo_model
 from perfmodel.capstone.builders import HELD_OUT
 from perfmodel.capstone.calibrate import measure_kernels
+from perfmodel.capstone.reference import ReferenceRun
 
 #: Issue 53's goals, at each level: the median miss and the worst model's.
 MEDIAN_GOAL, WORST_GOAL = 0.10, 0.25
@@ -50,6 +59,53 @@ def summary(ratios: dict[tuple[str, int], float], unsure: set[tuple[str, int]]) 
         f"runs (goal {MEDIAN_GOAL:.0%}); worst model {worst} at {by_model[worst]:.0%} "
         f"(goal {WORST_GOAL:.0%})" + (f"; unsure in some cycle: {', '.join(busy)}" if busy else "")
     )
+
+
+def machine(rows: list[ZooRow]) -> dict[str, str]:
+    """The CPU, its cores, the software and the date, for the reference's first line."""
+    import numpy as np
+    import onnxruntime as ort
+
+    from perfmodel.measure.empirical import usable_cores
+
+    info = Path("/proc/cpuinfo")
+    lines = info.read_text().splitlines() if info.exists() else []
+    names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
+    return {
+        "cpu": names[0] if names else platform.processor() or platform.machine(),
+        "cores": str(usable_cores()),
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "onnxruntime": ort.__version__,
+        "numpy": np.__version__,
+        "others": f"{statistics.fmean(r.others for r in rows):.3f}",
+        "date": datetime.date.today().isoformat(),
+    }
+
+
+def record(path: Path, args: argparse.Namespace, kept: dict[str, list[list[ZooRow]]],
+           rates: dict[str, list[KernelRates]]) -> None:  # fmt: skip
+    """Write the run as a reference: each row's median cycle, and the fusions of the cycle
+    whose median miss is its level's median."""
+    rows: dict[str, tuple[ZooRow, ...]] = {}
+    middle: dict[str, KernelRates] = {}
+    for level, cycles in kept.items():
+        rows[level] = tuple(
+            sorted(across, key=lambda r: r.ratio)[len(across) // 2]
+            for across in zip(*cycles, strict=True)
+        )
+        misses = [statistics.median(abs(r.ratio - 1) for r in rows_) for rows_ in cycles]
+        order = sorted(range(len(cycles)), key=misses.__getitem__)
+        middle[level] = rates[level][order[len(order) // 2]]
+    found = {
+        name: tuple(fusions(zoo_model(name, 8, weights=False), middle["none"], middle["all"])[:4])
+        for name in dict.fromkeys(r.model for r in rows["all"])
+    }
+    every = [r for level in rows.values() for r in level]
+    method = {"cycles": args.cycles, "repeats": args.repeats, "runs": args.runs}
+    run = ReferenceRun(machine=machine(every), method=method, rows=rows, fusions=found)
+    path.write_text(run.to_json() + "\n", encoding="utf-8")
+    print(f"recorded the reference run in {path}")
 
 
 def main() -> None:
@@ -77,13 +133,20 @@ def main() -> None:
         default=["zoo", "held-out"],
         help="the zoo (capstone.ZOO), the held-out families (capstone.builders.HELD_OUT)",
     )
+    parser.add_argument("--record", type=Path, help="write the run as lecture 12's reference")
     args = parser.parse_args()
+    if args.record and sorted(args.optimization) != ["all", "none"]:
+        parser.error("--record needs both levels: --optimization none all")
+    kept: dict[str, list[list[ZooRow]]] = {}
+    rates_by_level: dict[str, list[KernelRates]] = {}
     families = {"zoo": list(ZOO), "held-out": list(HELD_OUT)}
     names = [name for chosen in args.models for name in families[chosen]]
     for level in args.optimization:
         cycles: list[list[ZooRow]] = []
+        kept[level], rates_by_level[level] = cycles, []
         for cycle in range(args.cycles):
             rates = measure_kernels(progress=False, optimization=level)
+            rates_by_level[level].append(rates)
             print(
                 f"optimization={level!r}, cycle {cycle + 1}: kernel rates start "
                 f"{rates.start_s * 1e6:.1f} us a run, {rates.overhead_s * 1e6:.2f} us a node; "
@@ -119,6 +182,8 @@ def main() -> None:
         for cycle, alone in enumerate(cycles, 1):
             one = {(r.model, r.batch): r.ratio for r in alone}
             print(f"  cycle {cycle} alone: {summary(one, {k for k in one if k in unsure})}")
+    if args.record:
+        record(args.record, args, kept, rates_by_level)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ The public face of the package, in the order the lecture uses it:
 * the engine's own speed, kind by kind: :func:`measure_kernels` (or :func:`cached_kernels`,
   measured once per machine), :class:`KernelRates`, :func:`drift`; the zoo of nine
   families, predicted then timed: :data:`ZOO`, :func:`zoo_model`, :func:`run_zoo`,
-  :func:`zoo_report` (the table lecture 12 prints);
+  :func:`zoo_report` (the table lecture 12 prints); :func:`reference_run` (the zoo and the
+  held-out families at both optimisation levels, recorded on a quiet machine);
 * predict, then run on a real engine: :func:`calibrate_engine`, :func:`compare` (every
   node predicted and measured on onnxruntime, :func:`profile`, in the same
   :class:`~perfmodel.measure.comparison.Comparison` as lecture 06's ops);
@@ -72,6 +73,7 @@ from perfmodel.capstone.published import (
     PublishedRun,
     predict_published,
 )
+from perfmodel.capstone.reference import ReferenceRun, reference_run
 from perfmodel.capstone.scale import (
     DataParallel,
     DesignStep,
@@ -90,6 +92,8 @@ __all__ = [
     "ZooRow",
     "Fusion",
     "fusions",
+    "ReferenceRun",
+    "reference_run",
     "cached_kernels",
     "drift",
     "measure_kernels",

@@ -1,0 +1,167 @@
+"""Lecture 12's both-levels section says what the stored reference run shows (issue 53).
+
+The section's table, its fusion lines and the prose around them read the packaged reference run
+(:func:`perfmodel.capstone.reference_run`), so these tests hold on any machine: each checks a
+number or a relation the prose states against the reference, and that the stored outputs are
+the reference's. The "your machine" cell is checked for what it prints beside the reference.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytest.importorskip("onnxruntime")
+
+from conftest import ROOT, read_json  # noqa: E402
+from perfmodel.capstone import ZOO, builders, reference_run  # noqa: E402
+
+CELLS = read_json(ROOT / "notebooks" / "12_will_it_run_faster.ipynb")["cells"]
+RUN = reference_run()
+LEVELS = list(zip(RUN.rows["none"], RUN.rows["all"], strict=True))
+SPEED_UP = {off.model: off.measured_s / on.measured_s for off, on in LEVELS if off.batch == 8}
+CONVOLUTIONAL = ("ResNet-50", "MobileNetV2", "EfficientNet-B0", "ConvNeXt", "ShuffleNetV2",
+                 "RegNetY-400MF", "DenseNet blocks", "SqueezeNet 1.1")  # fmt: skip
+REST = ("MLP", "ViT", "BERT", "GPT-2", "LSTM", "GRU")
+GELU = ("Div", "Erf", "Mul", "Add", "Mul")
+
+
+def source(cell: dict) -> str:
+    return "".join(cell["source"])
+
+
+def printed(marker: str) -> str:
+    found = [c for c in CELLS if c["cell_type"] == "code" and marker in source(c)]
+    assert len(found) == 1, f"{len(found)} code cells contain {marker!r}"
+    return "".join("".join(o.get("text", "")) for o in found[0]["outputs"])
+
+
+def prose(marker: str) -> str:
+    found = [source(c) for c in CELLS if c["cell_type"] == "markdown" and marker in source(c)]
+    assert len(found) == 1, f"{len(found)} markdown cells contain {marker!r}"
+    return " ".join(found[0].split())
+
+
+def test_the_families_of_models_cover_the_reference():
+    assert set(CONVOLUTIONAL) | set(REST) == set(ZOO) | set(builders.HELD_OUT)
+    assert not set(CONVOLUTIONAL) & set(REST)
+
+
+def test_the_stored_tables_are_the_packaged_reference():
+    zoo = printed("reference = capstone.reference_run()")
+    held = printed('print("held-out families")')
+    machine = RUN.machine
+    assert zoo.startswith(f"reference run, {machine['date']}: {machine['cpu']}")
+    pattern = (r"^(\S.*?)\s+([18])\s+([\d.]+) ms\s+([\d.]+) ms\s+([\d.]+)\s+([\d.]+) ms"
+               r"\s+([\d.]+) ms\s+([\d.]+)$")  # fmt: skip
+    for out, names in ((zoo, ZOO), (held, builders.HELD_OUT)):
+        table = re.findall(pattern, out, re.M)
+        chosen = [(off, on) for off, on in LEVELS if off.model in names]
+        assert len(table) == len(chosen) == 2 * len(names)
+        for (off, on), line in zip(chosen, table, strict=True):
+            assert (line[0], int(line[1])) == (off.model, off.batch)
+            assert float(line[2]) == pytest.approx(off.predicted_s * 1e3, abs=0.0051)
+            assert float(line[4]) == pytest.approx(off.ratio, abs=0.0051)
+            assert float(line[6]) == pytest.approx(on.measured_s * 1e3, abs=0.0051)
+            assert float(line[7]) == pytest.approx(on.ratio, abs=0.0051)
+    for label, level in (("off", "none"), ("all", "all")):
+        for part, names in (("zoo", ZOO), ("held out", builders.HELD_OUT)):
+            median, worst, miss = RUN.miss(level, names)
+            line = f"optimisations {label}, {part}: median miss {median:.0%}, worst model {worst}"
+            assert f"{line} ({miss:.0%})" in held
+    speed_ups = held.splitlines()[-1].split(": ", 1)[1].split(", ")
+    assert len(speed_ups) == len(SPEED_UP)
+    for item in speed_ups:
+        model, ratio = item.rsplit(" ", 1)
+        assert float(ratio.rstrip("x")) == pytest.approx(SPEED_UP[model], abs=0.0051)
+
+
+def test_the_method_the_prose_gives_is_the_one_recorded():
+    text = prose("The table below is a **reference run**")
+    words = {3: "three", 5: "five", 7: "seven", 10: "ten"}
+    cycles, repeats, runs = (RUN.method[k] for k in ("cycles", "repeats", "runs"))
+    assert f"Each row went through {words[cycles]} cycles" in text
+    assert f"then {words[repeats]} fresh sessions of {words[runs]} timed runs" in text
+    assert f"the median of the {words[cycles]}" in text
+    for name in builders.HELD_OUT:
+        assert name.split()[0] in text
+
+
+def test_what_the_optimisations_buy_is_what_the_reference_measured():
+    text = prose("The last line measures what the optimisations buy")
+    conv = [SPEED_UP[m] for m in CONVOLUTIONAL]
+    assert f"({min(conv):.1f} to {max(conv):.1f} times at batch 8)" in text
+    most = sorted(SPEED_UP, key=SPEED_UP.__getitem__)[-2:]
+    assert set(most) == {"MobileNetV2", "EfficientNet-B0"}
+    assert "MobileNetV2 and EfficientNet-B0, built on depthwise convolutions, gain most" in text
+    rest = [SPEED_UP[m] for m in REST]
+    assert f"gain nothing ({min(rest):.2f} to {max(rest):.2f} times)" in text
+    assert max(rest) < min(conv)
+    assert SPEED_UP["BERT"] < 1 and "in BERT the optimised graph is slower" in text
+
+
+def test_berts_slowdown_and_what_the_prediction_expected():
+    text = prose("The last line measures what the optimisations buy")
+    off, on = RUN.row("none", "BERT", 8), RUN.row("all", "BERT", 8)
+    assert f"took {on.measured_s / off.measured_s:.2f} times as long as the plain one" in text
+    assert f"it expected {on.predicted_s / off.predicted_s:.2f} times" in text
+
+
+def test_the_misses_the_prose_quotes_are_the_references():
+    text = prose("The last line measures what the optimisations buy")
+    for level, words in (("all", "with the optimisations on"), ("none", "with them off")):
+        _, worst, miss = RUN.miss(level)
+        if level == "all":
+            assert (
+                f"So {worst} is the model the reference misses most {words}, by {miss:.0%}" in text
+            )
+        else:
+            assert f"{words} it is {worst}, by {miss:.0%}" in text
+    none, all_on = RUN.miss("none")[0], RUN.miss("all")[0]
+    held = [RUN.miss(level, builders.HELD_OUT)[0] for level in ("none", "all")]
+    assert len(RUN.rows["none"]) // 2 == 14 and "Over all fourteen families" in text
+    assert f"median of {none:.0%} with the optimisations off and {all_on:.0%} with them on" in text
+    assert f"over the five held-out ones, by {held[0]:.0%} and {held[1]:.0%}" in text
+    summary = prose("## Summary")
+    assert (
+        f"misses the fourteen families by a median of {none:.0%} with the optimisations off and "
+        f"{all_on:.0%} with them on, and the five held-out ones by {held[0]:.0%} and "
+        f"{held[1]:.0%}" in summary
+    )
+
+
+def test_the_fusion_lines_are_the_references_and_the_prose_describes_them():
+    out = printed("the fusion that saves most")
+    for model, found in RUN.fusions.items():
+        top = " + ".join(found[0].origin_ops) if found else "(none)"
+        assert re.search(rf"^{re.escape(model)}\s+{re.escape(top)}\s", out, re.M), model
+    text = prose("In the convolutional networks the fusion that saves most")
+    tops = {m: found[0].origin_ops for m, found in RUN.fusions.items() if found}
+    with_bn = [m for m in CONVOLUTIONAL if m not in ("ConvNeXt", "SqueezeNet 1.1")]
+    assert all(tops[m][:2] == ("Conv", "BatchNormalization") for m in with_bn)
+    assert sum(len(tops[m]) == 3 for m in with_bn) > len(with_bn) / 2  # "in most, its activation"
+    assert tops["SqueezeNet 1.1"] == ("Conv", "Relu")
+    assert all(tops[m] == GELU for m in ("ConvNeXt", "ViT", "BERT", "GPT-2"))
+    mobile = RUN.fusions["MobileNetV2"]
+    assert all(f.origin_ops == ("Conv", "BatchNormalization", "Clip") for f in mobile)
+    assert all(f.origin[0].endswith("depthwise") for f in mobile)
+    assert any(f.origin_ops == ("MatMul", "Div") for f in RUN.fusions["BERT"])
+    assert RUN.fusions["LSTM"] and all(
+        f.origin_ops == ("Slice", "Slice") for f in RUN.fusions["LSTM"]
+    )
+    assert RUN.fusions["GRU"] == ()
+    assert "The LSTM's fusions each join two slices, and the GRU has none." in text
+
+
+def test_your_machine_sets_each_row_beside_the_reference():
+    out = printed("on_rows = capstone.run_zoo(all_on")
+    lines = re.findall(r"^(\S.*?)\s+([18])\s+([\d.]+)\*?\s+([\d.]+)\s+([\d.]+)\*?\s+([\d.]+)$",
+                       out, re.M)  # fmt: skip
+    assert [(m, int(b)) for m, b, *_ in lines] == [(m, b) for m in ZOO for b in (1, 8)]
+    for model, batch, _, ref_off, _, ref_on in lines:
+        assert float(ref_off) == pytest.approx(RUN.row("none", model, int(batch)).ratio, abs=0.0051)
+        assert float(ref_on) == pytest.approx(RUN.row("all", model, int(batch)).ratio, abs=0.0051)
+    for label, level in (("off", "none"), ("all", "all")):
+        assert f"optimisations {label}: median miss" in out
+        assert f"the reference's {RUN.miss(level, ZOO)[0]:.0%}" in out
