@@ -461,6 +461,28 @@ def test_the_node_plot_names_its_model_and_draws_rare_classes_on_top():
         plt.close(ax.figure)
 
 
+def test_the_node_plot_gives_every_op_class_a_colour_of_its_own():
+    """Attention and data movement were both green: eleven classes shared seven colours."""
+    from perfmodel.capstone import OP_CLASSES, Comparison, NodeComparison
+    from perfmodel.hardware import get
+    from perfmodel.measure.calibration import Calibration
+    from perfmodel.plotting.capstone import node_plot
+
+    calibration = Calibration(get("H100 SXM"), overhead_s=1e-6, blas_overhead_s=1e-6,
+                              vector_flops=1e9, exp_rate=1e8, caches=(), dtype="bf16")  # fmt: skip
+    for classes in (OP_CLASSES, ("attention", "data movement")):
+        nodes = tuple(NodeComparison(f"n{i}", "Op", op_class, 1e-5, 2e-5, "memory (L2)", "why")
+                      for i, op_class in enumerate(classes))  # fmt: skip
+        ax = node_plot(Comparison(nodes, calibration, model="m", end_to_end_s=1e-3))
+        try:
+            colours = {line.get_label(): line.get_color() for line in ax.get_lines()
+                       if line.get_label().endswith("(1)")}  # fmt: skip
+            assert len(colours) == len(classes)
+            assert len(set(colours.values())) == len(classes), colours
+        finally:
+            plt.close(ax.figure)
+
+
 # --- lecture 11 ----------------------------------------------------------------------------------
 
 

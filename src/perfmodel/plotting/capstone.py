@@ -22,9 +22,15 @@ __all__ = ["node_plot", "published_plot", "upgrade_plot"]
 
 
 def _class_colours(classes: Collection[str]) -> dict[str, str]:
+    """One colour per op class present, none shared: the house colours while they last, then
+    matplotlib's tab20 (the house has seven; ONNX models show up to eleven classes)."""
+    import matplotlib as mpl
+
     from perfmodel.capstone import OP_CLASSES
 
-    return {name: COLOURS[i % len(COLOURS)] for i, name in enumerate(OP_CLASSES) if name in classes}
+    present = [name for name in OP_CLASSES if name in classes]
+    palette = list(COLOURS) if len(present) <= len(COLOURS) else list(mpl.colormaps["tab20"].colors)
+    return {name: mpl.colors.to_hex(palette[i]) for i, name in enumerate(present)}
 
 
 def node_plot(comparison: Any, *, name: str | None = None, ax: Any = None) -> Any:
