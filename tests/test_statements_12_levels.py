@@ -165,3 +165,20 @@ def test_your_machine_sets_each_row_beside_the_reference():
     for label, level in (("off", "none"), ("all", "all")):
         assert f"optimisations {label}: median miss" in out
         assert f"the reference's {RUN.miss(level, ZOO)[0]:.0%}" in out
+
+
+def test_lecture_09s_activations_for_llama_are_what_lecture_12_quotes():
+    """Lecture 12 cited "lecture 09's 417 GB", a number lecture 09 never printed; it now quotes
+    the total lecture 09 prints and the activations' share of it."""
+    from perfmodel import distributed
+    from perfmodel.transformer import preset
+
+    memory = distributed.training_memory(preset("Llama 2 7B"), data_parallel=8, zero_stage=1,
+                                         micro_batch=4, seq_len=4096, recompute="none")  # fmt: skip
+    nine = read_json(ROOT / "notebooks" / "09_go_multi_node.ipynb")["cells"]
+    out = "".join("".join(o.get("text", "")) for c in nine if c["cell_type"] == "code"
+                  for o in c.get("outputs", []))  # fmt: skip
+    assert f"recompute      none: {memory.total / 1e9:6.1f} GB per GPU" in out
+    text = prose("So the graph's count is the pessimistic one")
+    assert f"Lecture 09 printed {memory.total / 1e9:.1f} GB per GPU for Llama 2 7B" in text
+    assert f"{memory.activations / 1e9:.0f} GB of that is activations" in text
