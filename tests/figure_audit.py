@@ -252,3 +252,69 @@ def install() -> None:
         return original(canvas, *args, **kwargs)
 
     FigureCanvasBase.print_figure = print_figure  # type: ignore[method-assign]
+
+
+def crowded(figure: Figure, *, smallest: float = 12.0) -> list[str]:
+    """Every text of ``figure`` that cannot be read from the back row, as sentences: one below
+    ``smallest`` points, one cut by the figure's edge, two that overlap, and one that spills out
+    of the box it labels (a patch with a ``gid``, drawn behind it). Empty when none.
+
+    Drawings that are all text and boxes (the collectives' pictures) have no axis to audit, so
+    :func:`problems` passes them whatever their layout; this reads the layout itself.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> fig, ax = plt.subplots()
+    >>> _ = ax.text(0.5, 0.5, "one", fontsize=8), ax.text(0.5, 0.5, "two", fontsize=14)
+    >>> ax.set_axis_off()
+    >>> for problem in crowded(fig):
+    ...     print(problem)
+    'one' is 8 points, below 12
+    'one' overlaps 'two'
+    >>> plt.close(fig)
+    """
+    from matplotlib.text import Text
+
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    texts = [t for t in figure.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    hidden = {  # the tick labels and axis labels of an axes drawn without its axes lines
+        id(t)
+        for ax in figure.axes
+        if not ax.axison
+        for t in ax.findobj(Text)
+        if t is not ax.title and t not in ax.texts
+    }
+    texts = [t for t in texts if id(t) not in hidden]
+    boxes = [(t, t.get_window_extent(renderer)) for t in texts]
+    edge = figure.bbox
+    found = [
+        f"{t.get_text()!r} is {t.get_fontsize():g} points, below {smallest:g}"
+        for t, _ in boxes
+        if t.get_fontsize() < smallest
+    ]
+    found += [
+        f"{t.get_text()!r} is cut by the figure's edge"
+        for t, box in boxes
+        if box.x0 < edge.x0 - 1
+        or box.y0 < edge.y0 - 1
+        or box.x1 > edge.x1 + 1
+        or box.y1 > edge.y1 + 1
+    ]
+    for i, (a, box_a) in enumerate(boxes):
+        for b, box_b in boxes[i + 1 :]:
+            if _overlap(box_a, box_b) > 1.0:
+                found.append(f"{a.get_text()!r} overlaps {b.get_text()!r}")
+    for t, box in boxes:
+        if t.axes is None or t not in t.axes.texts:
+            continue
+        middle = ((box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2)
+        for patch in t.axes.patches:
+            if patch.get_gid() and patch.contains_point(middle):
+                frame = patch.get_window_extent(renderer)
+                if _overlap(box, frame) < box.width * box.height - 1.0:
+                    found.append(f"{t.get_text()!r} spills out of its box")
+    return found

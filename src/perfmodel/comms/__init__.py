@@ -15,6 +15,9 @@ This package's top level is its public face, what lecture 09 and a learner need:
   and :func:`terms`, the latency count and byte factor behind each;
 * nccl-tests' conventions: :func:`algorithm_bandwidth`, :func:`bus_bandwidth`,
   :func:`bus_factor`;
+* what each algorithm moves, step by step, on labelled blocks: :func:`ring_schedule`,
+  :func:`tree_schedule`, :func:`nvls_schedule`, :func:`torus_schedule` and
+  :func:`rails_schedule`, each a :class:`Schedule` (what :mod:`perfmodel.plotting` draws);
 * :class:`Axis`: a ring or line of a torus, or a switch, collectives counted hop by hop,
   and :func:`over_axes`, one collective over several axes at once;
 * :func:`fit_alpha_beta`: a link's latency and bandwidth from measured times;
@@ -71,6 +74,17 @@ from perfmodel.comms.published import (
     across_nodes_busbw,
     predicted_busbw,
 )
+from perfmodel.comms.schedules import (
+    SWITCH,
+    Schedule,
+    Step,
+    Transfer,
+    nvls_schedule,
+    rails_schedule,
+    ring_schedule,
+    torus_schedule,
+    tree_schedule,
+)
 from perfmodel.comms.sweeps import (
     PATH_RATES,
     PATHS,
@@ -100,6 +114,10 @@ __all__ = [
     "LinkModel",
     "NcclChoice",
     "PublishedSweep",
+    "SWITCH",
+    "Schedule",
+    "Step",
+    "Transfer",
     "Sweep",
     "SweepComparison",
     "Terms",
@@ -118,12 +136,17 @@ __all__ = [
     "fit_paths",
     "hierarchical_allreduce_time",
     "nccl_choice",
+    "nvls_schedule",
     "over_axes",
     "parameter_server_time",
     "point_to_point_time",
     "published_sweeps",
     "rail_ring_allreduce_time",
+    "rails_schedule",
     "read_nccl_tests",
     "reduce_scatter_time",
+    "ring_schedule",
     "terms",
+    "torus_schedule",
+    "tree_schedule",
 ]
