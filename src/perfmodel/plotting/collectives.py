@@ -46,8 +46,8 @@ __all__ = [
 
 #: How to read a block, under every picture.
 KEY = (
-    "letters: whose data a block holds, summed (a is rank 0's); Σ: every rank's; dashed: handed "
-    "on; arrows: what is sent"
+    "letters: whose data a block holds, summed (a is rank 0's); Σ: every rank's\n"
+    "dashed: none (handed on, or yet to come); arrows: what is sent"
 )
 #: The most ranks a picture draws legibly from the back row.
 MOST_RANKS = 8
