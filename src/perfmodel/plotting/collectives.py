@@ -242,7 +242,10 @@ def tree_plot(p: int = 8) -> Any:
             where = "to rank 0" if phase == "reduce" else "from rank 0"
             ax.set_title(f"{phase}: rounds {first + 1}–{first + rounds}, {where}", fontsize=15)
         figure.suptitle(title)
-        figure.supxlabel(KEY + "; circled: the round", fontsize=13)
+        figure.supxlabel(
+            KEY.split("\n")[0] + "\narrows: a whole buffer sent; circled: in which round",
+            fontsize=13,
+        )
     return figure
 
 
