@@ -31,6 +31,7 @@ from perfmodel.exercises import (
     default_slips,
     feedback,
     number_key,
+    unit_slips,
 )
 
 SALT = "tests/q1/x"
@@ -248,6 +249,35 @@ def test_default_slips_follow_the_unit():
     assert "FLOPs vs multiply-adds" in names("FLOP/s") and "bits vs bytes" not in names("FLOP")
     assert "minutes vs seconds" in names("s") and "kWh vs J" in names("J")
     assert names("") == {slip.name for slip in PREFIX_SLIPS}
+
+
+def test_unit_slips_follow_the_unit_and_the_size():
+    def names(unit, value):
+        return [slip.name for slip in unit_slips(unit, value)]
+
+    prefixes = [slip.name for slip in PREFIX_SLIPS]
+    # one binary prefix, the one a size this large is written in (GiB and MiB overlap at 1%)
+    assert names("B", 6e10) == [*prefixes, "bits vs bytes", "GiB vs GB"]
+    assert names("B", 8e8) == [*prefixes, "bits vs bytes", "MiB vs MB"]
+    assert names("GB/s", 420) == [*prefixes, "bits vs bytes", "GiB vs GB"]
+    assert names("ms", 12) == prefixes  # seconds for milliseconds is the prefix step
+    assert names("s", 0.07) == [*prefixes, "minutes vs seconds", "hours vs seconds"]
+    assert names("FLOP/B", 128) == [
+        *prefixes,
+        "FLOPs vs multiply-adds",
+        "bits vs bytes",
+        "x vs 1/x",
+    ]
+    assert unit_slips("FLOP/B", 128)[5].scales() == (("small", 0.125),)  # FLOPs per bit
+    assert names("kWh", 1.05)[-1] == names("J", 3.78e6)[-1] == "kWh vs J"
+    assert unit_slips("", 0.8) == (PERCENT_FOR_FRACTION.only("large"),)
+    assert unit_slips("", 36.1) == ()  # not a fraction: no percentage
+    assert unit_slips("x", 1.9) == (RECIPROCAL,)
+    assert unit_slips("tokens", 17_316) == ()
+    with pytest.raises(TypeError, match="`unit` must be a str"):
+        unit_slips(None, 1.0)
+    with pytest.raises(TypeError, match="`value` must be a real number"):
+        unit_slips("s", "1")
 
 
 def test_choice_lists_the_options_and_what_tells_them_apart():

@@ -113,6 +113,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     key.add_argument("--rel-tol", type=_positive(float), default=0.01, help="numbers only")
 
+    slips = commands.add_parser("slips", help="print the slips each question of a workbook names")
+    slips.add_argument("workbook", help="a workbook's name (09_go_multi_node) or master")
+    slips.add_argument("--exercises", type=Path, default=Path("exercises"))
+
     demo = commands.add_parser("demo", help="present a lecture as live slides (Voilà)")
     demo.add_argument("lecture", help="lecture number (04) or notebook")
     demo.add_argument("--notebooks", type=Path, default=Path("notebooks"))
@@ -296,6 +300,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "key":
             return _key(args)
+        if args.command == "slips":
+            from perfmodel.grading import find_workbook, slip_table
+
+            print(slip_table(find_workbook(args.workbook, args.exercises).master), end="")
+            return 0
         if args.command == "student":
             return _student(args)
         if args.command in ("demo", "book", "slides"):

@@ -76,6 +76,7 @@ from perfmodel.exercises.slips import (
     SPARSE_PEAK,
     Slip,
     default_slips,
+    unit_slips,
 )
 
 __all__ = [
@@ -103,4 +104,5 @@ __all__ = [
     "default_slips",
     "feedback",
     "number_key",
+    "unit_slips",
 ]

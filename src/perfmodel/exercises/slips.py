@@ -35,6 +35,7 @@ __all__ = [
     "SPARSE_PEAK",
     "Slip",
     "default_slips",
+    "unit_slips",
 ]
 
 
@@ -300,16 +301,100 @@ def default_slips(unit: str) -> tuple[Slip, ...]:
     [1000000000000.0, 1000000000.0, 1000000.0, 1000.0, 2]
     """
     base = unit.split("/")[0].strip()
-    extra: tuple[Slip, ...] = ()
+    return (*PREFIX_SLIPS, *_own_slips(base, unit, BINARY_PREFIX_SLIPS))
+
+
+def _own_slips(base: str, unit: str, binary: tuple[Slip, ...]) -> tuple[Slip, ...]:
+    """A unit's slips besides the metric prefixes: bits and ``binary`` for bytes, multiply-adds
+    for FLOPs, minutes and hours for seconds, kWh for joules."""
     if base in ("B", "bit"):
-        extra = (BITS_FOR_BYTES, *BINARY_PREFIX_SLIPS)
-    elif base in ("FLOP", "OP"):
-        extra = (FLOPS_FOR_MACS,)
-    elif unit == "s":
-        extra = (MINUTES_FOR_SECONDS, HOURS_FOR_SECONDS)
-    elif unit == "J":
-        extra = (KWH_FOR_JOULES,)
-    return (*PREFIX_SLIPS, *extra)
+        return (BITS_FOR_BYTES, *binary)
+    if base in ("FLOP", "OP"):
+        return (FLOPS_FOR_MACS,)
+    if unit == "s":
+        return (MINUTES_FOR_SECONDS, HOURS_FOR_SECONDS)
+    if unit == "J":
+        return (KWH_FOR_JOULES,)
+    return ()
+
+
+#: The SI units a metric prefix can scale, and the prefixes with their multiples.
+_SI = ("s", "B", "bit", "FLOP", "OP", "J", "W", "Hz")
+_PREFIXES = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "m": 1e-3, "µ": 1e-6, "n": 1e-9}
+
+
+def _si(unit: str) -> tuple[str, float] | None:
+    """(base unit, its prefix's multiple) of an SI unit such as ``"GB"`` or ``"ms"``; else None."""
+    for prefix, multiple in _PREFIXES.items():
+        base = unit[len(prefix) :] if unit.startswith(prefix) else None
+        if base in _SI:
+            return base, multiple
+    return None
+
+
+def unit_slips(unit: str, value: float) -> tuple[Slip, ...]:
+    """The unit slips that apply to an answer of about ``value`` in ``unit``: the ones its
+    check should name.
+
+    A table of hints is tested against this list (a workbook's tests must not call it: its
+    choice of binary prefix depends on the answer's size).
+
+    Parameters
+    ----------
+    unit : str
+        The question's unit. ``""`` is a fraction; ``"x"`` a ratio (a speed-up); an SI unit
+        with or without a metric prefix, alone or over another (``"ms"``, ``"GB/s"``,
+        ``"FLOP/B"``), gets the metric prefixes and its own slips; any other word
+        (``"tokens"``, a count of things) gets none.
+    value : float
+        The right answer, about, in ``unit``: it picks the binary prefix a size in bytes
+        is written with, and whether a fraction can be a percentage.
+
+    Returns
+    -------
+    tuple of Slip
+        A fraction up to 1: a percentage given for it (too large). A ratio: its reciprocal.
+        An SI unit: :data:`PREFIX_SLIPS`; bytes add bits for bytes and the binary prefix of the
+        size (GiB from 1e9 bytes, MiB from 1e6, KiB from 1e3); FLOPs add multiply-adds;
+        seconds add minutes and hours; joules and kWh add kWh for joules; a rate per byte
+        (``"FLOP/B"``) adds bits for bytes (too small) and the reciprocal.
+
+    Raises
+    ------
+    TypeError
+        If ``unit`` is not a str or ``value`` not a real number.
+
+    Examples
+    --------
+    >>> [slip.name for slip in unit_slips("GB", 25.3)][4:]
+    ['bits vs bytes', 'GiB vs GB']
+    >>> [slip.name for slip in unit_slips("", 0.8)]
+    ['percent vs fraction']
+    >>> unit_slips("tokens", 19_480.8)
+    ()
+    """
+    if not isinstance(unit, str):
+        raise TypeError(f"`unit` must be a str (got {type(unit).__name__}).")
+    if not is_real(value):
+        raise TypeError(f"`value` must be a real number (got {type(value).__name__}).")
+    if unit == "":
+        return (PERCENT_FOR_FRACTION.only("large"),) if 0 < abs(value) <= 1 else ()
+    if unit == "x":
+        return (RECIPROCAL,)
+    if unit == "kWh":
+        return (*PREFIX_SLIPS, KWH_FOR_JOULES)
+    top, _, below = unit.partition("/")
+    parsed = _si(top.strip())
+    if parsed is None:
+        return ()
+    base, multiple = parsed
+    size = abs(value) * multiple
+    floors = (1e9, 1e6, 1e3)  # GiB, MiB, KiB: the prefix a size this large is written in
+    binary = [s for s, floor in zip(BINARY_PREFIX_SLIPS, floors, strict=True) if size >= floor]
+    extra = _own_slips(base, top.strip(), tuple(binary[:1]))
+    if below.strip() == "B":
+        extra = (*extra, BITS_FOR_BYTES.only("small"), RECIPROCAL)
+    return (*PREFIX_SLIPS, *dict.fromkeys(extra))
 
 
 def match_slip(value: float, key: NumberKey, slips: Iterable[Slip]) -> str | None:

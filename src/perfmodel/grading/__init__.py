@@ -4,6 +4,8 @@ One concept a module:
 
 * :mod:`~perfmodel.grading.workbooks`: masters to student copies and Gradescope zips
   (otter assign, cached);
+* :mod:`~perfmodel.grading.declared`: the slips each workbook question declares, read
+  from its master;
 * :mod:`~perfmodel.grading.edition`: the student edition a class clones, without the masters;
 * :mod:`~perfmodel.grading.grade`: grade a folder of submissions into a CSV and
   per-student feedback;
@@ -38,6 +40,9 @@ _HOMES = {
     "find_workbook": "workbooks:find_workbook",
     "find_workbooks": "workbooks:find_workbooks",
     "release": "workbooks:release",
+    "DeclaredCheck": "declared:DeclaredCheck",
+    "declared_checks": "declared:declared_checks",
+    "slip_table": "declared:slip_table",
     "STUDENT_FILES": "edition:STUDENT_FILES",
     "write_student_edition": "edition:write_student_edition",
     "SubmissionGrade": "grade:SubmissionGrade",
