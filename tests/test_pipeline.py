@@ -247,6 +247,23 @@ def test_mip_bound_closes_most_of_the_gap_on_a_random_dag():
     assert pl.combinatorial_lower_bound(g, 6) / best < 0.8  # 0.735
 
 
+def test_the_compact_mip_probes_first_and_the_covering_lp_only_where_it_runs_out(monkeypatch):
+    from perfmodel.pipeline import bounds
+    from perfmodel.pipeline.zoo import random_layered_dag
+
+    small = random_layered_dag(8, 3, seed=0)  # 24 nodes x 2 stages: the MIP decides each probe
+    upper = pl.search_orders(small, 2).bottleneck
+    asked = []
+    real = bounds.cover_probe
+    monkeypatch.setattr(bounds, "cover_probe", lambda *a, **kw: asked.append(1) or real(*a, **kw))
+    proof = bounds.mip_lower_bound(small, 2, upper)
+    assert proof.source == "compact MIP" and not asked
+    assert proof.lower_bound / upper > 0.999  # 0.9994
+    wide = random_layered_dag(6, 3, seed=2)  # at k = 6 the MIP runs out of nodes: the LP proves
+    proof = bounds.mip_lower_bound(wide, 6, pl.search_orders(wide, 6).bottleneck)
+    assert proof.source == "covering LP" and asked
+
+
 def test_a_long_chain_splits_fast_and_exactly():
     rng = np.random.default_rng(0)
     g = pl.Graph.chain(rng.uniform(1, 10, 10_000).tolist(), rng.uniform(0, 5, 10_000).tolist())
