@@ -68,7 +68,7 @@ class Transfer:
         The blocks sent, by index in the buffer.
     fraction : float
         The message's share of one rank's buffer ``n``: ``len(blocks)`` over the blocks in a
-        buffer.
+        buffer, fraction.
     """
 
     source: int
@@ -128,16 +128,44 @@ class Schedule:
         return self.steps[-1].holdings if self.steps else self.start
 
     def sent(self, rank: int) -> float:
-        """The share of a buffer ``rank`` sends over the whole collective, as a fraction of n."""
+        """What ``rank`` sends over the whole collective.
+
+        Parameters
+        ----------
+        rank : int
+            A rank of the schedule (or :data:`SWITCH`), count.
+
+        Returns
+        -------
+        float
+            The bytes it sends, as a fraction of one rank's buffer n, fraction.
+        """
         return sum(t.fraction for step in self.steps for t in step.transfers if t.source == rank)
 
     def received(self, rank: int) -> float:
-        """The share of a buffer ``rank`` receives over the whole collective, a fraction of n."""
+        """What ``rank`` receives over the whole collective.
+
+        Parameters
+        ----------
+        rank : int
+            A rank of the schedule (or :data:`SWITCH`), count.
+
+        Returns
+        -------
+        float
+            The bytes it receives, as a fraction of one rank's buffer n, fraction.
+        """
         return sum(t.fraction for step in self.steps for t in step.transfers if t.target == rank)
 
     def critical_path(self) -> float:
-        """The largest message of each step, added over the steps: the buffers that cross a
-        link one after another, as a fraction of n (``2⌈log2 p⌉`` for a tree all-reduce)."""
+        """The largest message of each step, added over the steps.
+
+        Returns
+        -------
+        float
+            The buffers that cross a link one after another, as a fraction of n
+            (``2⌈log2 p⌉`` for a tree all-reduce), fraction.
+        """
         return sum(max(t.fraction for t in step.transfers) for step in self.steps)
 
 
@@ -354,7 +382,18 @@ def torus_schedule(shape: tuple[int, int] = (4, 4)) -> Schedule:
 
 
 def torus_shape(shape: object) -> tuple[int, int]:
-    """``shape`` checked as a torus's ``(rows, columns)``: two counts of at least 2."""
+    """``shape`` checked as a torus's ``(rows, columns)``.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        Rows and columns of chips, counts of at least 2 each.
+
+    Returns
+    -------
+    tuple of (int, int)
+        The rows and the columns, as ints.
+    """
     if not isinstance(shape, tuple | list) or len(shape) != 2:
         raise TypeError(
             f"`shape` must be a pair of counts (rows, columns), such as (4, 4) (got {shape!r})."

@@ -63,9 +63,23 @@ def ranks_to_draw(name: str, value: object, most: int = MOST_RANKS) -> int:
 
 
 def block_colour(index: int, held: int, ranks: int) -> tuple[float, float, float]:
-    """The colour of block ``index`` holding ``held`` of ``ranks`` ranks' data: the block's
-    colour from the house cycle, mixed with white so that one rank's data is pale and all
-    of them full; white when it holds nothing."""
+    """The colour of a block: its own from the house cycle, pale to full as it sums more ranks.
+
+    Parameters
+    ----------
+    index : int
+        The block's index in the buffer, count.
+    held : int
+        How many ranks' data the block holds summed, count (0: nothing).
+    ranks : int
+        Ranks in the collective, count.
+
+    Returns
+    -------
+    tuple of float
+        RGB, each a fraction: the block's colour mixed with white so that one rank's data
+        is pale and all of them full; white when it holds nothing.
+    """
     if held == 0:
         return (1.0, 1.0, 1.0)
     strength = 0.25 + 0.75 * (held - 1) / max(ranks - 1, 1)
@@ -73,8 +87,21 @@ def block_colour(index: int, held: int, ranks: int) -> tuple[float, float, float
 
 
 def contributors_label(ranks: frozenset[int], total: int) -> str:
-    """Whose data a block holds: ``"ab"`` (a's and b's), ``"e–h"`` for a run of four or
-    more, ``"Σ"`` for all ``total`` ranks, ``""`` for none."""
+    """Whose data a block holds, as the picture labels it.
+
+    Parameters
+    ----------
+    ranks : frozenset of int
+        The ranks whose data the block holds, summed.
+    total : int
+        Ranks in the collective, count.
+
+    Returns
+    -------
+    str
+        ``"ab"`` (a's and b's), ``"e–h"`` for a run of four or more, ``"Σ"`` for all
+        ``total`` ranks, ``""`` for none.
+    """
     if not ranks:
         return ""
     if len(ranks) == total:
@@ -87,7 +114,18 @@ def contributors_label(ranks: frozenset[int], total: int) -> str:
 
 
 def times_n(factor: float) -> str:
-    """A byte factor written as a multiple of the buffer: ``1.75n``, ``0.125n``."""
+    """A byte factor written as a multiple of the buffer.
+
+    Parameters
+    ----------
+    factor : float
+        Bytes over the buffer's n, dimensionless.
+
+    Returns
+    -------
+    str
+        ``1.75n``, ``0.125n``...
+    """
     return f"{factor:.4g}n"
 
 
