@@ -32,14 +32,14 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import platform
+import os
 import statistics
 from pathlib import Path
 
 from perfmodel.capstone import ZOO, KernelRates, ZooRow, fusions, run_zoo, zoo_model
 from perfmodel.capstone.builders import HELD_OUT
 from perfmodel.capstone.calibrate import measure_kernels
-from perfmodel.capstone.reference import ReferenceRun
+from perfmodel.capstone.reference import ReferenceRun, this_machine
 
 #: Issue 53's goals, at each level: the median miss and the worst model's.
 MEDIAN_GOAL, WORST_GOAL = 0.10, 0.25
@@ -62,22 +62,10 @@ def summary(ratios: dict[tuple[str, int], float], unsure: set[tuple[str, int]]) 
 
 
 def machine(rows: list[ZooRow]) -> dict[str, str]:
-    """The CPU, its cores, the software and the date, for the reference's first line."""
-    import numpy as np
-    import onnxruntime as ort
-
-    from perfmodel.measure.empirical import usable_cores
-
-    info = Path("/proc/cpuinfo")
-    lines = info.read_text().splitlines() if info.exists() else []
-    names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
+    """This machine (:func:`perfmodel.capstone.this_machine`), the share of the CPUs others
+    used while the rows ran, and the date: the reference's first line."""
     return {
-        "cpu": names[0] if names else platform.processor() or platform.machine(),
-        "cores": str(usable_cores()),
-        "os": f"{platform.system()} {platform.release()}",
-        "python": platform.python_version(),
-        "onnxruntime": ort.__version__,
-        "numpy": np.__version__,
+        **this_machine(),
         "others": f"{statistics.fmean(r.others for r in rows):.3f}",
         "date": datetime.date.today().isoformat(),
     }
@@ -90,6 +78,9 @@ def record(path: Path, args: argparse.Namespace, kept: dict[str, list[list[ZooRo
     rows: dict[str, tuple[ZooRow, ...]] = {}
     middle: dict[str, KernelRates] = {}
     for level, cycles in kept.items():
+        if any([(r.model, r.batch) for r in c] != [(r.model, r.batch) for r in cycles[0]]
+               for c in cycles):  # fmt: skip
+            raise RuntimeError(f"the cycles at {level!r} timed different rows")
         rows[level] = tuple(
             sorted(across, key=lambda r: r.ratio)[len(across) // 2]
             for across in zip(*cycles, strict=True)
@@ -135,8 +126,18 @@ def main() -> None:
     )
     parser.add_argument("--record", type=Path, help="write the run as lecture 12's reference")
     args = parser.parse_args()
-    if args.record and sorted(args.optimization) != ["all", "none"]:
-        parser.error("--record needs both levels: --optimization none all")
+    if args.cycles < 1 or args.repeats < 1 or args.runs < 1:
+        parser.error("--cycles, --repeats and --runs must each be at least 1")
+    if args.record:
+        if sorted(args.optimization) != ["all", "none"]:
+            parser.error("--record needs both levels: --optimization none all")
+        if sorted(args.models) != ["held-out", "zoo"]:
+            parser.error("--record needs both families: --models zoo held-out")
+        if args.cycles % 2 == 0:
+            parser.error("--record needs an odd --cycles: each row keeps its median cycle")
+        folder = args.record.resolve().parent
+        if not folder.is_dir() or not os.access(folder, os.W_OK):
+            parser.error(f"--record: cannot write into {folder}")
     kept: dict[str, list[list[ZooRow]]] = {}
     rates_by_level: dict[str, list[KernelRates]] = {}
     families = {"zoo": list(ZOO), "held-out": list(HELD_OUT)}

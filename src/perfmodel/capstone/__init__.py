@@ -73,7 +73,7 @@ from perfmodel.capstone.published import (
     PublishedRun,
     predict_published,
 )
-from perfmodel.capstone.reference import ReferenceRun, reference_run
+from perfmodel.capstone.reference import ReferenceRun, reference_run, this_machine
 from perfmodel.capstone.scale import (
     DataParallel,
     DesignStep,
@@ -94,6 +94,7 @@ __all__ = [
     "fusions",
     "ReferenceRun",
     "reference_run",
+    "this_machine",
     "cached_kernels",
     "drift",
     "measure_kernels",

@@ -232,7 +232,7 @@ class KernelRates:
             )
         if self.noisy_kinds:
             said.append(
-                f"Its {', '.join(self.noisy_kinds)} probes varied by more than "
+                f"The calibration's {', '.join(self.noisy_kinds)} probes varied by more than "
                 f"{NOISY_SPREAD:.0%} of their median from run to run: predictions that lean on "
                 f"them carry that spread."
             )

@@ -29,7 +29,8 @@ def _class_colours(classes: Collection[str]) -> dict[str, str]:
     from perfmodel.capstone import OP_CLASSES
 
     present = [name for name in OP_CLASSES if name in classes]
-    palette = list(COLOURS) if len(present) <= len(COLOURS) else list(mpl.colormaps["tab20"].colors)
+    tab20 = mpl.colormaps["tab20"]
+    palette = list(COLOURS) if len(present) <= len(COLOURS) else [tab20(i) for i in range(20)]
     return {name: mpl.colors.to_hex(palette[i]) for i, name in enumerate(present)}
 
 
