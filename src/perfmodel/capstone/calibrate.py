@@ -244,17 +244,11 @@ def fingerprint(threads: int | None = None) -> str:
     import numpy as np
     import onnxruntime as ort
 
-    from perfmodel.measure.empirical import usable_cores
+    from perfmodel.measure.empirical import cpu_name, usable_cores
 
     threads = usable_cores() if threads is None else count("threads", threads)
-    cpuinfo = Path("/proc/cpuinfo")
-    names = [
-        line.split(":", 1)[1].strip()
-        for line in (cpuinfo.read_text().splitlines() if cpuinfo.exists() else [])
-        if line.startswith("model name")
-    ]
     parts = [
-        names[0] if names else platform.processor(),
+        cpu_name(),
         str(os.cpu_count()),
         str(usable_cores()),
         str(threads),

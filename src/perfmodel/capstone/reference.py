@@ -361,13 +361,10 @@ def this_machine() -> dict[str, str]:
     import numpy as np
     import onnxruntime as ort
 
-    from perfmodel.measure.empirical import usable_cores
+    from perfmodel.measure.empirical import cpu_name, usable_cores
 
-    info = Path("/proc/cpuinfo")
-    lines = info.read_text(encoding="utf-8").splitlines() if info.exists() else []
-    names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
     return {
-        "cpu": names[0] if names else platform.processor() or platform.machine(),
+        "cpu": cpu_name() or platform.machine(),
         "cores": str(usable_cores()),
         "os": f"{platform.system()} {platform.release()}",
         "python": platform.python_version(),

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import os
+import platform
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,7 @@ __all__ = [
     "MachineProfile",
     "RoofReading",
     "cpu_caches",
+    "cpu_name",
     "cpu_nominal",
     "empirical_roofline",
     "fraction_of_roof",
@@ -63,6 +65,18 @@ class Nominal:
 
     def peak(self, dtype: str) -> float:
         return self.cores * self.clock_hz * self.flops_per_cycle[dtype]
+
+
+def cpu_name() -> str:
+    """The CPU's model name, as /proc/cpuinfo gives it, else as :mod:`platform` does.
+
+    Returns
+    -------
+    str
+        ``"AMD EPYC 9654"``...; ``platform.processor()`` where there is no /proc/cpuinfo
+        (possibly empty).
+    """
+    return _cpuinfo().get("model name") or platform.processor()
 
 
 def _cpuinfo() -> dict[str, str]:

@@ -27,8 +27,8 @@ from perfmodel.comms import (
     ring_schedule,
     terms,
     torus_schedule,
+    tree_schedule,
 )
-from perfmodel.comms import tree_schedule as _tree_schedule
 from perfmodel.comms.schedules import RING_COLLECTIVES, torus_shape
 from perfmodel.plotting import COLOURS, style
 
@@ -260,7 +260,7 @@ def tree_plot(p: int = 8) -> Any:
         :func:`perfmodel.comms.terms`, beside the ring's.
     """
     p = ranks_to_draw("p", p, most=16)
-    schedule = _tree_schedule(p)
+    schedule = tree_schedule(p)
     rounds = len(schedule.steps) // 2
     tree, ring = terms("allreduce", p, "tree"), terms("allreduce", p)
     title = (
